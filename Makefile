@@ -1,0 +1,43 @@
+# Two commands on a fresh machine (Python 3.11, pip, cargo, rustc):
+#   make demo   build everything and train a vocabulary on a default corpus
+#   make test   build everything and run every check CI runs
+VENV   := .venv
+PY     := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: demo test build lint rust-test py-test bench corpora clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip 'maturin>=1.7,<2'
+
+# maturin develop recompiles only what changed and installs the dev extras once.
+build: $(PY)
+	$(VENV)/bin/maturin develop --release --extras dev -q
+
+demo: build
+	$(VENV)/bin/bpekit demo
+
+lint: build
+	cargo fmt --check
+	cargo clippy --all-targets -q -- -D warnings
+	cargo clippy --all-targets --features python -q -- -D warnings
+	$(VENV)/bin/ruff check python tests benchmarks scripts
+	$(VENV)/bin/ruff format --check python tests benchmarks scripts
+
+rust-test:
+	cargo test -q
+
+py-test: build
+	$(PY) -m pytest
+
+test: build lint rust-test py-test
+
+bench: build
+	$(PY) -m pip install -q tiktoken tokenizers rustbpe gigatoken sentencepiece
+	$(PY) ../shared/bench/make_corpora.py
+	$(PY) benchmarks/train_compare.py
+
+clean:
+	rm -rf target $(VENV) python/bpekit/_core*.so

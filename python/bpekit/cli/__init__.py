@@ -1,0 +1,40 @@
+"""``bpekit`` command line: one module per subcommand, each with ``add_parser`` and ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Subcommand name -> module in this package. Each module defines
+# ``add_parser(subparsers) -> ArgumentParser`` and ``run(args) -> int``.
+COMMANDS = {
+    "train": "train",
+    "demo": "demo",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bpekit", description="Exact, fast byte-level BPE.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f"bpekit.cli.{module}")
+        p = mod.add_parser(sub)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("\nbpekit: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"bpekit {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

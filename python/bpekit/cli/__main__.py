@@ -1,0 +1,5 @@
+import sys
+
+from bpekit.cli import main
+
+sys.exit(main())

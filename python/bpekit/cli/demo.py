@@ -1,0 +1,47 @@
+"""``bpekit demo``: train a 10,000-token vocabulary on a corpus every machine has.
+
+The corpus is, in order of preference: ``--input``; ``$BPEKIT_DEMO_INPUT``;
+``../shared/data/corpora`` (the project's shared data, when it sits beside the
+checkout); the source of Python's own standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from bpekit.cli.train import add_common_options, train_and_summarize
+
+SHARED_CORPORA = Path("..") / "shared" / "data" / "corpora"
+
+
+def default_inputs() -> tuple[list[str], str]:
+    env = os.environ.get("BPEKIT_DEMO_INPUT")
+    if env:
+        return [env], f"$BPEKIT_DEMO_INPUT ({env})"
+    if SHARED_CORPORA.is_dir():
+        return [str(SHARED_CORPORA)], f"the shared corpora ({SHARED_CORPORA})"
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(str(p) for p in stdlib.glob("*.py"))
+    return files, f"Python's standard library source ({stdlib}, {len(files)} files)"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("demo", help="train a 10,000-token vocabulary on a default corpus")
+    p.add_argument("--input", nargs="+", default=None, help="files or folders instead of the default corpus")
+    p.add_argument("--vocab-size", type=int, default=10_000)
+    p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bpekit-demo")
+    add_common_options(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.input:
+        inputs, what = args.input, " ".join(args.input)
+    else:
+        inputs, what = default_inputs()
+    print(f"bpekit demo: training a {args.vocab_size:,}-token vocabulary on {what}")
+    return train_and_summarize(inputs, args.vocab_size, ["<|endoftext|>"], args.out, args)

@@ -1,0 +1,77 @@
+"""``bpekit train INPUT... --vocab-size N --special-token TOK --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+from bpekit.formats.gpt2 import save_vocab_merges
+from bpekit.training import count_pretokens, resolve_inputs, train_from_counts
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("train", help="train a BPE vocabulary on text files")
+    p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently)")
+    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument("--special-token", action="append", default=None, dest="special_tokens",
+                   help="a special token (repeatable); the first one separates documents")
+    p.add_argument("--out", type=Path, required=True, help="folder for vocab.json and merges.txt")
+    add_common_options(p)
+    return p
+
+
+def add_common_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pattern", default="gpt2", help="gpt2 | cl100k | o200k | a regex (default gpt2)")
+    p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    p.add_argument("--errors", default="strict", choices=["strict", "replace", "ignore"],
+                   help="what to do with invalid UTF-8 (default strict)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _show(b: bytes) -> str:
+    return repr(b.decode("utf-8", errors="replace"))
+
+
+def train_and_summarize(
+    inputs: list[str], vocab_size: int, special_tokens: list[str], out: Path, args: argparse.Namespace
+) -> int:
+    files = resolve_inputs(inputs)
+    total_bytes = sum(f.stat().st_size for f in files)
+    progress = not args.quiet
+    t0 = time.perf_counter()
+    counts = count_pretokens(files, special_tokens, pattern=args.pattern, num_threads=args.threads,
+                             errors=args.errors, progress=progress)
+    t1 = time.perf_counter()
+    vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
+    t2 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    save_vocab_merges(vocab, merges, out / "vocab.json", out / "merges.txt")
+    t3 = time.perf_counter()
+
+    count_s, merge_s = t1 - t0, t2 - t1
+    print(f"trained {len(vocab):,} tokens ({len(merges):,} merges) on {len(files)} file(s), "
+          f"{total_bytes / 1e6:,.1f} MB")
+    print(f"  counting   {count_s:8.3f} s   {total_bytes / 1e6 / max(count_s, 1e-9):,.1f} MB/s")
+    print(f"  merging    {merge_s:8.3f} s   {len(merges) / max(merge_s, 1e-9):,.0f} merges/s")
+    print(f"  writing    {t3 - t2:8.3f} s")
+    print(f"  peak memory {peak_rss_mib():,.0f} MiB")
+    print(f"  unique pre-tokens {len(counts):,}   pre-token occurrences {counts.total:,}")
+    longest = sorted(vocab.values(), key=lambda b: (-len(b), b))[:5]
+    print("  longest tokens: " + ", ".join(_show(b) for b in longest))
+    print(f"  wrote {out / 'vocab.json'} and {out / 'merges.txt'}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.threads is not None and args.threads < 1:
+        print("bpekit train: error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    return train_and_summarize(args.inputs, args.vocab_size, args.special_tokens or [], args.out, args)

@@ -1,0 +1,1 @@
+"""Vocabulary file formats: GPT-2 ``vocab.json`` + ``merges.txt``, ``.tiktoken``, HF ``tokenizer.json``."""

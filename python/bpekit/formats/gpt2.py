@@ -1,0 +1,119 @@
+"""GPT-2 style ``vocab.json`` + ``merges.txt``, as the CS336 fixtures and HF use them.
+
+Token bytes are written through GPT-2's byte-to-unicode table, so every byte string
+(spaces, newlines, invalid UTF-8 pieces) has a printable form without spaces:
+
+>>> encode_token(b" hello\\n")
+'ĠhelloĊ'
+>>> decode_token("ĠhelloĊ")
+b' hello\\n'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from bpekit._atomic import atomic_write
+
+VERSION_LINE = "#version: 0.2"
+
+
+@cache
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's table: printable Latin-1 bytes map to themselves, the rest to U+0100 onward."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+@cache
+def unicode_to_bytes() -> dict[str, int]:
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def encode_token(token: bytes) -> str:
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in token)
+
+
+def decode_token(text: str, *, where: str = "") -> bytes:
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as e:
+        raise ValueError(f"{where}token {text!r} holds {e.args[0]!r}, not a GPT-2 byte character") from None
+
+
+def save_vocab_merges(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    vocab_path: str | os.PathLike[str],
+    merges_path: str | os.PathLike[str],
+) -> None:
+    """Writes ``vocab.json`` ({token: id}) and ``merges.txt`` (``#version`` line, then one merge a line).
+
+    Each file is written to a temporary name and renamed, so a crash leaves no half file.
+    """
+    seen: dict[bytes, int] = {}
+    for i, tok in vocab.items():
+        if tok in seen:
+            raise ValueError(
+                f"ids {seen[tok]} and {i} are the same bytes {tok!r}; vocab.json cannot hold both"
+            )
+        seen[tok] = i
+    data = {encode_token(tok): i for i, tok in sorted(vocab.items())}
+    text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    lines = [VERSION_LINE] + [f"{encode_token(a)} {encode_token(b)}" for a, b in merges]
+    atomic_write(Path(vocab_path), text.encode("utf-8"))
+    atomic_write(Path(merges_path), ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
+    """Reads ``vocab.json`` into {id: bytes}."""
+    path = Path(vocab_path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object of token -> id")
+    vocab: dict[int, bytes] = {}
+    for tok, i in data.items():
+        if not isinstance(i, int):
+            raise ValueError(f"{path}: id of token {tok!r} is {i!r}, not an integer")
+        if i in vocab:
+            raise ValueError(f"{path}: id {i} is given to two tokens")
+        vocab[i] = decode_token(tok, where=f"{path}: ")
+    return vocab
+
+
+def load_merges(merges_path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
+    """Reads ``merges.txt``, with or without a ``#version`` line."""
+    path = Path(merges_path)
+    merges: list[tuple[bytes, bytes]] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line or (lineno == 1 and line.startswith("#version")):
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{lineno}: expected two tokens separated by one space, got {line!r}")
+            where = f"{path}:{lineno}: "
+            merges.append((decode_token(parts[0], where=where), decode_token(parts[1], where=where)))
+    return merges
+
+
+def load_vocab_merges(
+    vocab_path: str | os.PathLike[str], merges_path: str | os.PathLike[str]
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    return load_vocab(vocab_path), load_merges(merges_path)

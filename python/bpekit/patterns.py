@@ -1,0 +1,49 @@
+"""Named pre-tokenizer patterns: the regex text each name stands for.
+
+``gpt2`` is CS336's ``PAT`` (GPT-2's pattern; tiktoken's r50k/p50k pattern behaves
+identically); ``cl100k`` and ``o200k`` are tiktoken's patterns for cl100k_base and
+o200k_base. Pass a name or any regex wherever a ``pattern`` is taken; a regex that is
+not one of these runs through the generic regex engine.
+
+>>> import regex
+>>> regex.findall(GPT2, "I'll go  now")
+['I', "'ll", ' go', ' ', ' now']
+"""
+
+GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+CL100K = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+    r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+NAMED: dict[str, str] = {
+    "gpt2": GPT2,
+    "r50k_base": GPT2,
+    "p50k_base": GPT2,
+    "cl100k": CL100K,
+    "cl100k_base": CL100K,
+    "o200k": O200K,
+    "o200k_base": O200K,
+}
+
+
+def resolve(pattern: str) -> str:
+    """The regex text of ``pattern``: a name from ``NAMED`` or the regex itself.
+
+    >>> resolve("gpt2") == GPT2
+    True
+    """
+    return NAMED.get(pattern, pattern)

@@ -1,0 +1,236 @@
+//! Input files: mapped into memory (or decompressed, for `.gz`), cut into chunks
+//! that no pre-token and no special token crosses, and decoded as UTF-8 under the
+//! caller's policy.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+use crate::specials::SpecialMatcher;
+
+/// What to do with bytes that are not UTF-8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Utf8Policy {
+    /// Fail, naming the file and byte offset.
+    Strict,
+    /// Replace each maximal invalid subsequence with U+FFFD, as Python's `errors="replace"`.
+    Replace,
+    /// Drop invalid bytes, as Python's `errors="ignore"`.
+    Ignore,
+}
+
+impl Utf8Policy {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "strict" => Ok(Self::Strict),
+            "replace" => Ok(Self::Replace),
+            "ignore" => Ok(Self::Ignore),
+            other => Err(Error::invalid(format!(
+                "errors must be \"strict\", \"replace\" or \"ignore\", not {other:?}"
+            ))),
+        }
+    }
+}
+
+enum Bytes {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+/// One input file's bytes.
+pub struct Source {
+    pub path: PathBuf,
+    bytes: Bytes,
+}
+
+impl Source {
+    /// Maps `path`, or decompresses it fully when its name ends in `.gz`.
+    pub fn open(path: &Path) -> Result<Self> {
+        let err = |e| Error::io(path, e);
+        let mut file = File::open(path).map_err(err)?;
+        let meta = file.metadata().map_err(err)?;
+        if meta.is_dir() {
+            return Err(Error::invalid(format!(
+                "{}: is a directory; pass its files",
+                path.display()
+            )));
+        }
+        let bytes = if path.extension().is_some_and(|e| e == "gz") {
+            let mut out = Vec::new();
+            flate2::read::MultiGzDecoder::new(file)
+                .read_to_end(&mut out)
+                .map_err(err)?;
+            Bytes::Owned(out)
+        } else if meta.len() == 0 {
+            // mmap rejects empty files.
+            Bytes::Owned(Vec::new())
+        } else {
+            let mut buf = Vec::new();
+            // SAFETY: the map is read-only; a file truncated under us while mapped is the
+            // same hazard every mmap-based reader accepts (SIGBUS), documented in the README.
+            match unsafe { Mmap::map(&file) } {
+                Ok(m) => Bytes::Mapped(m),
+                // Pipes and special files cannot be mapped: read them instead.
+                Err(_) => {
+                    file.read_to_end(&mut buf).map_err(err)?;
+                    Bytes::Owned(buf)
+                }
+            }
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            bytes,
+        })
+    }
+
+    /// In-memory bytes, for tests and for text handed over from Python.
+    pub fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Self {
+        Self {
+            path: path.into(),
+            bytes: Bytes::Owned(bytes),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Where a chunk may end so that splitting there changes no piece of any named
+/// pattern (gpt2, cl100k, o200k): right after a lone `\n` that follows a printable
+/// ASCII character and precedes an ASCII letter or digit. A lone `\n` before a
+/// non-space is its own piece under all three patterns, at the end of a chunk too.
+fn is_newline_cut(data: &[u8], p: usize) -> bool {
+    p >= 2
+        && p < data.len()
+        && data[p - 1] == b'\n'
+        && (0x21..=0x7e).contains(&data[p - 2])
+        && data[p].is_ascii_alphanumeric()
+}
+
+/// Cuts `data` into ranges of about `target` bytes. Cuts fall right before a special
+/// token (where the document separator is) and, inside segments longer than
+/// `target`, at newline cuts when `newline_cuts` is set. A segment with no cut in
+/// it stays whole: correct, just less parallel.
+pub fn chunk_ranges(
+    data: &[u8],
+    specials: &SpecialMatcher,
+    target: usize,
+    newline_cuts: bool,
+) -> Vec<Range<usize>> {
+    let target = target.max(1);
+    let mut cuts = vec![0usize];
+    // Newline cuts inside [seg_start, seg_end), a stretch free of special tokens,
+    // wherever the current chunk has grown past the target.
+    let add_newline_cuts = |cuts: &mut Vec<usize>, seg_start: usize, seg_end: usize| {
+        while newline_cuts {
+            let last = cuts.last().copied().unwrap_or(0);
+            let from = (last + target).max(seg_start);
+            if from >= seg_end {
+                return;
+            }
+            let found = memchr::memchr_iter(b'\n', &data[from..seg_end])
+                .map(|i| from + i + 1)
+                .find(|&p| p < seg_end && is_newline_cut(data, p));
+            match found {
+                Some(p) => cuts.push(p),
+                None => return,
+            }
+        }
+    };
+    let mut seg_start = 0;
+    for (start, end, _) in specials.find_all(data) {
+        add_newline_cuts(&mut cuts, seg_start, start);
+        if start >= cuts.last().copied().unwrap_or(0) + target {
+            cuts.push(start);
+        }
+        seg_start = end;
+    }
+    add_newline_cuts(&mut cuts, seg_start, data.len());
+    cuts.push(data.len());
+    cuts.dedup();
+    cuts.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
+/// Decodes one chunk of `source` that starts at byte `offset` of the file.
+pub fn decode<'a>(
+    source: &'a Source,
+    range: Range<usize>,
+    policy: Utf8Policy,
+) -> Result<Cow<'a, str>> {
+    let bytes = &source.bytes()[range.clone()];
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(Cow::Borrowed(s)),
+        Err(e) => match policy {
+            Utf8Policy::Strict => Err(Error::InvalidUtf8 {
+                path: source.path.clone(),
+                offset: (range.start + e.valid_up_to()) as u64,
+            }),
+            Utf8Policy::Replace => Ok(Cow::Owned(String::from_utf8_lossy(bytes).into_owned())),
+            Utf8Policy::Ignore => Ok(Cow::Owned(decode_ignoring_errors(bytes))),
+        },
+    }
+}
+
+fn decode_ignoring_errors(mut bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (good, rest) = bytes.split_at(e.valid_up_to());
+                // SAFETY-free: `good` was just validated.
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                let skip = e.error_len().unwrap_or(rest.len());
+                bytes = &rest[skip..];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_input_and_cut_before_specials() {
+        let specials = SpecialMatcher::new(&["<|endoftext|>".to_string()]).unwrap();
+        let text = b"aaaa<|endoftext|>bbbb<|endoftext|>cc";
+        let ranges = chunk_ranges(text, &specials, 3, false);
+        assert_eq!(ranges, vec![0..4, 4..21, 21..36]);
+    }
+
+    #[test]
+    fn newline_cuts_only_at_safe_places() {
+        let none = SpecialMatcher::new(&[]).unwrap();
+        let text = b"ab\ncd\n\nef \ngh\nij";
+        let ranges = chunk_ranges(text, &none, 1, true);
+        let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+        assert_eq!(cuts, vec![0, 3, 14]);
+    }
+
+    #[test]
+    fn ignore_and_replace_match_python() {
+        let s = Source::from_bytes("t", b"a\xffb\xe2\x82c".to_vec());
+        assert_eq!(decode(&s, 0..6, Utf8Policy::Ignore).unwrap(), "abc");
+        assert_eq!(
+            decode(&s, 0..6, Utf8Policy::Replace).unwrap(),
+            "a\u{fffd}b\u{fffd}c"
+        );
+        match decode(&s, 0..6, Utf8Policy::Strict) {
+            Err(Error::InvalidUtf8 { offset, .. }) => assert_eq!(offset, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Parallel pre-token counting: files -> chunks -> pieces -> `WordCounts`.
+//!
+//! Each worker keeps one map keyed by bytes borrowed from the mapped input (no copy
+//! per piece) and pulls chunks from a shared counter; the maps are merged once at
+//! the end. Only pieces from chunks that had to be re-decoded (invalid UTF-8 under
+//! `replace`/`ignore`) are copied.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
+
+use crate::corpus::{self, Source, Utf8Policy};
+use crate::error::Result;
+use crate::pretokenize::Pretokenizer;
+use crate::progress::Progress;
+use crate::specials::{Segment, SpecialMatcher};
+
+pub type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
+
+pub mod wordcounts;
+pub use wordcounts::WordCounts;
+
+/// How the counting is run; results never depend on these.
+#[derive(Clone, Copy, Debug)]
+pub struct CountOptions {
+    pub num_threads: usize,
+    /// Target chunk size in bytes; 0 picks one from the input size.
+    pub chunk_size: usize,
+    pub utf8: Utf8Policy,
+}
+
+impl Default for CountOptions {
+    fn default() -> Self {
+        Self {
+            num_threads: default_threads(),
+            chunk_size: 0,
+            utf8: Utf8Policy::Strict,
+        }
+    }
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Enough chunks per thread to balance uneven documents, few enough that
+/// per-chunk work stays negligible.
+fn auto_chunk_size(total: usize, threads: usize) -> usize {
+    (total / (threads * 16)).clamp(64 << 10, 16 << 20)
+}
+
+/// Counts every pre-token of `sources`, split on `specials` (which are not counted).
+pub fn count_pretokens(
+    sources: &[Source],
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    options: CountOptions,
+    progress: &Progress,
+) -> Result<WordCounts> {
+    let threads = options.num_threads.max(1);
+    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    progress.reset(total as u64);
+    let chunk_size = if options.chunk_size == 0 {
+        auto_chunk_size(total, threads)
+    } else {
+        options.chunk_size
+    };
+    let newline_cuts = pretokenizer.kind() != crate::pretokenize::Kind::Custom;
+    let chunks: Vec<(usize, std::ops::Range<usize>)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            corpus::chunk_ranges(s.bytes(), specials, chunk_size, newline_cuts)
+                .into_iter()
+                .map(move |r| (i, r))
+        })
+        .collect();
+
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
+    let work = || {
+        let mut local = ChunkCounts::default();
+        let outcome = (|| -> Result<()> {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((src, range)) = chunks.get(i) else {
+                    return Ok(());
+                };
+                progress.check()?;
+                let source = &sources[*src];
+                let len = range.len() as u64;
+                match corpus::decode(source, range.clone(), options.utf8)? {
+                    Cow::Borrowed(text) => {
+                        count_text(text, specials, pretokenizer, &mut local.borrowed)?
+                    }
+                    Cow::Owned(text) => {
+                        let mut tmp: FxMap<&[u8], u64> = FxMap::default();
+                        count_text(&text, specials, pretokenizer, &mut tmp)?;
+                        for (k, v) in tmp {
+                            add_owned(&mut local.owned, k, v);
+                        }
+                    }
+                }
+                progress.add(len);
+            }
+        })();
+        let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
+        guard.push(outcome.map(|()| local));
+    };
+    if threads == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(work);
+            }
+        });
+    }
+    let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
+    // Merge into the biggest map so the fewest entries move.
+    parts.sort_by_key(|p| std::cmp::Reverse(p.borrowed.len()));
+    let mut merged = FxMap::<&[u8], u64>::default();
+    let mut owned = FxMap::<Box<[u8]>, u64>::default();
+    for (i, part) in parts.into_iter().enumerate() {
+        if i == 0 {
+            merged = part.borrowed;
+        } else {
+            for (k, v) in part.borrowed {
+                *merged.entry(k).or_insert(0) += v;
+            }
+        }
+        for (k, v) in part.owned {
+            *owned.entry(k).or_insert(0) += v;
+        }
+    }
+    let mut words: FxMap<Box<[u8]>, u64> = owned;
+    words.reserve(merged.len());
+    for (k, v) in merged {
+        add_owned(&mut words, k, v);
+    }
+    Ok(WordCounts::from_map(
+        words,
+        pretokenizer.pattern().to_owned(),
+        specials.tokens().to_vec(),
+    ))
+}
+
+/// Adds `n` to `key`'s count, copying the key only when it is new.
+pub fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
+    match map.get_mut(key) {
+        Some(c) => *c += n,
+        None => {
+            map.insert(key.into(), n);
+        }
+    }
+}
+
+#[derive(Default)]
+struct ChunkCounts<'a> {
+    borrowed: FxMap<&'a [u8], u64>,
+    owned: FxMap<Box<[u8]>, u64>,
+}
+
+/// Counts the pieces of one decoded chunk into `counts`.
+pub fn count_text<'t>(
+    text: &'t str,
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    counts: &mut FxMap<&'t [u8], u64>,
+) -> Result<()> {
+    let mut result = Ok(());
+    specials.split(text, |seg| {
+        if let (Segment::Text(t), Ok(())) = (seg, &result) {
+            result = pretokenizer.for_each_piece(t, |piece| {
+                *counts.entry(piece.as_bytes()).or_insert(0) += 1;
+            });
+        }
+    });
+    result
+}

@@ -1,0 +1,1 @@
+//! Encoding: ranks, byte-pair merge of one piece, piece cache, batch and file encoding.

@@ -1,0 +1,66 @@
+//! One error type for the core. Every variant says what went wrong and where;
+//! `py` maps them to ValueError / KeyError / OSError / KeyboardInterrupt.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub enum Error {
+    /// A file could not be opened, read or written.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Input bytes are not UTF-8 and the caller asked for strict decoding.
+    InvalidUtf8 { path: PathBuf, offset: u64 },
+    /// A token id that the vocabulary does not hold.
+    UnknownTokenId { id: u32 },
+    /// A bad argument (vocab size, special tokens, pattern, ...).
+    InvalidArgument(String),
+    /// A malformed input file (counts file, vocab, ranks).
+    Format {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// The regex engine gave up (e.g. backtracking limit) on some input.
+    Regex(String),
+    /// The caller asked to stop (Ctrl-C).
+    Cancelled,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            Error::InvalidUtf8 { path, offset } => write!(
+                f,
+                "{}: invalid UTF-8 at byte offset {offset}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway",
+                path.display()
+            ),
+            Error::UnknownTokenId { id } => write!(f, "token id {id} is not in the vocabulary"),
+            Error::InvalidArgument(m) => f.write_str(m),
+            Error::Format { path, line, message } => {
+                write!(f, "{}:{line}: {message}", path.display())
+            }
+            Error::Regex(m) => write!(f, "pre-tokenizer regex failed: {m}"),
+            Error::Cancelled => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

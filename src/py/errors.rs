@@ -1,0 +1,28 @@
+//! Core errors -> Python exceptions, keeping the core's message (what and where).
+
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
+    PyValueError,
+};
+use pyo3::PyErr;
+
+use crate::error::Error;
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        let msg = e.to_string();
+        match e {
+            Error::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            },
+            Error::UnknownTokenId { .. } => PyKeyError::new_err(msg),
+            Error::Cancelled => PyKeyboardInterrupt::new_err(msg),
+            Error::InvalidUtf8 { .. }
+            | Error::InvalidArgument(_)
+            | Error::Format { .. }
+            | Error::Regex(_) => PyValueError::new_err(msg),
+        }
+    }
+}

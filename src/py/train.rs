@@ -1,0 +1,174 @@
+//! Training bindings: `count_pretokens`, `train_from_counts`, and `WordCounts`.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use super::progress::run_with_progress;
+use crate::corpus::{Source, Utf8Policy};
+use crate::count::{self, CountOptions, WordCounts};
+use crate::pretokenize::Pretokenizer;
+use crate::specials::SpecialMatcher;
+use crate::train;
+
+/// How often each pre-token occurs; see `bpekit.WordCounts`.
+#[pyclass(name = "WordCounts", module = "bpekit._core")]
+#[derive(Clone)]
+pub struct PyWordCounts {
+    pub inner: WordCounts,
+}
+
+#[pymethods]
+impl PyWordCounts {
+    #[new]
+    #[pyo3(signature = (counts = None, pattern = "gpt2"))]
+    fn new(counts: Option<Vec<(Vec<u8>, u64)>>, pattern: &str) -> PyResult<Self> {
+        let pattern = Pretokenizer::new(pattern)?.pattern().to_owned();
+        Ok(Self {
+            inner: WordCounts::from_pairs(counts.unwrap_or_default(), &pattern),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __contains__(&self, word: &[u8]) -> bool {
+        self.inner.get(word) > 0
+    }
+
+    fn __getitem__(&self, word: &[u8]) -> u64 {
+        self.inner.get(word)
+    }
+
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "WordCounts({} words, {} occurrences)",
+            self.inner.len(),
+            self.inner.total()
+        )
+    }
+
+    /// Number of pre-token occurrences counted.
+    #[getter]
+    fn total(&self) -> u64 {
+        self.inner.total()
+    }
+
+    #[getter]
+    fn pattern(&self) -> &str {
+        &self.inner.pattern
+    }
+
+    #[getter]
+    fn special_tokens(&self) -> Vec<String> {
+        self.inner.special_tokens.clone()
+    }
+
+    #[pyo3(signature = (n = 10))]
+    fn most_common<'py>(&self, py: Python<'py>, n: usize) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        self.inner
+            .most_common(n)
+            .into_iter()
+            .map(|(w, c)| (PyBytes::new(py, w), c))
+            .collect()
+    }
+
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (w, c) in self.inner.iter() {
+            d.set_item(PyBytes::new(py, w), c)?;
+        }
+        Ok(d)
+    }
+
+    /// Adds `other`'s counts in place (counts of shards).
+    fn update(&mut self, other: &Self) -> PyResult<()> {
+        self.inner.add(&other.inner)?;
+        Ok(())
+    }
+
+    fn __add__(&self, other: &Self) -> PyResult<Self> {
+        let mut sum = self.clone();
+        sum.inner.add(&other.inner)?;
+        Ok(sum)
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.inner.save(&path))?;
+        Ok(())
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        Ok(Self {
+            inner: py.detach(|| WordCounts::load(&path))?,
+        })
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (paths, special_tokens, pattern = "gpt2", num_threads = None, chunk_size = 0, errors = "strict", progress = None))]
+#[allow(clippy::too_many_arguments)]
+fn count_pretokens(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    num_threads: Option<usize>,
+    chunk_size: usize,
+    errors: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyWordCounts> {
+    let specials = SpecialMatcher::new(&special_tokens)?;
+    let pretokenizer = Pretokenizer::new(pattern)?;
+    let options = CountOptions {
+        num_threads: num_threads.unwrap_or_else(count::default_threads).max(1),
+        chunk_size,
+        utf8: Utf8Policy::parse(errors)?,
+    };
+    let inner = run_with_progress(py, progress, |p| {
+        let sources = paths
+            .iter()
+            .map(|path| Source::open(path))
+            .collect::<crate::Result<Vec<_>>>()?;
+        count::count_pretokens(&sources, &specials, &pretokenizer, options, p)
+    })?;
+    Ok(PyWordCounts { inner })
+}
+
+/// Returns `(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]])`.
+#[pyfunction]
+#[pyo3(signature = (counts, vocab_size, special_tokens, progress = None))]
+fn train_from_counts<'py>(
+    py: Python<'py>,
+    counts: &PyWordCounts,
+    vocab_size: usize,
+    special_tokens: Vec<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let trained = run_with_progress(py, progress, |p| {
+        train::train(&counts.inner, vocab_size, &special_tokens, p)
+    })?;
+    let vocab = PyDict::new(py);
+    for (id, bytes) in trained.vocab.iter().enumerate() {
+        vocab.set_item(id, PyBytes::new(py, bytes))?;
+    }
+    let merges = PyList::empty(py);
+    for (a, b) in trained.merge_bytes() {
+        merges.append((PyBytes::new(py, a), PyBytes::new(py, b)))?;
+    }
+    PyTuple::new(py, [vocab.into_any(), merges.into_any()])
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyWordCounts>()?;
+    m.add_function(wrap_pyfunction!(count_pretokens, m)?)?;
+    m.add_function(wrap_pyfunction!(train_from_counts, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,218 @@
+//! The merge loop: `WordCounts` -> `(vocab, merges)` with CS336 semantics.
+//!
+//! Each merge touches only the words that hold the chosen pair (found through
+//! postings) and only the pair counts that actually change; the best pair comes
+//! from a max-queue with lazy invalidation (see `queue`).
+
+pub mod queue;
+mod words;
+
+use crate::count::WordCounts;
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use crate::specials::SpecialMatcher;
+use queue::{unpack, Entry, PairQueue};
+use words::Words;
+
+/// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
+/// bytes by value, then the special tokens in the order given, then the merges in
+/// creation order. `merges[i]` are the ids of the pair merged into token
+/// `256 + n_specials + i`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trained {
+    pub vocab: Vec<Vec<u8>>,
+    pub merges: Vec<(u32, u32)>,
+}
+
+impl Trained {
+    pub fn merge_bytes(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.merges.iter().map(|&(a, b)| {
+            (
+                self.vocab[a as usize].as_slice(),
+                self.vocab[b as usize].as_slice(),
+            )
+        })
+    }
+}
+
+/// How often the loop reports progress and checks for cancellation.
+const REPORT_EVERY: usize = 64;
+
+pub fn train(
+    counts: &WordCounts,
+    vocab_size: usize,
+    special_tokens: &[String],
+    progress: &Progress,
+) -> Result<Trained> {
+    SpecialMatcher::new(special_tokens)?;
+    let base = 256 + special_tokens.len();
+    if vocab_size < base {
+        return Err(Error::invalid(format!(
+            "vocab_size {vocab_size} is too small: it must be at least 256 byte tokens + {} special tokens = {base}",
+            special_tokens.len()
+        )));
+    }
+    let wanted = vocab_size - base;
+    progress.reset(wanted as u64);
+
+    // Internal ids: bytes 0..256, then merges; specials are slotted in at the end.
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut words = Words::new(counts.iter());
+    let mut pairs = words.count_pairs();
+    let entries = pairs
+        .iter()
+        .map(|(&pair, s)| Entry {
+            count: s.count,
+            pair,
+        })
+        .collect();
+    let mut queue = PairQueue::from_entries(entries, &tokens);
+    let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted);
+    let mut grown = Vec::new();
+    let mut scratch = Vec::new();
+
+    while merges.len() < wanted {
+        let Some(best) = pop_best(&mut queue, &pairs, &tokens) else {
+            break;
+        };
+        let (a, b) = unpack(best);
+        let new = tokens.len() as u32;
+        let mut bytes = tokens[a as usize].clone();
+        bytes.extend_from_slice(&tokens[b as usize]);
+        tokens.push(bytes);
+        merges.push((a, b));
+        let postings = pairs.remove(&best).map(|s| s.postings).unwrap_or_default();
+        grown.clear();
+        words.merge(
+            &postings,
+            a,
+            b,
+            new,
+            merges.len() as u32,
+            &mut pairs,
+            &mut grown,
+            &mut scratch,
+        );
+        grown.sort_unstable();
+        grown.dedup();
+        for &p in &grown {
+            if let Some(s) = pairs.get(&p) {
+                queue.push(
+                    Entry {
+                        count: s.count,
+                        pair: p,
+                    },
+                    &tokens,
+                );
+            }
+        }
+        if merges.len() % REPORT_EVERY == 0 {
+            progress.set_done(merges.len() as u64);
+            progress.check()?;
+        }
+    }
+    progress.set_done(merges.len() as u64);
+
+    let n_special = special_tokens.len() as u32;
+    let to_final = |id: u32| if id < 256 { id } else { id + n_special };
+    let mut vocab: Vec<Vec<u8>> = Vec::with_capacity(base + merges.len());
+    vocab.extend(tokens.drain(..256));
+    vocab.extend(special_tokens.iter().map(|t| t.as_bytes().to_vec()));
+    vocab.extend(tokens);
+    let merges = merges
+        .into_iter()
+        .map(|(a, b)| (to_final(a), to_final(b)))
+        .collect();
+    Ok(Trained { vocab, merges })
+}
+
+/// The best live pair, skipping entries whose pair has gone and re-queuing those
+/// whose count has fallen since they were pushed.
+fn pop_best(
+    queue: &mut PairQueue,
+    pairs: &crate::count::FxMap<queue::Pair, words::PairStats>,
+    tokens: &[Vec<u8>],
+) -> Option<queue::Pair> {
+    while let Some(e) = queue.pop(tokens) {
+        match pairs.get(&e.pair) {
+            None => continue,
+            Some(s) if s.count == e.count => return Some(e.pair),
+            Some(s) => queue.push(
+                Entry {
+                    count: s.count,
+                    pair: e.pair,
+                },
+                tokens,
+            ),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> WordCounts {
+        let mut pairs: Vec<(Vec<u8>, u64)> = Vec::new();
+        for w in text.split(' ') {
+            pairs.push((w.as_bytes().to_vec(), 1));
+        }
+        WordCounts::from_pairs(pairs, "test")
+    }
+
+    #[test]
+    fn handout_example() {
+        // CS336 handout §2.4: low low low low low lower lower widest widest widest
+        // newest newest newest newest newest newest, whitespace pre-tokenizer.
+        let mut text = String::new();
+        for (w, n) in [("low", 5), ("lower", 2), ("widest", 3), ("newest", 6)] {
+            for _ in 0..n {
+                text.push_str(w);
+                text.push(' ');
+            }
+        }
+        let counts = words(text.trim_end());
+        let t = train(
+            &counts,
+            256 + 1 + 12,
+            &["<|endoftext|>".into()],
+            &Progress::new(),
+        )
+        .unwrap();
+        let got: Vec<String> = t
+            .merge_bytes()
+            .map(|(a, b)| {
+                format!(
+                    "{} {}",
+                    String::from_utf8_lossy(a),
+                    String::from_utf8_lossy(b)
+                )
+            })
+            .collect();
+        let want = [
+            "s t", "e st", "o w", "l ow", "w est", "n e", "ne west", "w i", "wi d", "wid est",
+            "low e", "lowe r",
+        ];
+        assert_eq!(got, want);
+        assert_eq!(t.vocab[256], b"<|endoftext|>");
+        assert_eq!(t.vocab[257], b"st");
+    }
+
+    #[test]
+    fn overlapping_runs_count_every_pair() {
+        // "aaaa" holds (a,a) three times: one merge gives aa aa, the next aaaa.
+        let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t");
+        let t = train(&counts, 258, &[], &Progress::new()).unwrap();
+        assert_eq!(t.vocab[256], b"aa");
+        assert_eq!(t.vocab[257], b"aaaa");
+    }
+
+    #[test]
+    fn stops_when_no_pairs_remain_and_rejects_small_vocab() {
+        let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t");
+        let t = train(&counts, 1000, &[], &Progress::new()).unwrap();
+        assert_eq!(t.merges.len(), 1);
+        assert!(train(&counts, 256, &["x".into()], &Progress::new()).is_err());
+    }
+}
