@@ -1,0 +1,65 @@
+"""The `bpekit train` and `bpekit demo` commands, run as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bpekit.formats.gpt2 import load_vocab_merges, save_vocab_merges
+from tests.conftest import data_path
+
+
+def bpekit_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bpekit.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_train_writes_files_and_summary(tmp_path: Path) -> None:
+    corpus = data_path("cs336", "corpus.en")
+    r = bpekit_cli(
+        "train",
+        str(corpus),
+        "--vocab-size",
+        "500",
+        "--special-token",
+        "<|endoftext|>",
+        "--out",
+        str(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    for what in ("counting", "merging", "peak memory", "unique pre-tokens", "longest tokens"):
+        assert what in r.stdout
+    assert "MB/s" in r.stderr and "merges" in r.stderr  # progress bars
+    vocab, merges = load_vocab_merges(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    assert len(vocab) == 500 and len(merges) == 243
+
+
+def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
+    r = bpekit_cli(
+        "train", str(tmp_path / "missing.txt"), "--vocab-size", "500", "--out", str(tmp_path / "o")
+    )
+    assert r.returncode == 2
+    assert "missing.txt" in r.stderr and "Traceback" not in r.stderr
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xff")
+    r = bpekit_cli("train", str(bad), "--vocab-size", "300", "--out", str(tmp_path / "o"), "--quiet")
+    assert r.returncode == 2 and "byte offset 3" in r.stderr
+
+
+def test_demo_runs_on_given_input(tmp_path: Path) -> None:
+    corpus = data_path("cs336", "tinystories_sample.txt")
+    r = bpekit_cli("demo", "--input", str(corpus), "--vocab-size", "400", "--out", str(tmp_path), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "trained 400 tokens" in r.stdout
+
+
+def test_vocab_merges_round_trip_every_byte(tmp_path: Path) -> None:
+    vocab = {i: bytes([i]) for i in range(256)}
+    odd = [b" ", b"\n", b"\r\n", b"  ", b"\xff\xfe", b"\xe2\x82", b" hello", b"\x00", "é🙃".encode()]
+    for tok in odd:
+        vocab[len(vocab)] = tok if len(tok) > 1 else tok + b"#"
+    merges = [(b" ", b" "), (b"\xff", b"\xfe"), (b"\r", b"\n"), (b"\xe2", b"\x82")]
+    save_vocab_merges(vocab, merges, tmp_path / "v.json", tmp_path / "m.txt")
+    assert load_vocab_merges(tmp_path / "v.json", tmp_path / "m.txt") == (vocab, merges)

@@ -1,0 +1,67 @@
+"""WordCounts: counting phases, saving, loading and adding shards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import bpekit
+from bpekit import reference
+from tests.conftest import data_path
+
+
+def test_counts_equal_reference_counts(tmp_path: Path) -> None:
+    text = "Hello, world! Hello<|endoftext|> world's end\r\n\n  x"
+    path = tmp_path / "t.txt"
+    path.write_text(text, newline="")
+    counts = bpekit.count_pretokens(path, ["<|endoftext|>"])
+    assert counts.to_dict() == dict(reference.count_words(text, ["<|endoftext|>"]))
+    assert counts.total == sum(reference.count_words(text, ["<|endoftext|>"]).values())
+    assert counts[b" world"] == 2 and b"Hello" in counts and b"<|endoftext|>" not in counts
+    assert counts.special_tokens == ["<|endoftext|>"]
+
+
+def test_most_common_is_deterministic(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("b a b a c")
+    assert bpekit.count_pretokens(path).most_common(2) == [(b" a", 2), (b" b", 1)]
+
+
+def test_save_load_add_shards_trains_like_whole(tmp_path: Path) -> None:
+    src = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_bytes()
+    cut = src.index(b"<|endoftext|>", len(src) // 2)
+    (tmp_path / "a.txt").write_bytes(src[:cut])
+    (tmp_path / "b.txt").write_bytes(src[cut:])
+    whole = bpekit.count_pretokens([tmp_path / "a.txt", tmp_path / "b.txt"], ["<|endoftext|>"])
+    a = bpekit.count_pretokens(tmp_path / "a.txt", ["<|endoftext|>"])
+    b = bpekit.count_pretokens(tmp_path / "b.txt", ["<|endoftext|>"])
+    a.save(tmp_path / "a.wc")
+    b.save(tmp_path / "b.wc")
+    summed = bpekit.WordCounts.load(tmp_path / "a.wc") + bpekit.WordCounts.load(tmp_path / "b.wc")
+    assert summed == whole
+    assert len(summed) == len(whole) and summed.total == whole.total
+    assert bpekit.train_from_counts(summed, 1000, ["<|endoftext|>"]) == bpekit.train_from_counts(
+        whole, 1000, ["<|endoftext|>"]
+    )
+
+
+def test_counts_from_different_patterns_do_not_add(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("hello world")
+    with pytest.raises(ValueError, match="different patterns"):
+        bpekit.count_pretokens(path) + bpekit.count_pretokens(path, pattern="o200k")
+
+
+def test_load_rejects_garbage(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.wc"
+    bad.write_bytes(b"not a counts file")
+    with pytest.raises(ValueError, match="not a bpekit word-counts file"):
+        bpekit.WordCounts.load(bad)
+    good = tmp_path / "good.wc"
+    bpekit.WordCounts([(b"ab", 3)]).save(good)
+    good.write_bytes(good.read_bytes()[:-1])
+    with pytest.raises(ValueError, match="truncated"):
+        bpekit.WordCounts.load(good)
+    with pytest.raises(FileNotFoundError):
+        bpekit.WordCounts.load(tmp_path / "missing.wc")
