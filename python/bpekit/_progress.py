@@ -30,11 +30,13 @@ class ProgressBar:
         self.start = time.perf_counter()
         self.done = 0
         self.total = 0
-        self._drawn = False
+        # Redrawing in place only makes sense on a terminal; logs get the final line only.
+        self.live = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
 
     def __call__(self, done: int, total: int) -> None:
         self.done, self.total = done, total
-        self._draw()
+        if self.live:
+            self._draw()
 
     def _draw(self, final: bool = False) -> None:
         if self.stream is None:
@@ -50,10 +52,9 @@ class ProgressBar:
             speed = f"{rate:,.0f} {self.unit}/s"
         eta = "" if final or rate <= 0 else f"  ETA {_fmt_eta((self.total - self.done) / rate)}"
         tail = f"  {elapsed:.2f} s" if final else eta
-        line = f"\r{self.desc:<10} {amount}  {pct:5.1f}%  {speed}{tail}"
-        self.stream.write(line.ljust(80))
+        line = f"{self.desc:<10} {amount}  {pct:5.1f}%  {speed}{tail}"
+        self.stream.write(("\r" + line.ljust(79)) if self.live else line)
         self.stream.flush()
-        self._drawn = True
 
     def close(self) -> None:
         """Draws the final state and ends the line."""

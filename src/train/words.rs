@@ -13,14 +13,21 @@ pub struct PairStats {
     pub postings: Vec<u32>,
 }
 
-/// All multi-symbol words in one arena: word `w` is `syms[start[w]..start[w] + len[w]]`.
+/// One word's place in the arena and its count. Kept together because a merge
+/// reads all of them for each posting: one cache miss instead of four.
+#[derive(Clone, Copy)]
+struct WordMeta {
+    count: u64,
+    start: u32,
+    len: u32,
+    /// The merge number that last touched the word, to skip repeated postings.
+    stamp: u32,
+}
+
+/// All multi-symbol words in one arena: word `w` is `syms[start..start + len]`.
 pub struct Words {
     syms: Vec<u32>,
-    start: Vec<u32>,
-    len: Vec<u32>,
-    count: Vec<u64>,
-    /// The merge number that last touched each word, to skip repeated postings.
-    stamp: Vec<u32>,
+    meta: Vec<WordMeta>,
 }
 
 impl Words {
@@ -28,42 +35,36 @@ impl Words {
     pub fn new<'a>(words: impl Iterator<Item = (&'a [u8], u64)>) -> Self {
         let mut w = Words {
             syms: Vec::new(),
-            start: Vec::new(),
-            len: Vec::new(),
-            count: Vec::new(),
-            stamp: Vec::new(),
+            meta: Vec::new(),
         };
         let mut list: Vec<(&[u8], u64)> = words.filter(|(b, _)| b.len() >= 2).collect();
         // A fixed order makes postings, and so the run, the same whatever the map order.
         list.sort_unstable();
         for (bytes, c) in list {
-            w.start.push(w.syms.len() as u32);
-            w.len.push(bytes.len() as u32);
-            w.count.push(c);
+            w.meta.push(WordMeta {
+                count: c,
+                start: w.syms.len() as u32,
+                len: bytes.len() as u32,
+                stamp: u32::MAX,
+            });
             w.syms.extend(bytes.iter().map(|&b| u32::from(b)));
         }
-        w.stamp = vec![u32::MAX; w.count.len()];
         w
     }
 
     pub fn count_pairs(&self) -> FxMap<Pair, PairStats> {
         let mut pairs: FxMap<Pair, PairStats> = FxMap::default();
-        for w in 0..self.count.len() {
-            let s = self.word(w);
+        for (w, m) in self.meta.iter().enumerate() {
+            let s = &self.syms[m.start as usize..(m.start + m.len) as usize];
             for p in s.windows(2) {
                 let e = pairs.entry(pack(p[0], p[1])).or_default();
-                e.count += self.count[w];
+                e.count += m.count;
                 if e.postings.last() != Some(&(w as u32)) {
                     e.postings.push(w as u32);
                 }
             }
         }
         pairs
-    }
-
-    fn word(&self, w: usize) -> &[u32] {
-        let s = self.start[w] as usize;
-        &self.syms[s..s + self.len[w] as usize]
     }
 
     /// Replaces every `(a, b)` in the words of `postings` by `new`, left to right,
@@ -104,14 +105,14 @@ impl Words {
                 grown.push(p);
             };
         for &w in postings {
-            let wi = w as usize;
-            if self.stamp[wi] == merge_no {
+            let meta = &mut self.meta[w as usize];
+            if meta.stamp == merge_no {
                 continue;
             }
-            self.stamp[wi] = merge_no;
-            let c = self.count[wi];
-            let start = self.start[wi] as usize;
-            let n = self.len[wi] as usize;
+            meta.stamp = merge_no;
+            let c = meta.count;
+            let start = meta.start as usize;
+            let n = meta.len as usize;
             scratch.clear();
             scratch.extend_from_slice(&self.syms[start..start + n]);
             let old = &scratch[..];
@@ -139,7 +140,7 @@ impl Words {
                 }
                 j += 1;
             }
-            self.len[wi] = j as u32;
+            self.meta[w as usize].len = j as u32;
         }
     }
 }
