@@ -23,13 +23,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED, corpus_path, peak_rss_mib, run_worker, summarize  # noqa: E402
+from _common import SHARED, corpus_path, peak_rss_mib, run_worker, summarize
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 EOT = "<|endoftext|>"
 TOOLS = ["bpekit", "rustbpe", "sentencepiece", "tokenizers", "gigatoken"]
-MODULE = {"bpekit": "bpekit", "rustbpe": "rustbpe", "sentencepiece": "sentencepiece",
-          "tokenizers": "tokenizers", "gigatoken": "gigatoken"}
+MODULE = {
+    "bpekit": "bpekit",
+    "rustbpe": "rustbpe",
+    "sentencepiece": "sentencepiece",
+    "tokenizers": "tokenizers",
+    "gigatoken": "gigatoken",
+}
 
 
 def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> float:
@@ -53,11 +58,17 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
 
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(GPT2), behavior="isolated"),
-             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+            [
+                pre_tokenizers.Split(Regex(GPT2), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
         )
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT], show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=[EOT],
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
         t = time.perf_counter()
         tok.train([path], trainer)
         return time.perf_counter() - t
@@ -73,9 +84,17 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
             spm.SentencePieceTrainer.train(
-                input=path, model_prefix=os.path.join(tmp, "m"), vocab_size=vocab_size, model_type="bpe",
-                character_coverage=1.0, byte_fallback=True, minloglevel=2, num_threads=threads or os.cpu_count(),
-                max_sentence_length=1 << 20, input_sentence_size=0, train_extremely_large_corpus=False,
+                input=path,
+                model_prefix=os.path.join(tmp, "m"),
+                vocab_size=vocab_size,
+                model_type="bpe",
+                character_coverage=1.0,
+                byte_fallback=True,
+                minloglevel=2,
+                num_threads=threads or os.cpu_count(),
+                max_sentence_length=1 << 20,
+                input_sentence_size=0,
+                train_extremely_large_corpus=False,
             )
             return time.perf_counter() - t
     raise ValueError(tool)
@@ -87,24 +106,24 @@ def worker(args: list[str]) -> None:
     print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib()}))
 
 
+def _timed(fn, *args, **kwargs) -> tuple[object, float]:
+    t0 = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - t0
+
+
 def phases(path: Path, vocab_size: int) -> None:
     """bpekit's time split between counting and merging, and counting MB/s per thread count."""
     import bpekit
 
     size_mb = path.stat().st_size / 1e6
     for threads in (1, 2):
-        best_count = min(
-            (lambda t0: (bpekit.count_pretokens(path, [EOT], num_threads=threads), time.perf_counter() - t0)[1])(
-                time.perf_counter()
-            )
-            for _ in range(3)
-        )
-        print(f"  count_pretokens {threads} thread(s): {best_count:.3f} s  {size_mb / best_count:,.0f} MB/s")
+        best = min(_timed(bpekit.count_pretokens, path, [EOT], num_threads=threads)[1] for _ in range(3))
+        print(f"  count_pretokens {threads} thread(s): {best:.3f} s  {size_mb / best:,.0f} MB/s")
     counts = bpekit.count_pretokens(path, [EOT])
-    t0 = time.perf_counter()
-    bpekit.train_from_counts(counts, vocab_size, [EOT])
-    merge_s = time.perf_counter() - t0
-    print(f"  merge loop: {merge_s:.3f} s for {vocab_size - 257:,} merges on {len(counts):,} unique pre-tokens")
+    _, merge_s = _timed(bpekit.train_from_counts, counts, vocab_size, [EOT])
+    merges = vocab_size - 257
+    print(f"  merge loop: {merge_s:.3f} s for up to {merges:,} merges, {len(counts):,} unique pre-tokens")
 
 
 def main() -> None:
@@ -125,15 +144,19 @@ def main() -> None:
         args.corpus, args.vocab_size, args.tools = str(path), 500, "bpekit"
     path = Path(args.corpus) if Path(args.corpus).exists() else corpus_path(args.corpus)
     size_mb = path.stat().st_size / 1e6
-    print(f"corpus {path} ({size_mb:,.1f} MB), vocab {args.vocab_size:,}, {args.runs} runs each, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"corpus {path} ({size_mb:,.1f} MB), vocab {args.vocab_size:,}, {args.runs} runs each, "
+        f"{os.cpu_count()} cores"
+    )
     results = {}
     for tool in args.tools.split(","):
         if importlib.util.find_spec(MODULE[tool]) is None:
             print(f"  {tool}: not installed, skipped")
             continue
-        runs = [run_worker(Path(__file__), [tool, str(path), str(args.vocab_size), str(args.threads)])
-                for _ in range(args.runs)]
+        runs = [
+            run_worker(Path(__file__), [tool, str(path), str(args.vocab_size), str(args.threads)])
+            for _ in range(args.runs)
+        ]
         runs = [r for r in runs if r]
         if not runs:
             continue

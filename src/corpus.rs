@@ -150,7 +150,7 @@ pub fn chunk_ranges(
         }
     };
     let mut seg_start = 0;
-    for (start, end, _) in specials.find_all(data) {
+    for (start, end, _) in specials.find_iter(data) {
         add_newline_cuts(&mut cuts, seg_start, start);
         if start >= cuts.last().copied().unwrap_or(0) + target {
             cuts.push(start);

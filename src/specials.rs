@@ -79,15 +79,15 @@ impl SpecialMatcher {
         }
     }
 
-    /// Byte ranges `(start, end, token index)` of every special token in `bytes`.
-    pub fn find_all(&self, bytes: &[u8]) -> Vec<(usize, usize, usize)> {
-        match &self.automaton {
-            None => Vec::new(),
-            Some(ac) => ac
-                .find_iter(bytes)
-                .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
-                .collect(),
-        }
+    /// Byte ranges `(start, end, token index)` of every special token in `bytes`, in order.
+    pub fn find_iter<'a>(
+        &'a self,
+        bytes: &'a [u8],
+    ) -> impl Iterator<Item = (usize, usize, usize)> + 'a {
+        self.automaton
+            .iter()
+            .flat_map(move |ac| ac.find_iter(bytes))
+            .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
     }
 }
 

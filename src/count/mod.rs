@@ -79,6 +79,8 @@ pub fn count_pretokens(
         })
         .collect();
 
+    // More threads than chunks would only idle.
+    let threads = threads.min(chunks.len()).max(1);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
     let work = || {

@@ -69,7 +69,6 @@ pub fn train(
     let mut queue = PairQueue::from_entries(entries, &tokens);
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted);
     let mut grown = Vec::new();
-    let mut scratch = Vec::new();
 
     while merges.len() < wanted {
         let Some(best) = pop_best(&mut queue, &pairs, &tokens) else {
@@ -91,7 +90,6 @@ pub fn train(
             merges.len() as u32,
             &mut pairs,
             &mut grown,
-            &mut scratch,
         );
         grown.sort_unstable();
         grown.dedup();

@@ -80,7 +80,6 @@ impl Words {
         merge_no: u32,
         pairs: &mut FxMap<Pair, PairStats>,
         grown: &mut Vec<Pair>,
-        scratch: &mut Vec<u32>,
     ) {
         let merged = pack(a, b);
         let dec = |pairs: &mut FxMap<Pair, PairStats>, p: Pair, c: u64| {
@@ -113,29 +112,29 @@ impl Words {
             let c = meta.count;
             let start = meta.start as usize;
             let n = meta.len as usize;
-            scratch.clear();
-            scratch.extend_from_slice(&self.syms[start..start + n]);
-            let old = &scratch[..];
-            let out = &mut self.syms[start..start + n];
+            // In place: the write index j never passes the read index i, and s[i - 1]
+            // still holds the old left neighbour (if j == i nothing merged yet, so the
+            // prefix is unchanged; if j < i, position i - 1 is not yet written).
+            let s = &mut self.syms[start..start + n];
             let (mut i, mut j) = (0, 0);
             while i < n {
-                if i + 1 < n && old[i] == a && old[i + 1] == b {
+                if i + 1 < n && s[i] == a && s[i + 1] == b {
                     if i > 0 {
-                        dec(pairs, pack(old[i - 1], a), c);
-                        inc(pairs, grown, pack(out[j - 1], new), c, w);
+                        dec(pairs, pack(s[i - 1], a), c);
+                        inc(pairs, grown, pack(s[j - 1], new), c, w);
                     }
                     if i + 2 < n {
                         // When another (a, b) follows at once, its left side owns the pair between.
-                        let next_merges = i + 3 < n && old[i + 2] == a && old[i + 3] == b;
+                        let next_merges = i + 3 < n && s[i + 2] == a && s[i + 3] == b;
                         if !next_merges {
-                            dec(pairs, pack(b, old[i + 2]), c);
-                            inc(pairs, grown, pack(new, old[i + 2]), c, w);
+                            dec(pairs, pack(b, s[i + 2]), c);
+                            inc(pairs, grown, pack(new, s[i + 2]), c, w);
                         }
                     }
-                    out[j] = new;
+                    s[j] = new;
                     i += 2;
                 } else {
-                    out[j] = old[i];
+                    s[j] = s[i];
                     i += 1;
                 }
                 j += 1;
