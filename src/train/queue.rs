@@ -29,7 +29,9 @@ pub struct Entry {
     pub pair: Pair,
 }
 
-/// `Greater` when `x` should be merged before `y`.
+/// `Greater` when `x` should be merged before `y`. Two tokens can share bytes
+/// (`ab`+`c` and `a`+`bc`); the ids then decide, so the order is total and the
+/// result never depends on the order entries were pushed in.
 fn priority(x: &Entry, y: &Entry, tokens: &[Vec<u8>]) -> Ordering {
     x.count.cmp(&y.count).then_with(|| {
         let (xa, xb) = unpack(x.pair);
@@ -37,6 +39,7 @@ fn priority(x: &Entry, y: &Entry, tokens: &[Vec<u8>]) -> Ordering {
         tokens[xa as usize]
             .cmp(&tokens[ya as usize])
             .then_with(|| tokens[xb as usize].cmp(&tokens[yb as usize]))
+            .then_with(|| y.pair.cmp(&x.pair))
     })
 }
 
