@@ -11,12 +11,20 @@
 use super::common::{
     contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
 };
-use super::unicode::{class_at, class_at_opt, run_while, L, N, WS};
+use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
 pub fn piece_end(b: &[u8], i: usize) -> usize {
     let c = b[i];
+    // Fast path for the most common pieces of English, " word" and "word".
+    if c == b' ' {
+        if b.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
+            return letters_end(b, i + 2);
+        }
+    } else if c.is_ascii_alphabetic() {
+        return letters_end(b, i + 1);
+    }
     if c == b'\'' {
         if let Some(end) = contraction(b, i, true) {
             return end;
@@ -25,14 +33,14 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
     let (class, len) = class_at(b, i);
     let is_letter = |k: u8| k & L != 0;
     if is_letter(class) {
-        return run_while(b, i + len, is_letter);
+        return letters_end(b, i + len);
     }
     if class & N != 0 {
         return up_to_three_numbers(b, i);
     }
     let next = class_at_opt(b, i + len);
     if c != b'\r' && c != b'\n' && next.is_some_and(is_letter) {
-        return run_while(b, i + len, is_letter);
+        return letters_end(b, i + len);
     }
     let newline = |c: u8| c == b'\r' || c == b'\n';
     if class & WS == 0 {

@@ -7,12 +7,20 @@
 //! that does not start a contraction is "other".
 
 use super::common::{contraction, ws_before_nonspace, ws_run};
-use super::unicode::{class_at, run_while, L, N, WS};
+use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
 pub fn piece_end(b: &[u8], i: usize) -> usize {
     let c = b[i];
+    // Fast path for the most common pieces of English, " word" and "word".
+    if c == b' ' {
+        if b.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
+            return letters_end(b, i + 2);
+        }
+    } else if c.is_ascii_alphabetic() {
+        return letters_end(b, i + 1);
+    }
     if c == b'\'' {
         if let Some(end) = contraction(b, i, false) {
             return end;
@@ -35,7 +43,7 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
         }
     };
     if class & L != 0 {
-        run_while(b, start, |k| k & L != 0)
+        letters_end(b, start)
     } else if class & N != 0 {
         run_while(b, start, |k| k & N != 0)
     } else {

@@ -18,7 +18,9 @@
 use super::common::{
     contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
 };
-use super::unicode::{class_at, class_at_opt, run_while, L, LOWERISH, MARK, N, UPPERISH, WS};
+use super::unicode::{
+    ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N, UPPERISH, WS,
+};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
@@ -76,13 +78,19 @@ fn word(b: &[u8], i: usize, c: u8, class: u8, len: usize) -> Option<usize> {
 /// backtracking engine matches it: where it ends, if it matches.
 #[inline(always)]
 fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
-    let mut k = start;
+    let lowerish = |x: u8| x & LOWERISH != 0;
+    // Fast path: a word that starts with an ASCII lowercase letter is its lower run.
+    if b.get(start).is_some_and(u8::is_ascii_lowercase) {
+        return Some(run_fast::<b'a', b'z', false>(b, start + 1, lowerish));
+    }
+    // ASCII capitals are upper only: skip them eight at a time.
+    let mut k = ascii_run::<b'A', b'Z', false>(b, start);
     let mut after_last_both = None;
     while k < b.len() {
         let (class, len) = class_at(b, k);
         match class & (UPPERISH | LOWERISH) {
             UPPERISH => k += len,
-            LOWERISH => return Some(run_while(b, k, |x| x & LOWERISH != 0)),
+            LOWERISH => return Some(run_fast::<b'a', b'z', false>(b, k, lowerish)),
             0 => break,
             _ => {
                 k += len;

@@ -106,7 +106,7 @@ pub fn regex_classes(cp: u32) -> u16 {
     let bits = [
         c & L != 0,
         c & N != 0,
-        is(L | UPPERISH | TITLE, L | UPPERISH),
+        is(L | UPPERISH | LOWERISH | TITLE, L | UPPERISH),
         is(L | UPPERISH | LOWERISH, L | LOWERISH),
         c & TITLE != 0,
         c & MODIFIER != 0,
@@ -139,6 +139,61 @@ pub fn run_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
     i
 }
 
+/// End of the run of ASCII bytes in `LO..=HI` that starts at `i` (`FOLD`: also their
+/// uppercase forms, for letters). Eight bytes at a time: words end at a
+/// data-dependent place, and a per-byte loop pays a mispredicted branch there; a
+/// byte mask and one `trailing_zeros` do not. Stops at any non-ASCII byte.
+#[inline(always)]
+pub fn ascii_run<const LO: u8, const HI: u8, const FOLD: bool>(b: &[u8], mut i: usize) -> usize {
+    const fn splat(x: u8) -> u64 {
+        u64::from_le_bytes([x; 8])
+    }
+    while let Some(chunk) = b.get(i..).and_then(|rest| rest.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*chunk);
+        // Each byte's low 7 bits (plus 0x20 to fold case) stay below 0x80, so the adds
+        // below never carry into the next byte; bit 7 then says "at least LO" / "above HI".
+        let low7 = (w & splat(0x7f)) | if FOLD { splat(0x20) } else { 0 };
+        let at_least_lo = low7 + splat(0x80 - LO);
+        let above_hi = low7 + splat(0x7f - HI);
+        let inside = at_least_lo & !above_hi & !w & splat(0x80);
+        let outside = !inside & splat(0x80);
+        if outside != 0 {
+            return i + (outside.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        let c = if FOLD { c | 0x20 } else { c };
+        if !(LO..=HI).contains(&c) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// `run_while(b, i, keep)` for a class whose ASCII members are exactly the bytes
+/// `ascii_run::<LO, HI, FOLD>` accepts: the ASCII part eight bytes at a time, the
+/// rest (a non-ASCII character inside or after it) one character at a time.
+#[inline(always)]
+pub fn run_fast<const LO: u8, const HI: u8, const FOLD: bool>(
+    b: &[u8],
+    i: usize,
+    keep: impl Fn(u8) -> bool,
+) -> usize {
+    let j = ascii_run::<LO, HI, FOLD>(b, i);
+    match b.get(j) {
+        Some(&c) if c >= 0x80 => run_while(b, j, keep),
+        _ => j,
+    }
+}
+
+/// End of the `\p{L}` run that starts at `i`.
+#[inline(always)]
+pub fn letters_end(b: &[u8], i: usize) -> usize {
+    run_fast::<b'a', b'z', true>(b, i, |k| k & L != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +217,34 @@ mod tests {
             0x1c, 0x1f, 0x180e, 0x200b, 0xfeff, 0xd800, 0x10ffff, 0x110000,
         ] {
             assert_eq!(class(cp), 0, "U+{cp:04X}");
+        }
+    }
+
+    #[test]
+    fn ascii_run_finds_the_end() {
+        for text in [
+            "",
+            "abc",
+            "abcdefghXYZijklmnop!",
+            "abcdefgh",
+            "ab\u{e9}cd",
+            "zzzzzzzzzzzzzzzz{",
+        ] {
+            let b = text.as_bytes();
+            for start in 0..b.len() {
+                let want = start
+                    + b[start..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_alphabetic())
+                        .count();
+                assert_eq!(ascii_run::<b'a', b'z', true>(b, start), want, "{text:?}");
+                let lower = start
+                    + b[start..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_lowercase())
+                        .count();
+                assert_eq!(ascii_run::<b'a', b'z', false>(b, start), lower, "{text:?}");
+            }
         }
     }
 
