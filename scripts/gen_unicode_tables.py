@@ -149,6 +149,7 @@ pub static BLOCKS: [u8; {len(leaf)}] = [
 ];
 
 /// Runs `(first, last, class byte)` at or above `TABLE_END` whose class is not 0.
+#[rustfmt::skip]
 pub static HIGH: [(u32, u32, u8); {len(high)}] = [
 {high_rows}
 ];

@@ -1020,4 +1020,7 @@ pub static BLOCKS: [u8; 29312] = [
 ];
 
 /// Runs `(first, last, class byte)` at or above `TABLE_END` whose class is not 0.
-pub static HIGH: [(u32, u32, u8); 1] = [(0xE0100, 0xE01EF, 56)];
+#[rustfmt::skip]
+pub static HIGH: [(u32, u32, u8); 1] = [
+    (0xE0100, 0xE01EF, 56),
+];
