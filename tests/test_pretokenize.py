@@ -243,3 +243,29 @@ def test_data_file_matches_regex(path):
         for name, limit in [("gpt2", None), ("cl100k", 2 << 20), ("o200k", 2 << 20)]:
             for chunk in chunks(text, limit):
                 assert_same(name, chunk)
+
+
+# ---------------------------------------------------------------- counting
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_count_pretokens_counts_exactly_the_pieces(tmp_path, name):
+    """count_pretokens (packed keys, prefetching table, merged across threads and chunks)
+    equals a Counter of regex's pieces of each text between special tokens."""
+    import collections
+    import random
+
+    rng = random.Random(7)
+    docs = []
+    for _ in range(400):
+        words = [rng.choice(ATOMS) for _ in range(rng.randint(0, 60))]
+        docs.append("".join(words) + rng.choice(["", "\n", " x" * 20, "a" * 40]))
+    text = "<|endoftext|>".join(docs)
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    want = collections.Counter()
+    for doc in text.split("<|endoftext|>"):
+        want.update(p.encode() for p in regex_pieces(name, doc))
+    for threads, chunk in [(1, 0), (2, 0), (2, 1000)]:
+        got = bpekit.count_pretokens(path, ["<|endoftext|>"], pattern=name, num_threads=threads, chunk_size=chunk)
+        assert got.to_dict() == dict(want), (threads, chunk)
