@@ -9,6 +9,7 @@
 //! Each scanner is one function `piece_end(bytes, start) -> end`: the pieces are
 //! byte ranges of the input, found without allocating.
 
+mod ascii_block;
 mod cl100k;
 mod common;
 mod gpt2;
@@ -20,6 +21,16 @@ mod unicode_tables;
 
 #[cfg(test)]
 mod tests;
+
+/// The error for a scanner that broke its promise (a piece that is empty or not on
+/// character boundaries): never expected, but reported rather than a panic or a hang.
+#[cold]
+fn scanner_bug(text: &str) -> Error {
+    let head: String = text.chars().take(80).collect();
+    Error::Regex(format!(
+        "pre-tokenizer scanner failed on a text starting {head:?}: please report this input"
+    ))
+}
 
 use crate::error::{Error, Result};
 use regex_engine::RegexSplitter;
@@ -82,7 +93,7 @@ impl Pretokenizer {
     pub fn for_each_piece<'t, F: FnMut(&'t str)>(&self, text: &'t str, f: F) -> Result<()> {
         match (self.kind, &self.regex) {
             (_, Some(regex)) => regex.for_each_piece(text, f),
-            (Kind::Gpt2, None) => scan(text, gpt2::piece_end, f),
+            (Kind::Gpt2, None) => gpt2::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::Cl100k, None) => scan(text, cl100k::piece_end, f),
             (Kind::O200k, None) => scan(text, o200k::piece_end, f),
             (Kind::Custom, None) => Err(Error::invalid("custom pattern without a regex")),
@@ -112,11 +123,7 @@ fn scan<'t>(
         // turns a broken promise into an error instead of a panic or a hang.
         match text.get(start..end) {
             Some(piece) if end > start => f(piece),
-            _ => {
-                return Err(Error::Regex(format!(
-                    "pre-tokenizer scanner stopped at byte {end} after {start}: please report this input"
-                )))
-            }
+            _ => return Err(scanner_bug(text)),
         }
         start = end;
     }

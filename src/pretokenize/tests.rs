@@ -229,3 +229,25 @@ fn scanners_match_regex_on_random_strings() {
         check(&engines, &text);
     }
 }
+
+/// Long, mostly ASCII strings, so the 64-byte block paths are exercised, including
+/// blocks ending inside runs, contractions and whitespace runs.
+#[test]
+fn scanners_match_regex_on_long_ascii_strings() {
+    const ASCII: &[u8] = b"   \n\n\r\t\x0b\x0c\x1c''sdmtlvreSLTabcXY0123!.,/-";
+    let engines = engines();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for _ in 0..3_000 {
+        let len = 64 + rng.below(400);
+        let text: String = (0..len)
+            .map(|_| {
+                if rng.below(40) == 0 {
+                    ALPHABET[rng.below(ALPHABET.len())]
+                } else {
+                    char::from(ASCII[rng.below(ASCII.len())])
+                }
+            })
+            .collect();
+        check(&engines, &text);
+    }
+}
