@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import re
 
+import bpekit
 import pytest
 import regex
 from _shared_data import data_path, tiktoken_encoding
+from bpekit import _core, patterns
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-import bpekit
-from bpekit import _core, patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]
 COMPILED = {name: regex.compile(patterns.resolve(name)) for name in NAMES}
@@ -29,8 +28,12 @@ def assert_same(name: str, text: str) -> None:
     got = bpekit.pretokenize(text, name)
     want = regex_pieces(name, text)
     if got != want:
-        i = next((k for k, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
-        pytest.fail(f"{name} on {text[:200]!r}: piece {i}: scanner {got[i : i + 3]!r}, regex {want[i : i + 3]!r}")
+        i = next(
+            (k for k, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want))
+        )
+        pytest.fail(
+            f"{name} on {text[:200]!r}: piece {i}: scanner {got[i : i + 3]!r}, regex {want[i : i + 3]!r}"
+        )
 
 
 # ---------------------------------------------------------------- random strings
@@ -44,30 +47,12 @@ WHITESPACE = [chr(c) for c in [*range(9, 14), 0x20, 0x85, 0xA0, 0x1680, *range(0
 ]
 NOT_WHITESPACE = ["\x1c", "\x1d", "\x1e", "\x1f", "\u180e", "\u200b", "\ufeff", "\x00", "\x7f"]
 MARKS = ["\u0301", "\u0308", "\u0903", "\u20dd", "\u200d", "\ufe0f", "\ufe0e", "\U000e0100", "\u3099"]
-LETTERS = list("abcdeflmrstvzABCDELMRSTVZ") + [
-    "é",
-    "ß",
-    "ſ",
-    "İ",
-    "ı",
-    "K",  # Kelvin sign, folds to k
-    "Ω",
-    "ω",
-    "ǅ",  # Lt
-    "ǈ",
-    "ᾈ",
-    "ʰ",  # Lm
-    "ー",
-    "中",
-    "日",
-    "ㄱ",
-    "ア",
-    "ﬁ",
-    "ⓐ",  # So, not a letter
-    "\U0001d400",  # mathematical bold A (Lu)
-]
-DIGITS = list("0123456789") + ["٣", "۴", "५", "৩", "５", "²", "³", "¹", "½", "Ⅻ", "ⅻ", "〇", "𝟙", "\U0001f10a"]
-PUNCT = list("!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~") + ["’", "‘", "“", "—", "…", "😀", "👩", "🇺", "❤", "€"]
+# Letters incl. the long s, dotted/dotless i and the Kelvin sign (case folding), title case (ǅ ǈ ᾈ),
+# a modifier letter (ʰ), CJK, a ligature, a circled letter (So: not a letter), mathematical bold A.
+LETTERS = list("abcdeflmrstvzABCDELMRSTVZéßſİı\u212aΩωǅǈᾈʰー中日ㄱアﬁⓐ\U0001d400")
+# Digits and numbers of many scripts: Nd, superscripts and fractions (No), Roman numerals (Nl).
+DIGITS = list("0123456789٣۴५৩５²³¹½Ⅻⅻ〇𝟙\U0001f10a")
+PUNCT = list('!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~’‘“—…😀👩🇺❤€')
 SNIPPETS = [
     "'s",
     "'S",
@@ -146,7 +131,11 @@ def test_pieces_encode_like_tiktoken(encoding, text):
     by one gives tiktoken's tokens for the whole text (tokens never cross its pieces)."""
     enc = tiktoken_encoding(encoding)
     name = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}[encoding]
-    ours = [t for piece in bpekit.pretokenize(text, name) for t in enc._core_bpe.encode_single_piece(piece.encode())]
+    ours = [
+        t
+        for piece in bpekit.pretokenize(text, name)
+        for t in enc._core_bpe.encode_single_piece(piece.encode())
+    ]
     assert ours == enc.encode_ordinary(text)
 
 
@@ -267,5 +256,7 @@ def test_count_pretokens_counts_exactly_the_pieces(tmp_path, name):
     for doc in text.split("<|endoftext|>"):
         want.update(p.encode() for p in regex_pieces(name, doc))
     for threads, chunk in [(1, 0), (2, 0), (2, 1000)]:
-        got = bpekit.count_pretokens(path, ["<|endoftext|>"], pattern=name, num_threads=threads, chunk_size=chunk)
+        got = bpekit.count_pretokens(
+            path, ["<|endoftext|>"], pattern=name, num_threads=threads, chunk_size=chunk
+        )
         assert got.to_dict() == dict(want), (threads, chunk)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import regex
-
 from bpekit import _core
 
 ROOT = Path(__file__).resolve().parent.parent
