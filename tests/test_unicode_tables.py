@@ -53,6 +53,7 @@ def test_whitespace_is_the_white_space_property():
 def test_char_classes_takes_a_range():
     assert _core._char_classes(0x41, 0x43) == bytes([0x05, 0x00, 0x05, 0x00])  # A, B: \p{L} and \p{Lu}
     assert _core._char_classes(5, 5) == b""
+    assert len(_core._char_classes(0x10FFFF, 2**32 - 1)) == 2  # capped at U+10FFFF
 
 
 def test_generated_file_is_up_to_date():
