@@ -104,7 +104,7 @@ pub fn scan<'t>(text: &'t str, mut f: impl FnMut(&'t str)) -> Option<()> {
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts
-/// at `w`; or `Err(offset of a non-ASCII byte)` when the block is not plain ASCII
+/// at `w`; or `Err(offset of its last non-ASCII byte)` when the block is not plain ASCII
 /// (or too close to the end, `Err(len)`). Bits are exact: each depends only on bytes
 /// `w + k - 2 ..= w + k + 3`, all inside the block or its lookahead.
 ///
@@ -126,7 +126,8 @@ fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
     };
     let m = masks(block);
     if m.non_ascii != 0 {
-        return Err(w + m.non_ascii.trailing_zeros() as usize);
+        // The last one: in CJK or Cyrillic text that skips whole blocks, not one character.
+        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
     }
     let other = !(m.letter | m.digit | m.ws);
     let prev = |x: u64| x << 1;
