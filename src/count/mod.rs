@@ -1,8 +1,9 @@
 //! Parallel pre-token counting: files -> chunks -> pieces -> `WordCounts`.
 //!
-//! Each worker keeps one map keyed by bytes borrowed from the mapped input (no copy
-//! per piece) and pulls chunks from a shared counter; the maps are merged once at
-//! the end. Only pieces from chunks that had to be re-decoded (invalid UTF-8 under
+//! Each worker keeps one table of pieces (no copy or allocation per piece: short
+//! pieces are packed into a `u128`, long ones borrowed from the mapped input; see
+//! `pieces.rs`) and pulls chunks from a shared counter; the tables are merged once
+//! at the end. Only pieces from chunks that had to be re-decoded (invalid UTF-8 under
 //! `replace`/`ignore`) are copied.
 
 use std::borrow::Cow;
@@ -20,7 +21,9 @@ use crate::specials::{Segment, SpecialMatcher};
 
 pub type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
 
+mod pieces;
 pub mod wordcounts;
+pub use pieces::PieceCounts;
 pub use wordcounts::WordCounts;
 
 /// How the counting is run; results never depend on these.
@@ -99,11 +102,9 @@ pub fn count_pretokens(
                         count_text(text, specials, pretokenizer, &mut local.borrowed)?
                     }
                     Cow::Owned(text) => {
-                        let mut tmp: FxMap<&[u8], u64> = FxMap::default();
+                        let mut tmp = PieceCounts::default();
                         count_text(&text, specials, pretokenizer, &mut tmp)?;
-                        for (k, v) in tmp {
-                            add_owned(&mut local.owned, k, v);
-                        }
+                        tmp.for_each(|k, v| add_owned(&mut local.owned, k, v));
                     }
                 }
                 progress.add(len);
@@ -124,26 +125,23 @@ pub fn count_pretokens(
     let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
     // Merge into the biggest map so the fewest entries move.
-    parts.sort_by_key(|p| std::cmp::Reverse(p.borrowed.len()));
-    let mut merged = FxMap::<&[u8], u64>::default();
+    parts.sort_by_key(|p| std::cmp::Reverse(p.borrowed.approx_len()));
+    let mut merged = PieceCounts::default();
     let mut owned = FxMap::<Box<[u8]>, u64>::default();
     for (i, part) in parts.into_iter().enumerate() {
         if i == 0 {
             merged = part.borrowed;
         } else {
-            for (k, v) in part.borrowed {
-                *merged.entry(k).or_insert(0) += v;
-            }
+            merged.merge(part.borrowed);
         }
         for (k, v) in part.owned {
             *owned.entry(k).or_insert(0) += v;
         }
     }
     let mut words: FxMap<Box<[u8]>, u64> = owned;
-    words.reserve(merged.len());
-    for (k, v) in merged {
-        add_owned(&mut words, k, v);
-    }
+    words.reserve(merged.approx_len());
+    // Nearly always a new key here: one probe with `entry` beats `add_owned`'s two.
+    merged.for_each(|k, v| *words.entry(k.into()).or_insert(0) += v);
     Ok(WordCounts::from_map(
         words,
         pretokenizer.pattern().to_owned(),
@@ -163,7 +161,7 @@ pub fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
 
 #[derive(Default)]
 struct ChunkCounts<'a> {
-    borrowed: FxMap<&'a [u8], u64>,
+    borrowed: PieceCounts<'a>,
     owned: FxMap<Box<[u8]>, u64>,
 }
 
@@ -172,13 +170,13 @@ pub fn count_text<'t>(
     text: &'t str,
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,
-    counts: &mut FxMap<&'t [u8], u64>,
+    counts: &mut PieceCounts<'t>,
 ) -> Result<()> {
     let mut result = Ok(());
     specials.split(text, |seg| {
         if let (Segment::Text(t), Ok(())) = (seg, &result) {
             result = pretokenizer.for_each_piece(t, |piece| {
-                *counts.entry(piece.as_bytes()).or_insert(0) += 1;
+                counts.add(text.as_bytes(), piece.as_bytes());
             });
         }
     });

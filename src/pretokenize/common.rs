@@ -1,0 +1,102 @@
+//! Scanning steps that more than one named pattern shares.
+
+use super::unicode::{ascii_class, class, class_at, decode, last_char_start, run_while, L, N, WS};
+
+/// The contraction `'(?:[sdmt]|ll|ve|re)` at `b[i]` (which is `'`): where it ends.
+///
+/// With `ci`, letters match as `regex` and tiktoken match `(?i:...)`: simple case
+/// folding, so `'S`, `'Ll` and `'ſ` (U+017F, which folds to `s`) count, and no other
+/// non-ASCII letter folds to one of these. The curly `’` is never a contraction.
+#[inline(always)]
+pub fn contraction(b: &[u8], i: usize, ci: bool) -> Option<usize> {
+    let fold = |c: u8| if ci { c.to_ascii_lowercase() } else { c };
+    let c1 = fold(*b.get(i + 1)?);
+    if matches!(c1, b's' | b'd' | b'm' | b't') {
+        return Some(i + 2);
+    }
+    if ci && b.get(i + 1..i + 3) == Some("ſ".as_bytes()) {
+        return Some(i + 3);
+    }
+    let c2 = fold(*b.get(i + 2)?);
+    match (c1, c2) {
+        (b'l', b'l') | (b'v', b'e') | (b'r', b'e') => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// The whitespace run that starts at `i`: where it ends, and where its last `\r` or
+/// `\n` is (the `\s*[\r\n]` rules of cl100k and o200k end right after it).
+#[inline(always)]
+pub fn ws_run(b: &[u8], mut i: usize) -> (usize, Option<usize>) {
+    let mut last_newline = None;
+    while let Some(&c) = b.get(i) {
+        if c < 0x80 {
+            if ascii_class(c) & WS == 0 {
+                break;
+            }
+            if c == b'\n' || c == b'\r' {
+                last_newline = Some(i);
+            }
+            i += 1;
+        } else {
+            let (cp, len) = decode(b, i);
+            if class(cp) & WS == 0 {
+                break;
+            }
+            i += len;
+        }
+    }
+    (i, last_newline)
+}
+
+/// `\s+(?!\S)|\s+` for the run `b[i..j]` (j is the run's end): at the end of the text
+/// the whole run; before a non-space, all but its last character (left to start the
+/// next piece, where a plain space may join a word), or the one character it has.
+#[inline(always)]
+pub fn ws_before_nonspace(b: &[u8], i: usize, j: usize) -> usize {
+    if j == b.len() {
+        return j;
+    }
+    let last = last_char_start(b, j);
+    if last > i {
+        last
+    } else {
+        j
+    }
+}
+
+/// `\p{N}{1,3}`: up to three number characters from `i` (which is one).
+#[inline(always)]
+pub fn up_to_three_numbers(b: &[u8], i: usize) -> usize {
+    let mut end = i;
+    for _ in 0..3 {
+        match b.get(end) {
+            Some(_) => {
+                let (k, len) = class_at(b, end);
+                if k & N == 0 {
+                    break;
+                }
+                end += len;
+            }
+            None => break,
+        }
+    }
+    end
+}
+
+/// `[^\s\p{L}\p{N}]+` followed by any run of the ASCII bytes `tail` accepts
+/// (`[\r\n]*` in cl100k, `[\r\n/]*` in o200k): the punctuation pieces.
+#[inline(always)]
+pub fn other_run_then(b: &[u8], i: usize, tail: impl Fn(u8) -> bool) -> usize {
+    let mut end = run_while(b, i, is_other);
+    while b.get(end).is_some_and(|&c| tail(c)) {
+        end += 1;
+    }
+    end
+}
+
+/// `[^\s\p{L}\p{N}]`: neither whitespace, letter nor number (marks are "other").
+#[inline(always)]
+pub fn is_other(class: u8) -> bool {
+    class & (L | N | WS) == 0
+}

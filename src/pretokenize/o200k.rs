@@ -1,0 +1,102 @@
+//! Scanner for tiktoken's o200k_base pattern:
+//! ```text
+//! [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//! |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//! |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//! The two word alternatives backtrack, and their outcome is worked out here once.
+//! Call Lu and Lt "upper", Ll "lower", and Lm, Lo and marks "both" (they are in both
+//! classes). A word is a run R of letters and marks, maybe after one prefix
+//! character (anything but a letter, number, `\r` or `\n`; marks included):
+//! - the first alternative takes R's upper/both prefix and then the lower/both run
+//!   that follows, if R has a lower letter after that prefix (camelCase splits
+//!   before the C); otherwise it ends right after R's last "both" character;
+//! - failing that (R is all upper, or empty), a prefix that is a mark is a word by
+//!   itself (it is "both"), else the second alternative takes all of R;
+//! - an optional case-insensitive contraction follows.
+
+use super::common::{
+    contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
+};
+use super::unicode::{
+    ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N, UPPERISH, WS,
+};
+
+/// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
+#[inline(always)]
+pub fn piece_end(b: &[u8], i: usize) -> usize {
+    let c = b[i];
+    let (class, len) = class_at(b, i);
+    if let Some(end) = word(b, i, c, class, len) {
+        let after = if b.get(end) == Some(&b'\'') {
+            contraction(b, end, true)
+        } else {
+            None
+        };
+        return after.unwrap_or(end);
+    }
+    if class & N != 0 {
+        return up_to_three_numbers(b, i);
+    }
+    let tail = |c: u8| c == b'\r' || c == b'\n' || c == b'/';
+    if class & WS == 0 {
+        return other_run_then(b, i, tail);
+    }
+    if c == b' ' && class_at_opt(b, i + 1).is_some_and(is_other) {
+        return other_run_then(b, i + 1, tail);
+    }
+    let (end, last_newline) = ws_run(b, i);
+    if let Some(k) = last_newline {
+        return k + 1;
+    }
+    ws_before_nonspace(b, i, end)
+}
+
+/// End of the word (before any contraction) that starts at `i`, if one does.
+#[inline(always)]
+fn word(b: &[u8], i: usize, c: u8, class: u8, len: usize) -> Option<usize> {
+    let upper_only = |k: u8| k & (UPPERISH | LOWERISH) == UPPERISH;
+    if class & L != 0 {
+        return Some(first_alternative(b, i).unwrap_or_else(|| run_while(b, i, upper_only)));
+    }
+    if class & N != 0 || c == b'\r' || c == b'\n' {
+        return None;
+    }
+    // `b[i]` is a possible prefix.
+    let start = i + len;
+    if let Some(end) = first_alternative(b, start) {
+        return Some(end);
+    }
+    if class & MARK != 0 {
+        return Some(start);
+    }
+    let end = run_while(b, start, upper_only);
+    (end > start).then_some(end)
+}
+
+/// `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+` from `start`, as a
+/// backtracking engine matches it: where it ends, if it matches.
+#[inline(always)]
+fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
+    let lowerish = |x: u8| x & LOWERISH != 0;
+    // Fast path: a word that starts with an ASCII lowercase letter is its lower run.
+    if b.get(start).is_some_and(u8::is_ascii_lowercase) {
+        return Some(run_fast::<b'a', b'z', false>(b, start + 1, lowerish));
+    }
+    // ASCII capitals are upper only: skip them eight at a time.
+    let mut k = ascii_run::<b'A', b'Z', false>(b, start);
+    let mut after_last_both = None;
+    while k < b.len() {
+        let (class, len) = class_at(b, k);
+        match class & (UPPERISH | LOWERISH) {
+            UPPERISH => k += len,
+            LOWERISH => return Some(run_fast::<b'a', b'z', false>(b, k, lowerish)),
+            0 => break,
+            _ => {
+                k += len;
+                after_last_both = Some(k);
+            }
+        }
+    }
+    after_last_both
+}
