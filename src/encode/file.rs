@@ -1,0 +1,202 @@
+//! Files -> one `.npy` of token ids, in parallel, in memory independent of the input size.
+//!
+//! Each file is mapped and cut into document-aligned chunks (`corpus::chunk_ranges`:
+//! before special tokens and at safe newlines, so chunks encode independently).
+//! Chunks are encoded a window at a time (a few per thread) and written in input
+//! order into a temporary file after a placeholder header; the header gets the real
+//! length at the end and the file is renamed into place. An error or Ctrl-C
+//! removes the temporary file, so an interrupted run leaves no output.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::encoder::{run_in_pool, Encoder};
+use super::npy;
+use crate::corpus::{self, Source, Utf8Policy};
+use crate::error::{Error, Result};
+use crate::pretokenize::Kind;
+use crate::progress::Progress;
+
+/// How a file encode runs; the output never depends on these (except `dtype_bytes`).
+#[derive(Clone, Copy, Debug)]
+pub struct FileOptions {
+    /// Worker threads (0: all cores).
+    pub num_threads: usize,
+    pub utf8: Utf8Policy,
+    /// 2 (uint16) or 4 (uint32).
+    pub dtype_bytes: usize,
+    /// Target chunk size in bytes.
+    pub chunk_size: usize,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        Self {
+            num_threads: 0,
+            utf8: Utf8Policy::Strict,
+            dtype_bytes: 4,
+            chunk_size: 1 << 20,
+        }
+    }
+}
+
+/// Chunks in flight per thread: enough to balance uneven chunks.
+const WINDOW_PER_THREAD: usize = 4;
+
+/// Encodes `paths` in order into the `.npy` file `output`; returns the token count.
+pub fn encode_files(
+    encoder: &Encoder,
+    paths: &[PathBuf],
+    output: &Path,
+    options: FileOptions,
+    progress: &Progress,
+) -> Result<u64> {
+    let dtype_bytes = options.dtype_bytes;
+    if dtype_bytes != 2 && dtype_bytes != 4 {
+        return Err(Error::invalid("dtype must be uint16 or uint32"));
+    }
+    if dtype_bytes == 2 && encoder.bpe().n_slots() > 1 << 16 {
+        return Err(Error::invalid(format!(
+            "uint16 cannot hold ids of a vocabulary of {} tokens; use uint32",
+            encoder.bpe().n_slots()
+        )));
+    }
+    let tmp = temp_path(output);
+    let result = write_npy(encoder, paths, &tmp, options, progress);
+    match result {
+        Ok(n) => {
+            std::fs::rename(&tmp, output).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Error::io(output, e)
+            })?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn temp_path(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map_or_else(|| "tokens.npy".into(), |n| n.to_string_lossy().into_owned());
+    output.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+fn write_npy(
+    encoder: &Encoder,
+    paths: &[PathBuf],
+    tmp: &Path,
+    options: FileOptions,
+    progress: &Progress,
+) -> Result<u64> {
+    let sources = paths
+        .iter()
+        .map(|p| Source::open(p))
+        .collect::<Result<Vec<_>>>()?;
+    progress.reset(sources.iter().map(|s| s.bytes().len() as u64).sum());
+    let descr = if options.dtype_bytes == 2 { "<u2" } else { "<u4" };
+    let io = |e| Error::io(tmp, e);
+    let file = File::create(tmp).map_err(io)?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    w.write_all(&npy::header(descr, 0)).map_err(io)?;
+    let threads = if options.num_threads == 0 {
+        crate::count::default_threads()
+    } else {
+        options.num_threads
+    };
+    let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
+    let allowed = encoder.specials();
+    let mut count = 0u64;
+    let mut bytes_out = Vec::new();
+    run_in_pool(threads, || -> Result<()> {
+        for source in &sources {
+            let ranges = corpus::chunk_ranges(
+                source.bytes(),
+                &allowed.matcher,
+                options.chunk_size.max(1),
+                newline_cuts,
+            );
+            for window in ranges.chunks(threads * WINDOW_PER_THREAD) {
+                progress.check()?;
+                let encoded: Vec<Vec<u32>> = window
+                    .par_iter()
+                    .map_init(
+                        || encoder.lease(),
+                        |ws, range| {
+                            progress.check()?;
+                            let text = corpus::decode(source, range.clone(), options.utf8)?;
+                            let mut ids = Vec::with_capacity(range.len() / 3 + 16);
+                            encoder.encode_into(&text, allowed, ws, &mut ids)?;
+                            progress.add(range.len() as u64);
+                            Ok(ids)
+                        },
+                    )
+                    .collect::<Result<_>>()?;
+                for ids in encoded {
+                    bytes_out.clear();
+                    if options.dtype_bytes == 2 {
+                        bytes_out.extend(ids.iter().flat_map(|&i| (i as u16).to_le_bytes()));
+                    } else {
+                        bytes_out.extend(ids.iter().flat_map(|&i| i.to_le_bytes()));
+                    }
+                    w.write_all(&bytes_out).map_err(io)?;
+                    count += ids.len() as u64;
+                }
+            }
+        }
+        Ok(())
+    })??;
+    let mut file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.write_all(&npy::header(descr, count)).map_err(io)?;
+    file.flush().map_err(io)?;
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_equals_encode_and_cancel_leaves_nothing() {
+        let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        let merges = vec![];
+        let e = Encoder::from_merges(vocab, &merges, vec!["<|e|>".into()], "gpt2").unwrap();
+        let dir = std::env::temp_dir().join(format!("bpekit-file-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("in.txt");
+        let text = "one doc\nTwo lines<|e|>second doc\nok".repeat(50);
+        std::fs::write(&input, &text).unwrap();
+        let out = dir.join("out.npy");
+        let options = FileOptions {
+            chunk_size: 16,
+            num_threads: 2,
+            dtype_bytes: 2,
+            ..FileOptions::default()
+        };
+        let n = encode_files(&e, &[input.clone()], &out, options, &Progress::new()).unwrap();
+        let expected = e.encode(&text, e.specials()).unwrap();
+        assert_eq!(n as usize, expected.len());
+        let data = std::fs::read(&out).unwrap();
+        let ids: Vec<u32> = data[npy::HEADER_LEN..]
+            .chunks(2)
+            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+            .collect();
+        assert_eq!(ids, expected);
+
+        let cancelled = Progress::new();
+        cancelled.cancel();
+        let out2 = dir.join("out2.npy");
+        assert!(encode_files(&e, &[input], &out2, options, &cancelled).is_err());
+        assert!(!out2.exists());
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(leftovers, 2); // in.txt and out.npy
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
