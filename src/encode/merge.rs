@@ -100,9 +100,14 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
             heap.push(Reverse((rank, at, l, r)));
         }
     };
-    for i in 0..n.saturating_sub(1) {
-        push(heap, parts, i as u32, i as u32 + 1);
-    }
+    // Build the first heap in O(n) (heapify) rather than n pushes.
+    let mut initial = std::mem::take(heap).into_vec();
+    initial.extend((0..n.saturating_sub(1)).filter_map(|i| {
+        let (l, r) = (parts[i], parts[i + 1]);
+        let (rank, _) = rank_of(bpe, l, r, max_rank);
+        (rank != NONE).then_some(Reverse((rank, i as u32, l, r)))
+    }));
+    *heap = BinaryHeap::from(initial);
     while let Some(Reverse((_, at, l, r))) = heap.pop() {
         let right = next[at as usize];
         // Stale entry: a neighbour merged since it was pushed.
