@@ -31,7 +31,7 @@ from bpekit import patterns
 from bpekit.formats.tiktoken import parse_tiktoken_bpe
 from bpekit.tokenizer import Tokenizer
 
-__all__ = ["ENCODINGS", "get_encoding", "list_encoding_names"]
+__all__ = ["ENCODINGS", "get_encoding", "infer_special_tokens", "list_encoding_names", "load_tokenizer"]
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -202,3 +202,47 @@ def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Token
         raise ValueError(f"{name}: {tok.n_vocab} ids, expected {spec.explicit_n_vocab}")
     _cache[key] = tok
     return tok
+
+
+def infer_special_tokens(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> list[str]:
+    """Tokens of ``vocab`` that are neither single bytes nor made by a merge: the special
+    tokens of a vocabulary saved by ``bpekit train`` (in id order).
+
+    >>> infer_special_tokens({0: b"a", 1: b"b", 2: b"ab", 3: b"<|e|>"}, [(b"a", b"b")])
+    ['<|e|>']
+    """
+    made = {a + b for a, b in merges}
+    return [
+        tok.decode("utf-8")
+        for _, tok in sorted(vocab.items())
+        if len(tok) > 1 and tok not in made and _is_utf8(tok)
+    ]
+
+
+def _is_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def load_tokenizer(spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None) -> Tokenizer:
+    """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
+    with ``vocab.json`` + ``merges.txt`` (special tokens: ``special_tokens``, else inferred).
+    """
+    if isinstance(spec, Tokenizer):
+        return spec
+    if isinstance(spec, str) and spec in ENCODINGS:
+        return get_encoding(spec)
+    folder = Path(spec)
+    vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
+    if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():
+        from bpekit.formats.gpt2 import load_vocab_merges
+
+        vocab, merges = load_vocab_merges(vocab_path, merges_path)
+        specials = infer_special_tokens(vocab, merges) if special_tokens is None else special_tokens
+        return Tokenizer(vocab, merges, specials)
+    raise FileNotFoundError(
+        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) nor a folder holding vocab.json and merges.txt"
+    )

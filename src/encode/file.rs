@@ -28,7 +28,7 @@ pub struct FileOptions {
     pub utf8: Utf8Policy,
     /// 2 (uint16) or 4 (uint32).
     pub dtype_bytes: usize,
-    /// Target chunk size in bytes.
+    /// Target chunk size in bytes (0: picked from the input size and thread count).
     pub chunk_size: usize,
 }
 
@@ -38,7 +38,7 @@ impl Default for FileOptions {
             num_threads: 0,
             utf8: Utf8Policy::Strict,
             dtype_bytes: 4,
-            chunk_size: 1 << 20,
+            chunk_size: 0,
         }
     }
 }
@@ -81,6 +81,12 @@ pub fn encode_files(
     }
 }
 
+/// Small enough that every thread gets many chunks (balance), large enough that
+/// per-chunk overhead vanishes; at most 1 MB so a window of chunks stays small.
+fn auto_chunk_size(total: usize, threads: usize) -> usize {
+    (total / (threads * 16)).clamp(64 << 10, 1 << 20)
+}
+
 fn temp_path(output: &Path) -> PathBuf {
     let name = output
         .file_name()
@@ -112,6 +118,11 @@ fn write_npy(
     };
     let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
     let allowed = encoder.specials();
+    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    let chunk_size = match options.chunk_size {
+        0 => auto_chunk_size(total, threads),
+        n => n,
+    };
     let mut count = 0u64;
     let mut bytes_out = Vec::new();
     run_in_pool(threads, || -> Result<()> {
@@ -119,7 +130,7 @@ fn write_npy(
             let ranges = corpus::chunk_ranges(
                 source.bytes(),
                 &allowed.matcher,
-                options.chunk_size.max(1),
+                chunk_size,
                 newline_cuts,
             );
             for window in ranges.chunks(threads * WINDOW_PER_THREAD) {

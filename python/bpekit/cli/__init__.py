@@ -10,6 +10,9 @@ import sys
 # ``add_parser(subparsers) -> ArgumentParser`` and ``run(args) -> int``.
 COMMANDS = {
     "train": "train",
+    "encode": "encode",
+    "decode": "decode",
+    "inspect": "inspect",
     "demo": "demo",
 }
 
