@@ -6,7 +6,7 @@ sample training batches from it.
 >>> _ = (d / "a.txt").write_text("hello world<|endoftext|>bye")
 >>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
 >>> encode_file(d / "a.txt", d / "a.npy", tok)
-16
+15
 >>> tokens = load_tokens(d / "a.npy")
 >>> tokens.dtype.name, int(tokens[11])
 ('uint16', 256)

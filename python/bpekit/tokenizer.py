@@ -23,11 +23,11 @@ but the default of ``allowed_special`` depends on how the tokenizer was made:
   tiktoken: ``allowed_special=set()`` and ``disallowed_special="all"``, so special
   token text in the input raises ``ValueError`` unless you allow it.
 
->>> vocab = {i: bytes([i]) for i in range(256)} | {256: b" t", 257: b" the"}
->>> tok = Tokenizer(vocab, [(b" ", b"t"), (b" t", b"he")], ["<|endoftext|>"])
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b" t", 257: b" th", 258: b" the"}
+>>> tok = Tokenizer(vocab, [(b" ", b"t"), (b" t", b"h"), (b" th", b"e")], ["<|endoftext|>"])
 >>> tok.encode("the the<|endoftext|>")
-[116, 104, 101, 257, 258]
->>> tok.decode([257, 258])
+[116, 104, 101, 258, 259]
+>>> tok.decode([258, 259])
 ' the<|endoftext|>'
 >>> tok.encode("<|endoftext|>", allowed_special=set(), disallowed_special=())
 [60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116, 124, 62]
