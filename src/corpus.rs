@@ -131,7 +131,10 @@ pub fn chunk_ranges(
     // Newline cuts inside [seg_start, seg_end), a stretch free of special tokens,
     // wherever the current chunk has grown past the target.
     let add_newline_cuts = |cuts: &mut Vec<usize>, seg_start: usize, seg_end: usize| {
-        while newline_cuts {
+        if !newline_cuts {
+            return;
+        }
+        loop {
             let last = cuts.last().copied().unwrap_or(0);
             let from = (last + target).max(seg_start);
             if from >= seg_end {

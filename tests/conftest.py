@@ -38,20 +38,23 @@ def read_text_file(path: Path) -> str:
 def tiktoken_encoding(name: str):
     """tiktoken's encoding ``name``, built from the local rank files (no network)."""
     tiktoken = pytest.importorskip("tiktoken")
-    from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
-
     from bpekit.encodings import ENCODINGS, TIKTOKEN_PATTERNS
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
 
     spec = ENCODINGS[name]
     enc_dir = data_path("encodings")
     if name == "gpt2":
-        ranks = data_gym_to_mergeable_bpe_ranks(str(enc_dir / "gpt2_vocab.bpe"), str(enc_dir / "gpt2_encoder.json"))
+        ranks = data_gym_to_mergeable_bpe_ranks(
+            str(enc_dir / "gpt2_vocab.bpe"), str(enc_dir / "gpt2_encoder.json")
+        )
     else:
         ranks = load_tiktoken_bpe(str(enc_dir / spec.files[0].names[0]))
     # tiktoken's own r50k pattern, to compare against the real thing.
     r50k = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
     pat = r50k if spec.pattern == "gpt2" else TIKTOKEN_PATTERNS[spec.pattern]
-    return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=spec.special_tokens)
+    return tiktoken.Encoding(
+        name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=spec.special_tokens
+    )
 
 
 @functools.cache

@@ -6,20 +6,24 @@ import os
 import signal
 import threading
 
+import bpekit
 import numpy as np
 import pytest
-from conftest import bpekit_encoding, data_path
-
-import bpekit
 from bpekit.cli import main
+from conftest import bpekit_encoding, data_path
 
 
 @pytest.fixture(scope="module")
 def docs_dir(tmp_path_factory):
     """Three files: TinyStories (with <|endoftext|>), Chinese text, and CRLF English."""
     d = tmp_path_factory.mktemp("docs")
-    (d / "a.txt").write_text(data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")[:600_000], encoding="utf-8")
-    (d / "b.txt").write_text(data_path("multilingual", "fortunes_zh.txt").read_text(encoding="utf-8")[:200_000], encoding="utf-8")
+    (d / "a.txt").write_text(
+        data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")[:600_000],
+        encoding="utf-8",
+    )
+    (d / "b.txt").write_text(
+        data_path("multilingual", "fortunes_zh.txt").read_text(encoding="utf-8")[:200_000], encoding="utf-8"
+    )
     (d / "c.txt").write_bytes(data_path("corpora", "gutenberg_14263_katrine.txt").read_bytes()[:300_000])
     return d
 
@@ -58,7 +62,9 @@ def test_special_tokens_kept_and_dtype_checked(tmp_path) -> None:
     bpekit.encode_file(tmp_path / "x.txt", tmp_path / "x.npy", tok)
     assert bpekit.load_tokens(tmp_path / "x.npy").tolist() == [97, 98, 256, 99]
     with pytest.raises(ValueError, match="uint16"):
-        bpekit.encode_file(tmp_path / "x.txt", tmp_path / "y.npy", bpekit_encoding("o200k_base"), dtype="uint16")
+        bpekit.encode_file(
+            tmp_path / "x.txt", tmp_path / "y.npy", bpekit_encoding("o200k_base"), dtype="uint16"
+        )
     assert not (tmp_path / "y.npy").exists()
 
 

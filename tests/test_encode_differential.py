@@ -8,19 +8,35 @@ import functools
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import bpekit
 from bpekit.reference import decode_reference, encode_reference
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|><|a|>"]
 
 # Letters, digits, spaces, newlines, apostrophes, specials' pieces, and rare Unicode:
 # combining marks, CJK, emoji with ZWJ, RTL, surrogate-adjacent planes, controls.
 ALPHABET = st.sampled_from(
-    list("aabbcdeeet  \n\t'sllvre0123.,!?-<|>")
-    + ["é", "ß", "İ", "ǅ", "\u0301", "\u200d", "中", "文", "🙃", "👍🏽", "ع", "\u00a0", "\u3000", "\x00", "\U0010fffd", "𝔘"]
+    [
+        *"aabbcdeeet  \n\t'sllvre0123.,!?-<|>",
+        "é",
+        "ß",
+        "İ",
+        "ǅ",
+        "\u0301",
+        "\u200d",
+        "中",
+        "文",
+        "🙃",
+        "👍🏽",
+        "ع",
+        "\u00a0",
+        "\u3000",
+        "\x00",
+        "\U0010fffd",
+        "𝔘",
+    ]
 )
 TEXT = st.lists(st.one_of(ALPHABET, st.sampled_from(SPECIALS)), max_size=60).map("".join)
 

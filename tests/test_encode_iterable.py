@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 from adapters import get_tokenizer
-from conftest import bpekit_encoding, data_path
-
 from bpekit.formats.gpt2 import load_vocab_merges
+from conftest import bpekit_encoding, data_path
 
 EOT = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
 def tok():
-    vocab, merges = load_vocab_merges(data_path("cs336", "gpt2_vocab.json"), data_path("cs336", "gpt2_merges.txt"))
+    vocab, merges = load_vocab_merges(
+        data_path("cs336", "gpt2_vocab.json"), data_path("cs336", "gpt2_merges.txt")
+    )
     return get_tokenizer(vocab, merges, [EOT, EOT + EOT, "<|x|>"])
 
 

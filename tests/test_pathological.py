@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import random
 
+import bpekit
 import pytest
 from conftest import bpekit_encoding, tiktoken_encoding
-
-import bpekit
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
 
@@ -17,7 +16,9 @@ def _cases() -> dict[str, str]:
     rnd = random.Random(0)
     return {
         "a*1M": "a" * 1_000_000,
-        "line of 1 MB without spaces": "".join(rnd.choice("abcdefghijklmnopqrstuvwxyzABC.,") for _ in range(1_000_000)),
+        "line of 1 MB without spaces": "".join(
+            rnd.choice("abcdefghijklmnopqrstuvwxyzABC.,") for _ in range(1_000_000)
+        ),
         "100,000 emoji": "🙃" * 100_000,
         "digits": "1234567890" * 100_000,
     }

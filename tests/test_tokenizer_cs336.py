@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import pytest
 from adapters import get_tokenizer
-from conftest import data_path, tiktoken_encoding
-
 from bpekit.formats.gpt2 import load_vocab_merges
+from conftest import data_path, tiktoken_encoding
 
 EOT = "<|endoftext|>"
 
 
 def cs336_tokenizer(special_tokens: list[str] | None = None):
-    vocab, merges = load_vocab_merges(data_path("cs336", "gpt2_vocab.json"), data_path("cs336", "gpt2_merges.txt"))
+    vocab, merges = load_vocab_merges(
+        data_path("cs336", "gpt2_vocab.json"), data_path("cs336", "gpt2_merges.txt")
+    )
     return get_tokenizer(vocab, merges, special_tokens)
 
 

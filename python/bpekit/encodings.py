@@ -154,7 +154,8 @@ def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> by
             got = hashlib.sha256(data).hexdigest()
             if got != f.sha256:
                 raise ValueError(
-                    f"{p}: sha256 is {got}, but {encoding} needs {f.sha256}; the file is corrupt or another file"
+                    f"{p}: sha256 is {got}, but {encoding} needs {f.sha256}; "
+                    "the file is corrupt or another file"
                 )
             return data
     looked = "\n  ".join(str(p) for p in places)
@@ -227,7 +228,9 @@ def _is_utf8(b: bytes) -> bool:
     return True
 
 
-def load_tokenizer(spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None) -> Tokenizer:
+def load_tokenizer(
+    spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None
+) -> Tokenizer:
     """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
     with ``vocab.json`` + ``merges.txt`` (special tokens: ``special_tokens``, else inferred).
     """
@@ -244,5 +247,6 @@ def load_tokenizer(spec: Tokenizer | str | os.PathLike[str], special_tokens: lis
         specials = infer_special_tokens(vocab, merges) if special_tokens is None else special_tokens
         return Tokenizer(vocab, merges, specials)
     raise FileNotFoundError(
-        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) nor a folder holding vocab.json and merges.txt"
+        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) "
+        "nor a folder holding vocab.json and merges.txt"
     )

@@ -5,6 +5,7 @@ They are slow on purpose: each reads like the algorithm it checks.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 # ---------------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ def merge_word(parts: list[bytes], ranks: Mapping[tuple[bytes, bytes], int]) -> 
     [b'aa', b'a']
     """
     while len(parts) > 1:
-        pairs = set(zip(parts, parts[1:], strict=False))
+        pairs = set(itertools.pairwise(parts))
         best = min(pairs, key=lambda p: ranks.get(p, float("inf")))
         if best not in ranks:
             break

@@ -166,7 +166,9 @@ class Tokenizer:
         if disallowed_special == "all":
             disallowed = frozenset(self._special_tokens) - allowed_set
         elif isinstance(disallowed_special, str):
-            raise TypeError(f'disallowed_special must be "all" or a set of strings, not {disallowed_special!r}')
+            raise TypeError(
+                f'disallowed_special must be "all" or a set of strings, not {disallowed_special!r}'
+            )
         else:
             disallowed = frozenset(disallowed_special)
         names = None if allowed_set >= self._special_tokens.keys() else sorted(allowed_set)

@@ -151,7 +151,9 @@ impl Encoder {
     fn new(mut bpe: Bpe, pattern: &str, specials: Vec<(String, u32)>) -> Result<Self> {
         for (tok, id) in &specials {
             if *id == NONE {
-                return Err(Error::invalid(format!("special token {tok:?}: id {id} is too large")));
+                return Err(Error::invalid(format!(
+                    "special token {tok:?}: id {id} is too large"
+                )));
             }
             bpe.set_special(*id, tok.as_bytes())?;
         }
@@ -282,10 +284,7 @@ impl Encoder {
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
-            let bytes = self
-                .bpe
-                .token(id)
-                .ok_or(Error::UnknownTokenId { id })?;
+            let bytes = self.bpe.token(id).ok_or(Error::UnknownTokenId { id })?;
             out.extend_from_slice(bytes);
         }
         Ok(out)

@@ -106,7 +106,11 @@ fn write_npy(
         .map(|p| Source::open(p))
         .collect::<Result<Vec<_>>>()?;
     progress.reset(sources.iter().map(|s| s.bytes().len() as u64).sum());
-    let descr = if options.dtype_bytes == 2 { "<u2" } else { "<u4" };
+    let descr = if options.dtype_bytes == 2 {
+        "<u2"
+    } else {
+        "<u4"
+    };
     let io = |e| Error::io(tmp, e);
     let file = File::create(tmp).map_err(io)?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -127,12 +131,8 @@ fn write_npy(
     let mut bytes_out = Vec::new();
     run_in_pool(threads, || -> Result<()> {
         for source in &sources {
-            let ranges = corpus::chunk_ranges(
-                source.bytes(),
-                &allowed.matcher,
-                chunk_size,
-                newline_cuts,
-            );
+            let ranges =
+                corpus::chunk_ranges(source.bytes(), &allowed.matcher, chunk_size, newline_cuts);
             for window in ranges.chunks(threads * WINDOW_PER_THREAD) {
                 progress.check()?;
                 let encoded: Vec<Vec<u32>> = window
@@ -191,7 +191,14 @@ mod tests {
             dtype_bytes: 2,
             ..FileOptions::default()
         };
-        let n = encode_files(&e, &[input.clone()], &out, options, &Progress::new()).unwrap();
+        let n = encode_files(
+            &e,
+            std::slice::from_ref(&input),
+            &out,
+            options,
+            &Progress::new(),
+        )
+        .unwrap();
         let expected = e.encode(&text, e.specials()).unwrap();
         assert_eq!(n as usize, expected.len());
         let data = std::fs::read(&out).unwrap();

@@ -26,9 +26,8 @@ pub struct PyEncoder {
 fn to_ids(ids: Vec<i64>) -> PyResult<Vec<u32>> {
     ids.into_iter()
         .map(|i| {
-            u32::try_from(i).map_err(|_| {
-                PyKeyError::new_err(format!("token id {i} is not in the vocabulary"))
-            })
+            u32::try_from(i)
+                .map_err(|_| PyKeyError::new_err(format!("token id {i} is not in the vocabulary")))
         })
         .collect()
 }

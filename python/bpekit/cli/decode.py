@@ -12,8 +12,13 @@ from bpekit.encodings import load_tokenizer
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("decode", help="decode token ids to text")
-    p.add_argument("ids", nargs="?", type=Path, default=None,
-                   help=".npy file, or a text file of whitespace-separated ids (default: stdin)")
+    p.add_argument(
+        "ids",
+        nargs="?",
+        type=Path,
+        default=None,
+        help=".npy file, or a text file of whitespace-separated ids (default: stdin)",
+    )
     p.add_argument("--tokenizer", "-t", required=True, help="encoding name or vocab.json + merges.txt folder")
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
     return p

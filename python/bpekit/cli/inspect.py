@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         ids = tok.encode(text, allowed_special="all")
         dt = max(time.perf_counter() - t0, 1e-9)
         nbytes = len(text.encode("utf-8"))
-        print(f"file        {args.file}: {nbytes:,} bytes -> {len(ids):,} tokens, "
-              f"{nbytes / max(len(ids), 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)")
+        print(
+            f"file        {args.file}: {nbytes:,} bytes -> {len(ids):,} tokens, "
+            f"{nbytes / max(len(ids), 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
+        )
     return 0

@@ -16,8 +16,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a BPE vocabulary on text files")
     p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently)")
     p.add_argument("--vocab-size", type=int, required=True)
-    p.add_argument("--special-token", action="append", default=None, dest="special_tokens",
-                   help="a special token (repeatable); the first one separates documents")
+    p.add_argument(
+        "--special-token",
+        action="append",
+        default=None,
+        dest="special_tokens",
+        help="a special token (repeatable); the first one separates documents",
+    )
     p.add_argument("--out", type=Path, required=True, help="folder for vocab.json and merges.txt")
     add_common_options(p)
     return p
@@ -26,8 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def add_common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", default="gpt2", help="gpt2 | cl100k | o200k | a regex (default gpt2)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
-    p.add_argument("--errors", default="strict", choices=["strict", "replace", "ignore"],
-                   help="what to do with invalid UTF-8 (default strict)")
+    p.add_argument(
+        "--errors",
+        default="strict",
+        choices=["strict", "replace", "ignore"],
+        help="what to do with invalid UTF-8 (default strict)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -47,8 +56,14 @@ def train_and_summarize(
     total_bytes = sum(f.stat().st_size for f in files)
     progress = not args.quiet
     t0 = time.perf_counter()
-    counts = count_pretokens(files, special_tokens, pattern=args.pattern, num_threads=args.threads,
-                             errors=args.errors, progress=progress)
+    counts = count_pretokens(
+        files,
+        special_tokens,
+        pattern=args.pattern,
+        num_threads=args.threads,
+        errors=args.errors,
+        progress=progress,
+    )
     t1 = time.perf_counter()
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
     t2 = time.perf_counter()
@@ -57,8 +72,10 @@ def train_and_summarize(
     t3 = time.perf_counter()
 
     count_s, merge_s = t1 - t0, t2 - t1
-    print(f"trained {len(vocab):,} tokens ({len(merges):,} merges) on {len(files)} file(s), "
-          f"{total_bytes / 1e6:,.1f} MB")
+    print(
+        f"trained {len(vocab):,} tokens ({len(merges):,} merges) on {len(files)} file(s), "
+        f"{total_bytes / 1e6:,.1f} MB"
+    )
     print(f"  counting   {count_s:8.3f} s   {total_bytes / 1e6 / max(count_s, 1e-9):,.1f} MB/s")
     print(f"  merging    {merge_s:8.3f} s   {len(merges) / max(merge_s, 1e-9):,.0f} merges/s")
     print(f"  writing    {t3 - t2:8.3f} s")

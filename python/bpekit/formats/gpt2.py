@@ -25,7 +25,11 @@ VERSION_LINE = "#version: 0.2"
 @cache
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's table: printable Latin-1 bytes map to themselves, the rest to U+0100 onward."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table = {b: chr(b) for b in printable}
     extra = 0
     for b in range(256):

@@ -32,7 +32,9 @@ def parse_tiktoken_bpe(data: bytes, where: str = "<bytes>") -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except (ValueError, binascii.Error) as e:
-            raise ValueError(f"{where}:{lineno}: expected 'base64-token rank', got {line[:80]!r} ({e})") from None
+            raise ValueError(
+                f"{where}:{lineno}: expected 'base64-token rank', got {line[:80]!r} ({e})"
+            ) from None
     return ranks
 
 
@@ -45,6 +47,7 @@ def load_tiktoken_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
 def save_tiktoken_bpe(ranks: Mapping[bytes, int], path: str | os.PathLike[str]) -> None:
     """Writes ``{token bytes: rank}`` as a ``.tiktoken`` file, sorted by rank (atomically)."""
     lines = [
-        base64.b64encode(token) + b" " + str(rank).encode() for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])
+        base64.b64encode(token) + b" " + str(rank).encode()
+        for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])
     ]
     atomic_write(Path(path), b"\n".join(lines) + b"\n" if lines else b"")
