@@ -205,15 +205,18 @@ impl Encoder {
             out.push(self.bpe.byte_id(piece[0]));
             return;
         }
-        if self.bpe.whole_piece_lookup() {
-            if let Some(id) = self.bpe.id_of(piece) {
-                out.push(id);
-                return;
-            }
-        }
+        // The small cache first: frequent pieces hit it, and its compact table stays in
+        // the CPU cache, unlike the vocabulary's (200K tokens for o200k).
         if let Some(ids) = ws.cache.get(piece) {
             out.extend_from_slice(ids);
             return;
+        }
+        if self.bpe.whole_piece_lookup() {
+            if let Some(id) = self.bpe.id_of(piece) {
+                out.push(id);
+                ws.cache.insert(piece, &[id]);
+                return;
+            }
         }
         let start = out.len();
         merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out);

@@ -2,19 +2,20 @@
 //!
 //! Each file is mapped and cut into document-aligned chunks (`corpus::chunk_ranges`:
 //! before special tokens and at safe newlines, so chunks encode independently).
-//! Chunks are encoded a window at a time (a few per thread) and written in input
-//! order into a temporary file after a placeholder header; the header gets the real
-//! length at the end and the file is renamed into place. An error or Ctrl-C
+//! Chunks are encoded in parallel (`ordered::ordered_map`, a few chunks ahead of the
+//! writer at most) and written in input order into a temporary file after a
+//! placeholder header; the header gets the real length at the end and the file is
+//! renamed into place. Each chunk's input pages are released once it is written. An error or Ctrl-C
 //! removes the temporary file, so an interrupted run leaves no output.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
-
-use super::encoder::{run_in_pool, Encoder};
+use super::encoder::Encoder;
 use super::npy;
+use super::ordered::ordered_map;
 use crate::corpus::{self, Source, Utf8Policy};
 use crate::error::{Error, Result};
 use crate::pretokenize::Kind;
@@ -43,8 +44,9 @@ impl Default for FileOptions {
     }
 }
 
-/// Chunks in flight per thread: enough to balance uneven chunks.
-const WINDOW_PER_THREAD: usize = 4;
+/// Chunks a worker may run ahead of the writer: enough to ride over a slow chunk,
+/// few enough that buffered ids stay small (chunks are at most 1 MB).
+const CHUNKS_AHEAD_PER_THREAD: usize = 8;
 
 /// Encodes `paths` in order into the `.npy` file `output`; returns the token count.
 pub fn encode_files(
@@ -127,42 +129,47 @@ fn write_npy(
         0 => auto_chunk_size(total, threads),
         n => n,
     };
+    // Every chunk of every file, in order, so the workers never wait between files.
+    let chunks: Vec<(usize, Range<usize>)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            corpus::chunk_ranges(s.bytes(), &allowed.matcher, chunk_size, newline_cuts)
+                .into_iter()
+                .map(move |r| (i, r))
+        })
+        .collect();
     let mut count = 0u64;
     let mut bytes_out = Vec::new();
-    run_in_pool(threads, || -> Result<()> {
-        for source in &sources {
-            let ranges =
-                corpus::chunk_ranges(source.bytes(), &allowed.matcher, chunk_size, newline_cuts);
-            for window in ranges.chunks(threads * WINDOW_PER_THREAD) {
-                progress.check()?;
-                let encoded: Vec<Vec<u32>> = window
-                    .par_iter()
-                    .map_init(
-                        || encoder.lease(),
-                        |ws, range| {
-                            progress.check()?;
-                            let text = corpus::decode(source, range.clone(), options.utf8)?;
-                            let mut ids = Vec::with_capacity(range.len() / 3 + 16);
-                            encoder.encode_into(&text, allowed, ws, &mut ids)?;
-                            progress.add(range.len() as u64);
-                            Ok(ids)
-                        },
-                    )
-                    .collect::<Result<_>>()?;
-                for ids in encoded {
-                    bytes_out.clear();
-                    if options.dtype_bytes == 2 {
-                        bytes_out.extend(ids.iter().flat_map(|&i| (i as u16).to_le_bytes()));
-                    } else {
-                        bytes_out.extend(ids.iter().flat_map(|&i| i.to_le_bytes()));
-                    }
-                    w.write_all(&bytes_out).map_err(io)?;
-                    count += ids.len() as u64;
-                }
+    ordered_map(
+        chunks.len(),
+        threads,
+        threads * CHUNKS_AHEAD_PER_THREAD,
+        || encoder.lease(),
+        |i, ws| {
+            progress.check()?;
+            let (s, range) = &chunks[i];
+            let text = corpus::decode(&sources[*s], range.clone(), options.utf8)?;
+            let mut ids = Vec::with_capacity(range.len() / 3 + 16);
+            encoder.encode_into(&text, allowed, ws, &mut ids)?;
+            progress.add(range.len() as u64);
+            Ok(ids)
+        },
+        |i, ids| {
+            bytes_out.clear();
+            if options.dtype_bytes == 2 {
+                bytes_out.extend(ids.iter().flat_map(|&i| (i as u16).to_le_bytes()));
+            } else {
+                bytes_out.extend(ids.iter().flat_map(|&i| i.to_le_bytes()));
             }
-        }
-        Ok(())
-    })??;
+            w.write_all(&bytes_out).map_err(io)?;
+            count += ids.len() as u64;
+            // Done with these bytes: keep the mapped file out of resident memory.
+            let (s, range) = &chunks[i];
+            sources[*s].release(range.clone());
+            Ok(())
+        },
+    )?;
     let mut file = w.into_inner().map_err(|e| io(e.into_error()))?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
     file.write_all(&npy::header(descr, count)).map_err(io)?;

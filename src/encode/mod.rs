@@ -14,6 +14,7 @@ pub mod encoder;
 pub mod file;
 pub mod merge;
 pub mod npy;
+pub mod ordered;
 pub mod stream;
 pub mod table;
 
