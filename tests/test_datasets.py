@@ -132,3 +132,36 @@ def test_cli_with_trained_vocab_folder(tmp_path, capsys) -> None:
     assert bpekit.load_tokens(out).tolist() == tok.encode(corpus.read_text(encoding="utf-8"))
     assert main(["inspect", str(tmp_path / "tok")]) == 0
     assert "'<|endoftext|>'=256" in capsys.readouterr().out
+
+
+RSS_SCRIPT = """
+import resource, sys
+import bpekit
+tok = bpekit.get_encoding("gpt2")
+tok.encode("warm up " * 1000)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+bpekit.encode_file(sys.argv[1], sys.argv[2], tok, num_threads=2)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_encode_file_memory_does_not_grow_with_input(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    stories = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_bytes()
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        for _ in range(20):  # 42 MB
+            f.write(stories)
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, str(big), str(tmp_path / "big.npy")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    growth_mib = int(proc.stdout.split()[-1]) / 1024
+    # The input is mapped, not read: its pages are released behind the scan and behind
+    # each written chunk. Without that, peak memory grows by the input size (42 MB).
+    assert growth_mib < 20, f"peak RSS grew by {growth_mib:.0f} MiB while encoding a 42 MB file"

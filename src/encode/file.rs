@@ -20,6 +20,7 @@ use crate::corpus::{self, Source, Utf8Policy};
 use crate::error::{Error, Result};
 use crate::pretokenize::Kind;
 use crate::progress::Progress;
+use crate::specials::SpecialMatcher;
 
 /// How a file encode runs; the output never depends on these (except `dtype_bytes`).
 #[derive(Clone, Copy, Debug)]
@@ -45,8 +46,8 @@ impl Default for FileOptions {
 }
 
 /// Chunks a worker may run ahead of the writer: enough to ride over a slow chunk,
-/// few enough that buffered ids stay small (chunks are at most 1 MB).
-const CHUNKS_AHEAD_PER_THREAD: usize = 8;
+/// few enough that buffered ids stay small.
+const CHUNKS_AHEAD_PER_THREAD: usize = 4;
 
 /// Encodes `paths` in order into the `.npy` file `output`; returns the token count.
 pub fn encode_files(
@@ -83,10 +84,58 @@ pub fn encode_files(
     }
 }
 
+/// Bytes scanned at a time when cutting a file into chunks.
+const SCAN_WINDOW: usize = 16 << 20;
+
+/// `corpus::chunk_ranges` of a whole file, computed a window at a time so that only
+/// one window of the mapped file is resident at once (scanning touches every page;
+/// the pages are released behind the scan and mapped again when encoded). A window
+/// keeps the cuts at least `max_len` special-token bytes before its end, where no
+/// later byte can change them, and the next window starts at its last cut.
+fn chunk_source(
+    source: &Source,
+    specials: &SpecialMatcher,
+    chunk_size: usize,
+    newline_cuts: bool,
+    scan_window: usize,
+) -> Vec<Range<usize>> {
+    let data = source.bytes();
+    let margin = specials.max_len().max(1);
+    let mut out = Vec::new();
+    let (mut start, mut window) = (0, scan_window.max(1));
+    while start < data.len() {
+        let end = (start + window).min(data.len());
+        let ranges = corpus::chunk_ranges(&data[start..end], specials, chunk_size, newline_cuts);
+        let shifted = |r: &Range<usize>| start + r.start..start + r.end;
+        if end == data.len() {
+            out.extend(ranges.iter().map(shifted));
+            break;
+        }
+        let limit = (end - start).saturating_sub(margin);
+        let kept: Vec<Range<usize>> = ranges
+            .iter()
+            .take_while(|r| r.end <= limit)
+            .map(shifted)
+            .collect();
+        match kept.last() {
+            // No cut in this window: scan a larger one.
+            None => window *= 2,
+            Some(last) => {
+                let next = last.end;
+                source.release(start..next);
+                out.extend(kept);
+                start = next;
+                window = scan_window.max(1);
+            }
+        }
+    }
+    out
+}
+
 /// Small enough that every thread gets many chunks (balance), large enough that
-/// per-chunk overhead vanishes; at most 1 MB so a window of chunks stays small.
+/// per-chunk overhead vanishes; at most 256 KB so the chunks in flight stay small.
 fn auto_chunk_size(total: usize, threads: usize) -> usize {
-    (total / (threads * 16)).clamp(64 << 10, 1 << 20)
+    (total / (threads * 16)).clamp(64 << 10, 256 << 10)
 }
 
 fn temp_path(output: &Path) -> PathBuf {
@@ -134,7 +183,7 @@ fn write_npy(
         .iter()
         .enumerate()
         .flat_map(|(i, s)| {
-            corpus::chunk_ranges(s.bytes(), &allowed.matcher, chunk_size, newline_cuts)
+            chunk_source(s, &allowed.matcher, chunk_size, newline_cuts, SCAN_WINDOW)
                 .into_iter()
                 .map(move |r| (i, r))
         })
@@ -180,6 +229,29 @@ fn write_npy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windowed_chunks_cover_the_file_at_valid_cuts() {
+        let specials =
+            SpecialMatcher::new(&["<|e|>".to_string(), "<|e|><|e|>".to_string()]).unwrap();
+        let text = "Doc one.\nLine two<|e|><|e|>more text\nAnd more<|e|>x".repeat(2000);
+        let source = Source::from_bytes("t", text.clone().into_bytes());
+        // Every cut must be one chunk_ranges makes on the whole text.
+        let all = corpus::chunk_ranges(text.as_bytes(), &specials, 1, true);
+        let possible: std::collections::HashSet<usize> = all.iter().map(|r| r.start).collect();
+        for (chunk, window) in [(7, 50), (100, 1000), (5000, 3000), (100, 1 << 20)] {
+            let ranges = chunk_source(&source, &specials, chunk, true, window);
+            assert_eq!(ranges.first().map(|r| r.start), Some(0));
+            assert_eq!(ranges.last().map(|r| r.end), Some(text.len()));
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            assert!(
+                ranges.iter().all(|r| possible.contains(&r.start)),
+                "{chunk} {window}"
+            );
+        }
+    }
 
     #[test]
     fn file_equals_encode_and_cancel_leaves_nothing() {
