@@ -133,7 +133,8 @@ def worker(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         tok = load_tool(args.tool, args.encoding, tmp)
-        text = path.read_text(encoding="utf-8")
+        # File mode must not hold the text in memory (peak memory is part of the result).
+        text = "" if args.mode == "file" else path.read_text(encoding="utf-8")
         call = make_call(args.tool, tok, args.mode, args.threads, path, text, tmp)
         times, result = [], None
         for _ in range(args.runs):
@@ -184,6 +185,12 @@ def main() -> None:
     p.add_argument("--modes", nargs="+", default=["memory", "file", "encoder"])
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument(
+        "--hf-max-mb",
+        type=float,
+        default=5.0,
+        help="run HF tokenizers (~1 MB/s here) only on corpora up to this size",
+    )
     p.add_argument("--json", type=Path, default=None, help="also write all results here")
     args = p.parse_args()
     if args.worker:
@@ -215,6 +222,8 @@ def main() -> None:
             for mode in args.modes:
                 for threads in args.threads if mode != "encoder" else [1]:
                     for tool in tools if mode != "encoder" else ["bpekit"]:
+                        if tool == "hf" and mb > args.hf_max_mb:
+                            continue
                         r = run_one(tool, encoding, path, mode, threads, args.runs)
                         if r is None:
                             continue

@@ -165,3 +165,14 @@ def test_encode_file_memory_does_not_grow_with_input(tmp_path) -> None:
     # The input is mapped, not read: its pages are released behind the scan and behind
     # each written chunk. Without that, peak memory grows by the input size (42 MB).
     assert growth_mib < 20, f"peak RSS grew by {growth_mib:.0f} MiB while encoding a 42 MB file"
+
+
+def test_cli_decode_reads_stdin(monkeypatch, capsys) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("15496\n995  0\n"))
+    assert main(["decode", "-t", "gpt2"]) == 0
+    assert capsys.readouterr().out == "Hello world!"
+    monkeypatch.setattr("sys.stdin", io.StringIO("15496 x"))
+    assert main(["decode", "-t", "gpt2"]) == 2
+    assert "'x', not a token id" in capsys.readouterr().err
