@@ -130,7 +130,7 @@ impl Source {
 /// pattern (gpt2, cl100k, o200k): right after a lone `\n` that follows a printable
 /// ASCII character and precedes an ASCII letter or digit. A lone `\n` before a
 /// non-space is its own piece under all three patterns, at the end of a chunk too.
-pub fn is_newline_cut(data: &[u8], p: usize) -> bool {
+fn is_newline_cut(data: &[u8], p: usize) -> bool {
     p >= 2
         && p < data.len()
         && data[p - 1] == b'\n'

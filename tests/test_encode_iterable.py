@@ -150,3 +150,51 @@ def test_encode_iterable_memory_usage(tok, tmp_path: Path) -> None:
     for i in ids:
         h = (h * 1000003 + i) & 0xFFFFFFFFFFFF
     assert proc.stdout.split() == [str(len(ids)), str(h)]
+
+
+# Characters around line ends that matter for where a stream may cut: whitespace of
+# all kinds (U+3000, U+0085, U+001C), "/" (o200k's punctuation runs take "\n/"),
+# punctuation, CJK, digits, apostrophes, CR.
+_PIECES = [
+    *"ab Z9'./-\n\n\r\t",
+    "\u3000",
+    "\x85",
+    "\x1c",
+    "中文",
+    "。",
+    "🙃",
+    "<|endoftext|>",
+    "don't",
+    "\n/",
+]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_random_splits_near_newlines(name: str) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = bpekit_encoding(name)
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        parts=st.lists(st.sampled_from(_PIECES), max_size=40),
+        cuts=st.lists(st.integers(0, 200), max_size=8),
+    )
+    def check(parts: list[str], cuts: list[int]) -> None:
+        text = "".join(parts)
+        points = sorted({min(c, len(text)) for c in cuts})
+        chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+        expected = enc.encode(text, allowed_special="all")
+        assert list(enc.encode_iterable(chunks, allowed_special="all")) == expected
+
+    check()
+
+
+def test_buffer_stays_small_for_any_script() -> None:
+    enc = bpekit_encoding("o200k_base")
+    stream = enc._core.stream(None, [])
+    lines = ["这是一个很长的中文句子，没有空格。\n", "Привет, мир!\n", "٣٤٥ عربي\n", "naïve café\n"]
+    for i in range(20_000):
+        stream.feed(lines[i % len(lines)])
+    assert stream.pending < 1000

@@ -5,10 +5,18 @@
 //!
 //! - the start of a special-token match at least `max_special_len` bytes before the
 //!   end of the buffer (no later text can make an earlier or longer match win), or
-//! - for the named patterns, a newline cut (`corpus::is_newline_cut`: a lone `\n`
-//!   between printable ASCII and an ASCII letter or digit, which no piece of gpt2,
-//!   cl100k or o200k crosses) at that same distance from the end and not inside a
-//!   special-token match.
+//! - for the named patterns, a newline cut ([`is_stream_cut`]: right after a lone
+//!   `\n` between two non-whitespace characters, the second not `/`) at that same
+//!   distance from the end and not inside a special-token match.
+//!
+//! Why no piece of gpt2, cl100k or o200k crosses such a cut: the only pieces that
+//! hold a `\n` are whitespace runs, which here are the `\n` alone (non-whitespace on
+//! both sides), and punctuation runs that may end in newlines (cl100k's
+//! `[^\s\p{L}\p{N}]++[\r\n]*+`, o200k's `[^\s\p{L}\p{N}]+[\r\n/]*`, hence the `/`),
+//! which end at the cut. No piece takes a `\n` as the prefix of what follows. At the
+//! end of a buffer the lone `\n` is still its own piece (or ends the punctuation
+//! run). The rule is wider than `corpus::is_newline_cut` (which wants ASCII around
+//! the `\n`), so text in any script gets cuts at its line ends.
 //!
 //! Everything before the last cut is encoded and emitted; the tail is kept. When no
 //! cut is found the next search waits until the buffer has doubled, so searching
@@ -19,7 +27,6 @@
 use std::sync::Arc;
 
 use super::encoder::{Encoder, Specials, Workspace};
-use crate::corpus::is_newline_cut;
 use crate::error::{Error, Result};
 use crate::pretokenize::Kind;
 
@@ -114,7 +121,7 @@ impl StreamEncoder {
         if self.newline_cuts && cut < limit {
             for i in memchr::memrchr_iter(b'\n', &buf[cut..limit]) {
                 let p = cut + i + 1;
-                if is_newline_cut(buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
+                if is_stream_cut(&self.buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
                     cut = p;
                     break;
                 }
@@ -122,6 +129,24 @@ impl StreamEncoder {
         }
         cut
     }
+}
+
+/// Whitespace as the patterns' `\s` sees it (Unicode White_Space), plus the ASCII
+/// separators U+001C..U+001F that Python's `str.isspace` counts too.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// Whether position `p` of `text` is right after a lone `\n` between two
+/// non-whitespace characters, the second not `/` (see the module docs).
+pub fn is_stream_cut(text: &str, p: usize) -> bool {
+    let bytes = text.as_bytes();
+    if p < 2 || p >= bytes.len() || bytes[p - 1] != b'\n' {
+        return false;
+    }
+    let before = text[..p - 1].chars().next_back();
+    let after = text[p..].chars().next();
+    matches!((before, after), (Some(b), Some(a)) if !is_space(b) && !is_space(a) && a != '/')
 }
 
 /// tiktoken's error for a disallowed special token found in the text.
@@ -144,6 +169,19 @@ mod tests {
         let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
         let specials = vec!["<|eot|>".to_string(), "<|eot|><|eot|>".to_string()];
         Arc::new(Encoder::from_merges(vocab, &[], specials, "gpt2").unwrap())
+    }
+
+    #[test]
+    fn stream_cuts() {
+        assert!(is_stream_cut("a\nb", 2));
+        assert!(is_stream_cut("。\n中", 4));
+        assert!(is_stream_cut(".\n.", 2));
+        assert!(!is_stream_cut(".\n/usr", 2));
+        assert!(!is_stream_cut("a\n b", 2));
+        assert!(!is_stream_cut("a \nb", 3));
+        assert!(!is_stream_cut("a\n\nb", 2));
+        assert!(!is_stream_cut("a\u{3000}\nb", 4));
+        assert!(!is_stream_cut("a\n", 2));
     }
 
     #[test]
