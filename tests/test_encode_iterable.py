@@ -198,3 +198,40 @@ def test_buffer_stays_small_for_any_script() -> None:
     for i in range(20_000):
         stream.feed(lines[i % len(lines)])
     assert stream.pending < 1000
+
+
+def _is_stream_cut(text: str, p: int) -> bool:
+    """Mirror of ``is_stream_cut`` in src/encode/stream.rs: right after a lone "\\n" between
+    two non-whitespace characters, the second not "/"."""
+
+    def space(c: str) -> bool:
+        return c.isspace() or "\x1c" <= c <= "\x1f"
+
+    return (
+        2 <= p < len(text)
+        and text[p - 1] == "\n"
+        and not space(text[p - 2])
+        and not space(text[p])
+        and text[p] != "/"
+    )
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_stream_cut_rule_splits_no_piece(name: str) -> None:
+    """The property the stream relies on: encoding the two sides of a cut apart gives the
+    ids of the whole (checked at every cut of random texts)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = bpekit_encoding(name)
+
+    @settings(max_examples=400, deadline=None)
+    @given(parts=st.lists(st.sampled_from(_PIECES), max_size=30))
+    def check(parts: list[str]) -> None:
+        text = "".join(parts)
+        whole = enc.encode_ordinary(text)
+        for p in range(len(text)):
+            if _is_stream_cut(text, p):
+                assert enc.encode_ordinary(text[:p]) + enc.encode_ordinary(text[p:]) == whole, (text, p)
+
+    check()
