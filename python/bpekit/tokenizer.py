@@ -235,9 +235,10 @@ class Tokenizer:
 
         Works on a file object (its lines) or any iterable of strings, however the
         text is split. Memory stays bounded: text is buffered only until a point that
-        no later text can change (a special token, or a newline between a line's end
-        and a letter or digit), so it is at most the longest stretch between such
-        points. No thread pool is used.
+        no later text can change (a special token, or, for the gpt2, cl100k and o200k
+        patterns, a lone newline between two non-whitespace characters), so it is at
+        most the longest stretch between such points; with a custom pattern only
+        special tokens are such points. No thread pool is used.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
         >>> list(tok.encode_iterable(["a", "b\\n", "c"])) == tok.encode("ab\\nc")
