@@ -110,6 +110,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn workers_overlap() {
+        // Sleeping needs no CPU, so this holds on a busy machine: 20 items of 50 ms on
+        // 2 workers take ~0.5 s, serially 1 s.
+        let t = std::time::Instant::now();
+        ordered_map(
+            20,
+            2,
+            4,
+            || (),
+            |i, _| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                Ok(i)
+            },
+            |_, _| Ok(()),
+        )
+        .unwrap();
+        assert!(t.elapsed().as_secs_f64() < 0.85, "{:?}", t.elapsed());
+    }
+
+    #[test]
     fn in_order_and_stops_on_error() {
         let mut seen = Vec::new();
         ordered_map(
