@@ -157,3 +157,11 @@ def test_tiktoken_cache_dir_and_hash_check(tmp_path, monkeypatch) -> None:
             bpekit.get_encoding("r50k_base", path=bad)
     finally:
         encodings._cache.clear()
+
+
+def test_lone_surrogates_like_tiktoken() -> None:
+    tk = tiktoken_encoding("cl100k_base")
+    ours = bpekit_encoding("cl100k_base")
+    for text in ["a\ud800b", "\udfff", "x\ud83d"]:
+        assert ours.encode(text) == tk.encode(text)
+        assert ours.encode_ordinary(text) == tk.encode_ordinary(text)

@@ -70,6 +70,15 @@ def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
     return tokens
 
 
+def _without_surrogates(text: str) -> str:
+    """Lone surrogates (not UTF-8-encodable) become U+FFFD, as tiktoken does.
+
+    >>> _without_surrogates("a\\ud800b") == "a\\ufffdb"
+    True
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _ids_list(ids: Iterable[int]) -> list[int]:
     tolist = getattr(ids, "tolist", None)
     return tolist() if callable(tolist) else list(ids)
@@ -190,11 +199,17 @@ class Tokenizer:
         special token not allowed). See the module docstring for the defaults.
         """
         allowed, disallowed = self._policy(allowed_special, disallowed_special)
-        return self._core.encode(text, allowed, disallowed)
+        try:
+            return self._core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_without_surrogates(text), allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special tokens encoded as ordinary text."""
-        return self._core.encode(text, [], [])
+        try:
+            return self._core.encode(text, [], [])
+        except UnicodeEncodeError:
+            return self._core.encode(_without_surrogates(text), [], [])
 
     def encode_batch(
         self,
