@@ -96,6 +96,28 @@ impl Source {
         }
     }
 
+    /// Tells the OS that `range` of a mapped file will not be read again, so its pages
+    /// leave this process's resident memory (they stay in the page cache). Readers of
+    /// huge files call it behind them to keep memory flat. No-op for in-memory bytes.
+    pub fn release(&self, range: Range<usize>) {
+        #[cfg(unix)]
+        if let Bytes::Mapped(m) = &self.bytes {
+            if range.start < range.end && range.end <= m.len() {
+                // SAFETY: the map is private, read-only and never written, so dropping its
+                // pages only means they are read from the file again if touched.
+                let _ = unsafe {
+                    m.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        range.start,
+                        range.len(),
+                    )
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = range;
+    }
+
     pub fn bytes(&self) -> &[u8] {
         match &self.bytes {
             Bytes::Mapped(m) => m,

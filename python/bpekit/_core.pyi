@@ -3,6 +3,9 @@
 from collections.abc import Callable
 from os import PathLike
 
+import numpy as np
+import numpy.typing as npt
+
 __version__: str
 GPT2_PATTERN: str
 CL100K_PATTERN: str
@@ -50,3 +53,67 @@ def train_from_counts(
     special_tokens: list[str],
     progress: _Progress = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]: ...
+
+class StreamEncoder:
+    """Incremental encoder behind ``Tokenizer.encode_iterable``."""
+
+    def feed(self, text: str) -> list[int]: ...
+    def finish(self) -> list[int]: ...
+    @property
+    def pending(self) -> int: ...
+
+class Encoder:
+    """Native byte-level BPE encoder; ``bpekit.Tokenizer`` wraps it.
+
+    ``allowed``: None for all special tokens, else the names recognised;
+    ``disallowed``: names whose text in the input raises ValueError.
+    """
+
+    @staticmethod
+    def from_merges(
+        vocab: list[tuple[int, bytes]],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: list[str],
+        pattern: str = "gpt2",
+    ) -> Encoder: ...
+    @staticmethod
+    def from_ranks(
+        ranks: list[tuple[bytes, int]], special_tokens: list[tuple[str, int]], pattern: str
+    ) -> Encoder: ...
+    def encode(
+        self, text: str, allowed: list[str] | None = None, disallowed: list[str] = ...
+    ) -> list[int]: ...
+    def encode_to_numpy(
+        self, text: str, allowed: list[str] | None = None, disallowed: list[str] = ...
+    ) -> npt.NDArray[np.uint32]: ...
+    def encode_batch(
+        self,
+        texts: list[str],
+        allowed: list[str] | None = None,
+        disallowed: list[str] = ...,
+        num_threads: int | None = None,
+    ) -> list[list[int]]: ...
+    def decode_bytes(self, ids: list[int]) -> bytes: ...
+    def token_bytes(self, id: int) -> bytes: ...
+    def token_id(self, token: bytes) -> int | None: ...
+    def vocab(self) -> dict[int, bytes]: ...
+    def special_tokens(self) -> list[tuple[str, int]]: ...
+    def merges(self) -> list[tuple[bytes, bytes]]: ...
+    def profile(self, text: str) -> tuple[float, float, int]: ...
+    @property
+    def n_vocab(self) -> int: ...
+    @property
+    def is_ranks(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+    def stream(self, allowed: list[str] | None = None, disallowed: list[str] = ...) -> StreamEncoder: ...
+    def encode_files(
+        self,
+        paths: list[str],
+        output: str,
+        dtype_bytes: int,
+        num_threads: int | None = None,
+        errors: str = "strict",
+        chunk_size: int = 0,
+        progress: _Progress = None,
+    ) -> int: ...

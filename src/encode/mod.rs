@@ -1,1 +1,22 @@
 //! Encoding: ranks, byte-pair merge of one piece, piece cache, batch and file encoding.
+//!
+//! - [`table`]: the vocabulary and the pair table `(left, right) -> (rank, new id)`,
+//!   built from a CS336 merges list or from tiktoken ranks.
+//! - [`merge`]: the byte-pair merge of one piece (a scan for short pieces, a heap
+//!   over a linked list for long ones).
+//! - [`cache`]: a bounded piece -> ids cache that never allocates on a hit.
+//! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
+//! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
+//! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
+
+pub mod cache;
+pub mod encoder;
+pub mod file;
+pub mod merge;
+pub mod npy;
+pub mod ordered;
+pub mod stream;
+pub mod table;
+
+pub use encoder::{Encoder, Specials};
+pub use table::Bpe;

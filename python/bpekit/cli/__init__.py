@@ -10,6 +10,9 @@ import sys
 # ``add_parser(subparsers) -> ArgumentParser`` and ``run(args) -> int``.
 COMMANDS = {
     "train": "train",
+    "encode": "encode",
+    "decode": "decode",
+    "inspect": "inspect",
     "demo": "demo",
 }
 
@@ -17,7 +20,7 @@ COMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpekit", description="Exact, fast byte-level BPE.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for _name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         mod = importlib.import_module(f"bpekit.cli.{module}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)

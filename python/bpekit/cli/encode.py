@@ -1,0 +1,71 @@
+"""``bpekit encode INPUT... --tokenizer DIR_OR_ENCODING --out tokens.npy``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bpekit.cli.train import peak_rss_mib
+from bpekit.datasets import encode_file
+from bpekit.encodings import load_tokenizer
+from bpekit.training import resolve_inputs
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("encode", help="encode text files into one .npy of token ids")
+    p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently), in order")
+    p.add_argument(
+        "--tokenizer",
+        "-t",
+        required=True,
+        help="an encoding name (gpt2, o200k_base, ...) or a folder with vocab.json + merges.txt",
+    )
+    p.add_argument(
+        "--special-token",
+        action="append",
+        default=None,
+        dest="special_tokens",
+        help="special token of a vocab.json tokenizer (repeatable; default: inferred)",
+    )
+    p.add_argument("--out", "-o", type=Path, required=True, help="output .npy file")
+    p.add_argument(
+        "--dtype",
+        choices=["uint16", "uint32"],
+        default=None,
+        help="default: uint16 when the vocabulary fits, else uint32",
+    )
+    p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    p.add_argument(
+        "--errors",
+        default="strict",
+        choices=["strict", "replace", "ignore"],
+        help="what to do with invalid UTF-8 (default strict)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.threads is not None and args.threads < 1:
+        raise ValueError("--threads must be at least 1")
+    tok = load_tokenizer(args.tokenizer, args.special_tokens)
+    files = resolve_inputs(args.inputs)
+    total = sum(f.stat().st_size for f in files)
+    t0 = time.perf_counter()
+    n = encode_file(
+        files,
+        args.out,
+        tok,
+        dtype=args.dtype,
+        num_threads=args.threads,
+        progress=not args.quiet,
+        errors=args.errors,
+    )
+    dt = max(time.perf_counter() - t0, 1e-9)
+    print(
+        f"encoded {len(files)} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
+        f"({total / 1e6 / dt:,.1f} MB/s, {n / dt:,.0f} tokens/s, {total / max(n, 1):.2f} bytes/token)"
+    )
+    print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}")
+    return 0

@@ -1,0 +1,47 @@
+"""``bpekit inspect DIR_OR_ENCODING [--file F]``: vocabulary size, special tokens, longest
+tokens, and compression (bytes per token) on a file."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bpekit.encodings import load_tokenizer
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("inspect", help="describe a tokenizer (and its compression on a file)")
+    p.add_argument("tokenizer", help="encoding name or folder with vocab.json + merges.txt")
+    p.add_argument("--file", type=Path, default=None, help="text file to measure compression on")
+    p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
+    p.add_argument("--longest", type=int, default=10, help="how many longest tokens to show")
+    return p
+
+
+def _show(b: bytes) -> str:
+    return repr(b.decode("utf-8", errors="replace"))
+
+
+def run(args: argparse.Namespace) -> int:
+    tok = load_tokenizer(args.tokenizer, args.special_tokens)
+    vocab = tok.vocab
+    specials = tok.special_tokens
+    print(f"tokenizer   {tok.name} ({'tiktoken ranks' if tok._core.is_ranks else 'vocab + merges'})")
+    print(f"vocab size  {len(vocab):,} tokens (ids 0..{tok.max_token_value:,})")
+    print(f"special     {len(specials)}: " + ", ".join(f"{t!r}={i}" for t, i in specials.items()))
+    special_ids = set(specials.values())
+    ordinary = [b for i, b in vocab.items() if i not in special_ids]
+    longest = sorted(ordinary, key=lambda b: (-len(b), b))[: args.longest]
+    print("longest     " + ", ".join(f"{_show(b)} ({len(b)})" for b in longest))
+    if args.file is not None:
+        text = args.file.read_text(encoding="utf-8")
+        t0 = time.perf_counter()
+        ids = tok.encode(text, allowed_special="all")
+        dt = max(time.perf_counter() - t0, 1e-9)
+        nbytes = len(text.encode("utf-8"))
+        print(
+            f"file        {args.file}: {nbytes:,} bytes -> {len(ids):,} tokens, "
+            f"{nbytes / max(len(ids), 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
+        )
+    return 0

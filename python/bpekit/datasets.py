@@ -1,0 +1,130 @@
+"""Token datasets: encode files into one ``.npy`` of ids, read it back by memmap, and
+sample training batches from it.
+
+>>> import tempfile, pathlib, bpekit
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "a.txt").write_text("hello world<|endoftext|>bye")
+>>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+>>> encode_file(d / "a.txt", d / "a.npy", tok)
+15
+>>> tokens = load_tokens(d / "a.npy")
+>>> tokens.dtype.name, int(tokens[11])
+('uint16', 256)
+>>> x, y = get_batch(tokens, batch_size=2, context_length=4)  # torch tensors when torch is installed
+>>> tuple(x.shape)
+(2, 4)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bpekit._progress import ProgressBar
+from bpekit.tokenizer import Tokenizer
+from bpekit.training import resolve_inputs
+
+__all__ = ["encode_file", "get_batch", "load_tokens", "pick_dtype"]
+
+PathLike = str | os.PathLike[str]
+
+
+def pick_dtype(n_vocab: int, dtype: npt.DTypeLike | None = None) -> np.dtype[Any]:
+    """``uint16`` when every id fits (``n_vocab <= 65536``), else ``uint32``; or check ``dtype``.
+
+    >>> pick_dtype(50257).name, pick_dtype(200019).name
+    ('uint16', 'uint32')
+    """
+    if dtype is None:
+        return np.dtype(np.uint16 if n_vocab <= 1 << 16 else np.uint32)
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
+        raise ValueError(f"dtype must be uint16 or uint32, not {dt}")
+    if dt == np.uint16 and n_vocab > 1 << 16:
+        raise ValueError(f"uint16 cannot hold the ids of a {n_vocab}-token vocabulary; use uint32")
+    return dt
+
+
+def encode_file(
+    inputs: PathLike | Iterable[PathLike],
+    output: PathLike,
+    tokenizer: Tokenizer | str,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    num_threads: int | None = None,
+    progress: bool = False,
+    errors: str = "strict",
+    chunk_size: int = 0,
+) -> int:
+    """Encodes a file, several, or a directory (its files sorted by path) into one ``.npy``.
+
+    Documents keep their input order and special tokens become their ids (every special
+    token of ``tokenizer`` is recognised). Work runs in parallel over document-aligned
+    chunks, in memory independent of the input size; the output is written to a
+    temporary file and renamed, so an interrupted run (Ctrl-C) leaves no output.
+    ``tokenizer`` may also be an encoding name or a folder with vocab.json + merges.txt.
+    Returns the number of tokens written.
+    """
+    from bpekit.encodings import load_tokenizer
+
+    tok = load_tokenizer(tokenizer)
+    files = resolve_inputs(inputs)
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    dt = pick_dtype(tok.n_vocab, dtype)
+    out = os.fspath(output)
+    bar = ProgressBar("encoding", unit="bytes") if progress else None
+    try:
+        return tok._core.encode_files(
+            [os.fspath(f) for f in files],
+            out,
+            dt.itemsize,
+            num_threads=num_threads,
+            errors=errors,
+            chunk_size=chunk_size,
+            progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def load_tokens(path: PathLike) -> np.ndarray:
+    """The ids in a ``.npy`` file, memory-mapped read-only (nothing is read up front)."""
+    return np.load(os.fspath(path), mmap_mode="r")
+
+
+def get_batch(
+    tokens: npt.ArrayLike,
+    batch_size: int,
+    context_length: int,
+    device: str = "cpu",
+    *,
+    rng: np.random.Generator | None = None,
+) -> tuple[Any, Any]:
+    """Samples ``batch_size`` windows: inputs ``tokens[s : s + context_length]`` and targets
+    shifted by one, ``s`` uniform in ``[0, len(tokens) - context_length)`` (as CS336's
+    data loader). Returns int64 torch tensors on ``device`` when torch is installed,
+    else int64 numpy arrays (then ``device`` must be ``"cpu"``).
+    """
+    data = np.asarray(tokens)
+    if data.ndim != 1:
+        raise ValueError(f"tokens must be 1-D, got shape {data.shape}")
+    if len(data) <= context_length:
+        raise ValueError(f"need more than context_length={context_length} tokens, have {len(data)}")
+    rng = rng or np.random.default_rng()
+    starts = rng.integers(0, len(data) - context_length, size=batch_size)
+    offsets = np.arange(context_length)
+    x = data[starts[:, None] + offsets].astype(np.int64)
+    y = data[starts[:, None] + offsets + 1].astype(np.int64)
+    try:
+        import torch
+    except ImportError:
+        if str(device) != "cpu":
+            raise ValueError(f"device {device!r} needs torch, which is not installed") from None
+        return x, y
+    return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)

@@ -1,0 +1,252 @@
+"""OpenAI encodings (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base)
+from local rank files, never the network.
+
+Where the files are looked for, in order:
+
+1. ``path``: a directory holding them, or (for a one-file encoding) the file itself;
+2. each directory in ``$BPEKIT_ENCODINGS`` (``os.pathsep``-separated);
+3. tiktoken's cache: ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else
+   ``<tmp>/data-gym-cache``, where files are named by the sha1 of their URL;
+4. ``../shared/data/encodings`` next to this repository (for its tests).
+
+In a directory a file is found under its own name (``o200k_base.tiktoken``,
+``vocab.bpe``, ``encoder.json``; ``gpt2_vocab.bpe`` / ``gpt2_encoder.json`` too).
+Every file's sha256 is checked against tiktoken's.
+
+>>> enc = get_encoding("o200k_base")  # doctest: +SKIP
+>>> enc.encode("hello world")  # doctest: +SKIP
+[24912, 2375]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bpekit import patterns
+from bpekit.formats.tiktoken import parse_tiktoken_bpe
+from bpekit.tokenizer import Tokenizer
+
+__all__ = ["ENCODINGS", "get_encoding", "infer_special_tokens", "list_encoding_names", "load_tokenizer"]
+
+ENDOFTEXT = "<|endoftext|>"
+FIM_PREFIX = "<|fim_prefix|>"
+FIM_MIDDLE = "<|fim_middle|>"
+FIM_SUFFIX = "<|fim_suffix|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+_BLOB = "https://openaipublic.blob.core.windows.net"
+
+
+@dataclass(frozen=True)
+class RankFile:
+    """One file an encoding needs: the names it may have locally, its URL, its sha256."""
+
+    names: tuple[str, ...]
+    url: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    name: str
+    pattern: str  # a name the native pre-tokenizer knows
+    special_tokens: dict[str, int]
+    files: tuple[RankFile, ...]
+    explicit_n_vocab: int | None = None
+    gpt2_format: bool = field(default=False)
+
+
+def _tiktoken_file(name: str, sha256: str) -> tuple[RankFile, ...]:
+    return (RankFile((f"{name}.tiktoken",), f"{_BLOB}/encodings/{name}.tiktoken", sha256),)
+
+
+_R50K = _tiktoken_file("r50k_base", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930")
+_P50K = _tiktoken_file("p50k_base", "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069")
+_GPT2 = (
+    RankFile(
+        ("vocab.bpe", "gpt2_vocab.bpe"),
+        f"{_BLOB}/gpt-2/encodings/main/vocab.bpe",
+        "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    ),
+    RankFile(
+        ("encoder.json", "gpt2_encoder.json"),
+        f"{_BLOB}/gpt-2/encodings/main/encoder.json",
+        "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    ),
+)
+
+# Patterns and special tokens exactly as tiktoken 0.14 (tiktoken_ext/openai_public.py)
+# defines them. tiktoken's r50k pattern behaves exactly like the gpt2 pattern.
+ENCODINGS: dict[str, EncodingSpec] = {
+    "gpt2": EncodingSpec("gpt2", "gpt2", {ENDOFTEXT: 50256}, _GPT2, 50257, gpt2_format=True),
+    "r50k_base": EncodingSpec("r50k_base", "gpt2", {ENDOFTEXT: 50256}, _R50K, 50257),
+    "p50k_base": EncodingSpec("p50k_base", "gpt2", {ENDOFTEXT: 50256}, _P50K, 50281),
+    "p50k_edit": EncodingSpec(
+        "p50k_edit",
+        "gpt2",
+        {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+        _P50K,
+    ),
+    "cl100k_base": EncodingSpec(
+        "cl100k_base",
+        "cl100k",
+        {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
+        _tiktoken_file("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
+    ),
+    "o200k_base": EncodingSpec(
+        "o200k_base",
+        "o200k",
+        {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+        _tiktoken_file("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    ),
+}
+
+# tiktoken's patterns, for reference and for exporting (the native engine uses the
+# equivalent named pattern).
+TIKTOKEN_PATTERNS = {"gpt2": patterns.GPT2, "cl100k": patterns.CL100K, "o200k": patterns.O200K}
+
+_cache: dict[tuple[str, str | None], Tokenizer] = {}
+
+
+def list_encoding_names() -> list[str]:
+    return list(ENCODINGS)
+
+
+def _repo_data_dir() -> Path:
+    # python/bpekit/encodings.py -> repository root -> ../shared/data/encodings
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "encodings"
+
+
+def _tiktoken_cache_dir() -> Path:
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def _candidates(f: RankFile, path: str | os.PathLike[str] | None) -> list[Path]:
+    """Every place ``f`` may be, in search order."""
+    dirs: list[Path] = []
+    out: list[Path] = []
+    if path is not None:
+        p = Path(path)
+        if p.is_file() or (p.suffix and not p.is_dir()):
+            out.append(p)
+        else:
+            dirs.append(p)
+    dirs += [Path(d) for d in os.environ.get("BPEKIT_ENCODINGS", "").split(os.pathsep) if d]
+    out += [d / n for d in dirs for n in f.names]
+    out.append(_tiktoken_cache_dir() / hashlib.sha1(f.url.encode()).hexdigest())
+    out += [_repo_data_dir() / n for n in f.names]
+    return out
+
+
+def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> bytes:
+    places = _candidates(f, path)
+    for p in places:
+        if p.is_file():
+            data = p.read_bytes()
+            got = hashlib.sha256(data).hexdigest()
+            if got != f.sha256:
+                raise ValueError(
+                    f"{p}: sha256 is {got}, but {encoding} needs {f.sha256}; "
+                    "the file is corrupt or another file"
+                )
+            return data
+    looked = "\n  ".join(str(p) for p in places)
+    raise FileNotFoundError(
+        f"{encoding}: cannot find {f.names[0]} (bpekit never downloads). Looked in:\n  {looked}\n"
+        f"Download {f.url} into one of these places, or pass path=, or set BPEKIT_ENCODINGS."
+    )
+
+
+def _gpt2_ranks(vocab_bpe: bytes, encoder_json: bytes) -> dict[bytes, int]:
+    """GPT-2's vocab.bpe + encoder.json -> ranks, as tiktoken's ``data_gym_to_mergeable_bpe_ranks``."""
+    from bpekit.formats.gpt2 import bytes_to_unicode, decode_token
+
+    byte_order = list(bytes_to_unicode())  # printable bytes first, then the rest
+    ranks = {bytes([b]): i for i, b in enumerate(byte_order)}
+    merges = [line.split() for line in vocab_bpe.decode("utf-8").split("\n")[1:-1]]
+    for first, second in merges:
+        ranks[decode_token(first) + decode_token(second)] = len(ranks)
+    encoder = {decode_token(k): v for k, v in json.loads(encoder_json).items()}
+    encoder.pop(ENDOFTEXT.encode(), None)
+    encoder.pop(b"<|startoftext|>", None)
+    if encoder != ranks:
+        raise ValueError("gpt2: encoder.json does not agree with vocab.bpe")
+    return ranks
+
+
+def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Tokenizer:
+    """The OpenAI encoding ``name`` as a ``Tokenizer`` with tiktoken's ids and defaults.
+
+    Raises ``FileNotFoundError`` naming the missing file and every place looked.
+    """
+    if name not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+    key = (name, None if path is None else str(path))
+    if key in _cache:
+        return _cache[key]
+    spec = ENCODINGS[name]
+    if spec.gpt2_format:
+        ranks = _gpt2_ranks(*(_read(f, name, path) for f in spec.files))
+    else:
+        (f,) = spec.files
+        ranks = parse_tiktoken_bpe(_read(f, name, path), f.names[0])
+    tok = Tokenizer.from_ranks(ranks, spec.special_tokens, pattern=spec.pattern, name=name)
+    if spec.explicit_n_vocab is not None and tok.n_vocab != spec.explicit_n_vocab:
+        raise ValueError(f"{name}: {tok.n_vocab} ids, expected {spec.explicit_n_vocab}")
+    _cache[key] = tok
+    return tok
+
+
+def infer_special_tokens(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> list[str]:
+    """Tokens of ``vocab`` that are neither single bytes nor made by a merge: the special
+    tokens of a vocabulary saved by ``bpekit train`` (in id order).
+
+    >>> infer_special_tokens({0: b"a", 1: b"b", 2: b"ab", 3: b"<|e|>"}, [(b"a", b"b")])
+    ['<|e|>']
+    """
+    made = {a + b for a, b in merges}
+    return [
+        tok.decode("utf-8")
+        for _, tok in sorted(vocab.items())
+        if len(tok) > 1 and tok not in made and _is_utf8(tok)
+    ]
+
+
+def _is_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def load_tokenizer(
+    spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None
+) -> Tokenizer:
+    """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
+    with ``vocab.json`` + ``merges.txt`` (special tokens: ``special_tokens``, else inferred).
+    """
+    if isinstance(spec, Tokenizer):
+        return spec
+    if isinstance(spec, str) and spec in ENCODINGS:
+        return get_encoding(spec)
+    folder = Path(spec)
+    vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
+    if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():
+        from bpekit.formats.gpt2 import load_vocab_merges
+
+        vocab, merges = load_vocab_merges(vocab_path, merges_path)
+        specials = infer_special_tokens(vocab, merges) if special_tokens is None else special_tokens
+        return Tokenizer(vocab, merges, specials)
+    raise FileNotFoundError(
+        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) "
+        "nor a folder holding vocab.json and merges.txt"
+    )

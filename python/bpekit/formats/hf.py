@@ -1,0 +1,105 @@
+"""Export a ``Tokenizer`` as a HuggingFace ``tokenizer.json`` that the ``tokenizers``
+package loads and that encodes identically.
+
+The pipeline written: pre-tokenizer ``Sequence[Split(pattern, isolated), ByteLevel(no
+regex)]`` (the tokenizer's own regex, then GPT-2's byte-to-unicode mapping), a ``BPE``
+model with the vocabulary and merges in rank order (``ignore_merges`` for tiktoken
+encodings, which look a whole piece up first), the special tokens as added tokens
+(matched longest first, as bpekit does), and a ``ByteLevel`` decoder.
+
+>>> import bpekit, json
+>>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|e|>"])
+>>> data = to_hf_json(tok)
+>>> data["model"]["merges"][:1], data["added_tokens"][0]["content"]
+([['a', 'b']], '<|e|>')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bpekit._atomic import atomic_write
+from bpekit.formats.gpt2 import encode_token
+
+if TYPE_CHECKING:
+    from bpekit.tokenizer import Tokenizer
+
+__all__ = ["hf_pattern", "save_hf", "to_hf_json"]
+
+
+def hf_pattern(pattern: str) -> str:
+    r"""``pattern`` in the Oniguruma dialect HF uses. Onig reads ``{1,3}+`` not as a
+    possessive interval but as ``({1,3})+``, so cl100k's ``\p{N}{1,3}+`` would take any
+    run of digits; as the last item of its alternative, the plain greedy ``{1,3}``
+    matches exactly what the possessive one does.
+
+    >>> hf_pattern(r"\p{N}{1,3}+|a")
+    '\\p{N}{1,3}|a'
+    """
+    return re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", pattern)
+
+
+def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
+    """The ``tokenizer.json`` document of ``tokenizer``, as a dict."""
+    specials = tokenizer.special_tokens
+    # Special tokens are in the model's vocab too (as in HF's GPT-2): an added token
+    # absent from it would get a fresh id instead of its own.
+    vocab: dict[str, int] = {}
+    for i, b in sorted(tokenizer.vocab.items()):
+        vocab.setdefault(encode_token(b), i)
+    merges = [[encode_token(a), encode_token(b)] for a, b in tokenizer.merges]
+    added = [
+        {
+            "id": i,
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for t, i in sorted(specials.items(), key=lambda kv: kv[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": hf_pattern(tokenizer.pattern)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": bool(tokenizer._core.is_ranks),
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
+
+
+def save_hf(tokenizer: Tokenizer, path: str | os.PathLike[str]) -> None:
+    """Writes ``tokenizer.json`` to ``path`` (atomically)."""
+    text = json.dumps(to_hf_json(tokenizer), ensure_ascii=False)
+    atomic_write(Path(path), text.encode("utf-8"))

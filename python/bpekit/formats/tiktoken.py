@@ -1,0 +1,53 @@
+"""tiktoken's ``.tiktoken`` rank files: one ``base64(token) rank`` per line.
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.tiktoken"
+>>> save_tiktoken_bpe({b"a": 0, b"b": 1, b"ab": 2}, path)
+>>> path.read_text()
+'YQ== 0\\nYg== 1\\nYWI= 2\\n'
+>>> load_tiktoken_bpe(path)
+{b'a': 0, b'b': 1, b'ab': 2}
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bpekit._atomic import atomic_write
+
+__all__ = ["load_tiktoken_bpe", "parse_tiktoken_bpe", "save_tiktoken_bpe"]
+
+
+def parse_tiktoken_bpe(data: bytes, where: str = "<bytes>") -> dict[bytes, int]:
+    """Parses the contents of a ``.tiktoken`` file; errors name the line."""
+    ranks: dict[bytes, int] = {}
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error) as e:
+            raise ValueError(
+                f"{where}:{lineno}: expected 'base64-token rank', got {line[:80]!r} ({e})"
+            ) from None
+    return ranks
+
+
+def load_tiktoken_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
+    """Reads a ``.tiktoken`` file into ``{token bytes: rank}``."""
+    p = Path(path)
+    return parse_tiktoken_bpe(p.read_bytes(), str(p))
+
+
+def save_tiktoken_bpe(ranks: Mapping[bytes, int], path: str | os.PathLike[str]) -> None:
+    """Writes ``{token bytes: rank}`` as a ``.tiktoken`` file, sorted by rank (atomically)."""
+    lines = [
+        base64.b64encode(token) + b" " + str(rank).encode()
+        for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])
+    ]
+    atomic_write(Path(path), b"\n".join(lines) + b"\n" if lines else b"")

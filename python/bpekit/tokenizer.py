@@ -1,0 +1,355 @@
+"""``Tokenizer``: encode and decode text with a byte-level BPE vocabulary.
+
+A thin layer over the native encoder (``bpekit._core.Encoder``): it normalises
+arguments and raises helpful errors; Rust does the work with the GIL released.
+
+Two kinds of vocabulary, one class:
+
+* CS336 / GPT-2 style, ``Tokenizer(vocab, merges, special_tokens)``: merges apply
+  by rank (creation order) inside each pre-token.
+* tiktoken style, ``Tokenizer.from_ranks(ranks, special_tokens, pattern=...)`` or
+  ``bpekit.get_encoding("o200k_base")``: ids identical to tiktoken's.
+
+How the defaults differ from tiktoken
+-------------------------------------
+``encode``, ``encode_batch``, ``encode_to_numpy`` and ``encode_iterable`` take
+tiktoken's ``allowed_special`` / ``disallowed_special`` with tiktoken's meanings,
+but the default of ``allowed_special`` depends on how the tokenizer was made:
+
+* a CS336 tokenizer (``Tokenizer(...)``, ``Tokenizer.from_files(...)``) recognises
+  its own special tokens by default (``allowed_special="all"``), as CS336 requires:
+  the special tokens you give it are the ones you want encoded as such;
+* an OpenAI encoding (``get_encoding``, ``from_ranks``) behaves exactly like
+  tiktoken: ``allowed_special=set()`` and ``disallowed_special="all"``, so special
+  token text in the input raises ``ValueError`` unless you allow it.
+
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b" t", 257: b" th", 258: b" the"}
+>>> tok = Tokenizer(vocab, [(b" ", b"t"), (b" t", b"h"), (b" th", b"e")], ["<|endoftext|>"])
+>>> tok.encode("the the<|endoftext|>")
+[116, 104, 101, 258, 259]
+>>> tok.decode([258, 259])
+' the<|endoftext|>'
+>>> tok.encode("<|endoftext|>", allowed_special=set(), disallowed_special=())
+[60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116, 124, 62]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from bpekit import _core
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["Tokenizer"]
+
+AllowedSpecial = Literal["all"] | Collection[str]
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "<the tokenizer's default>"
+
+
+DEFAULT = _Default()
+
+
+def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of strings, not a single string")
+    tokens = list(dict.fromkeys(special_tokens))  # drop repeats, keep order
+    for t in tokens:
+        if not isinstance(t, str) or not t:
+            raise TypeError(f"special tokens must be non-empty str, got {t!r}")
+    return tokens
+
+
+def _without_surrogates(text: str) -> str:
+    """Lone surrogates (not UTF-8-encodable) become U+FFFD, as tiktoken does.
+
+    >>> _without_surrogates("a\\ud800b") == "a\\ufffdb"
+    True
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _ids_list(ids: Iterable[int]) -> list[int]:
+    tolist = getattr(ids, "tolist", None)
+    return tolist() if callable(tolist) else list(ids)
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer (CS336 interface plus tiktoken's extras).
+
+    ``vocab`` maps ids to token bytes; ``merges`` lists byte pairs in creation order.
+    Special tokens missing from ``vocab`` are appended at the next free ids, in the
+    order given; overlapping special tokens match longest first whatever that order.
+    ``pattern`` is the pre-tokenizer: ``"gpt2"`` (CS336's ``PAT``), ``"cl100k"``,
+    ``"o200k"`` or any regex.
+    """
+
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
+        name: str | None = None,
+    ) -> None:
+        specials = _check_special_tokens(special_tokens)
+        core = _core.Encoder.from_merges(
+            [(int(i), bytes(b)) for i, b in vocab.items()],
+            [(bytes(a), bytes(b)) for a, b in merges],
+            specials,
+            pattern,
+        )
+        self._setup(core, name or "bpe", default_allowed="all")
+
+    def _setup(self, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> None:
+        self._core = core
+        self.name = name
+        self._special_tokens: dict[str, int] = dict(core.special_tokens())
+        self._default_allowed = default_allowed
+        self._vocab: dict[int, bytes] | None = None
+        self._merges: list[tuple[bytes, bytes]] | None = None
+
+    # ---- construction -------------------------------------------------------------
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_path: str | os.PathLike[str],
+        merges_path: str | os.PathLike[str],
+        special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
+    ) -> Tokenizer:
+        """From GPT-2 style ``vocab.json`` and ``merges.txt`` (with or without ``#version``)."""
+        from bpekit.formats.gpt2 import load_vocab_merges
+
+        vocab, merges = load_vocab_merges(vocab_path, merges_path)
+        return cls(vocab, merges, special_tokens, pattern=pattern)
+
+    @classmethod
+    def from_ranks(
+        cls,
+        mergeable_ranks: Mapping[bytes, int],
+        special_tokens: Mapping[str, int] | None = None,
+        *,
+        pattern: str,
+        name: str = "custom",
+    ) -> Tokenizer:
+        """A tiktoken-style encoding: ``mergeable_ranks`` maps token bytes to rank (= id).
+
+        Defaults follow tiktoken: special tokens are disallowed in ``encode`` unless allowed.
+        """
+        core = _core.Encoder.from_ranks(
+            [(bytes(b), int(r)) for b, r in mergeable_ranks.items()],
+            [(str(t), int(i)) for t, i in (special_tokens or {}).items()],
+            pattern,
+        )
+        self = cls.__new__(cls)
+        self._setup(core, name, default_allowed=frozenset())
+        return self
+
+    # ---- special-token policy -------------------------------------------------------
+
+    def _policy(
+        self, allowed_special: AllowedSpecial | _Default, disallowed_special: AllowedSpecial
+    ) -> tuple[list[str] | None, list[str]]:
+        """tiktoken's rules -> (allowed names, None for all; disallowed names to check)."""
+        allowed = self._default_allowed if isinstance(allowed_special, _Default) else allowed_special
+        if allowed == "all":
+            allowed_set = frozenset(self._special_tokens)
+        elif isinstance(allowed, str):
+            raise TypeError(f'allowed_special must be "all" or a set of strings, not {allowed!r}')
+        else:
+            allowed_set = frozenset(allowed)
+        if disallowed_special == "all":
+            disallowed = frozenset(self._special_tokens) - allowed_set
+        elif isinstance(disallowed_special, str):
+            raise TypeError(
+                f'disallowed_special must be "all" or a set of strings, not {disallowed_special!r}'
+            )
+        else:
+            disallowed = frozenset(disallowed_special)
+        names = None if allowed_set >= self._special_tokens.keys() else sorted(allowed_set)
+        return names, sorted(disallowed)
+
+    # ---- encoding -------------------------------------------------------------------
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+    ) -> list[int]:
+        """The ids of ``text``.
+
+        ``allowed_special``: special tokens encoded as such (``"all"`` or a set);
+        ``disallowed_special``: special tokens whose text is an error (``"all"``: every
+        special token not allowed). See the module docstring for the defaults.
+        """
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        try:
+            return self._core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_without_surrogates(text), allowed, disallowed)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of ``text`` with special tokens encoded as ordinary text."""
+        try:
+            return self._core.encode(text, [], [])
+        except UnicodeEncodeError:
+            return self._core.encode(_without_surrogates(text), [], [])
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        num_threads: int | None = None,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+    ) -> list[list[int]]:
+        """``encode`` of each text, in parallel (``num_threads``: default all cores)."""
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        return self._core.encode_batch(list(texts), allowed, disallowed, num_threads)
+
+    def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
+        return self._core.encode_batch(list(texts), [], [], num_threads)
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+    ) -> npt.NDArray[np.uint32]:
+        """``encode`` as a numpy ``uint32`` array."""
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        return self._core.encode_to_numpy(text, allowed, disallowed)
+
+    def encode_iterable(
+        self,
+        iterable: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+    ) -> Iterator[int]:
+        """Yields exactly the ids ``encode("".join(iterable))`` would give, lazily.
+
+        Works on a file object (its lines) or any iterable of strings, however the
+        text is split. Memory stays bounded: text is buffered only until a point that
+        no later text can change (a special token, or, for the gpt2, cl100k and o200k
+        patterns, a lone newline between two non-whitespace characters), so it is at
+        most the longest stretch between such points; with a custom pattern only
+        special tokens are such points. No thread pool is used.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> list(tok.encode_iterable(["a", "b\\n", "c"])) == tok.encode("ab\\nc")
+        True
+        """
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        stream = self._core.stream(allowed, disallowed)
+        for chunk in iterable:
+            if not isinstance(chunk, str):
+                raise TypeError(f"encode_iterable wants str items, got {type(chunk).__name__}")
+            yield from stream.feed(chunk)
+        yield from stream.finish()
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of one token (a special token's text or an ordinary token's bytes)."""
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in self._special_tokens:
+                return self._special_tokens[text_or_bytes]
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        found = self._core.token_id(text_or_bytes)
+        if found is None:
+            raise KeyError(f"{text_or_bytes!r} is not a single token")
+        return found
+
+    # ---- decoding -------------------------------------------------------------------
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of ``ids``, joined. An unknown id raises ``KeyError`` naming it."""
+        return self._core.decode_bytes(_ids_list(ids))
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text of ``ids``; invalid UTF-8 is replaced exactly as ``bytes.decode(errors="replace")``.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> tok.decode([104, 105, 0xFF])
+        'hi\\ufffd'
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        return self._core.token_bytes(token)
+
+    def decode_tokens_bytes(self, ids: Iterable[int]) -> list[bytes]:
+        return [self._core.token_bytes(i) for i in _ids_list(ids)]
+
+    # ---- what the tokenizer holds ---------------------------------------------------
+
+    @property
+    def n_vocab(self) -> int:
+        """Highest id + 1 (as tiktoken)."""
+        return self._core.n_vocab
+
+    @property
+    def max_token_value(self) -> int:
+        return self._core.n_vocab - 1
+
+    @property
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>``; ``KeyError`` if this tokenizer has none."""
+        return self._special_tokens["<|endoftext|>"]
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special_tokens)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def pattern(self) -> str:
+        """The pre-tokenizer's regex text."""
+        return self._core.pattern
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """``{id: bytes}`` of every token, special tokens included."""
+        if self._vocab is None:
+            self._vocab = self._core.vocab()
+        return dict(self._vocab)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in rank order; for tiktoken ranks, recovered from them (as minbpe does)."""
+        if self._merges is None:
+            self._merges = self._core.merges()
+        return list(self._merges)
+
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Writes ``vocab.json`` and ``merges.txt`` (GPT-2 format) into ``directory``."""
+        from pathlib import Path
+
+        from bpekit.formats.gpt2 import save_vocab_merges
+
+        d = Path(directory)
+        save_vocab_merges(self.vocab, self.merges, d / "vocab.json", d / "merges.txt")
+
+    def __repr__(self) -> str:
+        return f"<Tokenizer {self.name!r}: {self.n_vocab} ids, {len(self._special_tokens)} special tokens>"

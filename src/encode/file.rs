@@ -1,0 +1,299 @@
+//! Files -> one `.npy` of token ids, in parallel, in memory independent of the input size.
+//!
+//! Each file is mapped and cut into document-aligned chunks (`corpus::chunk_ranges`:
+//! before special tokens and at safe newlines, so chunks encode independently).
+//! Chunks are encoded in parallel (`ordered::ordered_map`, a few chunks ahead of the
+//! writer at most) and written in input order into a temporary file after a
+//! placeholder header; the header gets the real length at the end and the file is
+//! renamed into place. Each chunk's input pages are released once it is written. An error or Ctrl-C
+//! removes the temporary file, so an interrupted run leaves no output.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::encoder::Encoder;
+use super::npy;
+use super::ordered::ordered_map;
+use crate::corpus::{self, Source, Utf8Policy};
+use crate::error::{Error, Result};
+use crate::pretokenize::Kind;
+use crate::progress::Progress;
+use crate::specials::SpecialMatcher;
+
+/// How a file encode runs; the output never depends on these (except `dtype_bytes`).
+#[derive(Clone, Copy, Debug)]
+pub struct FileOptions {
+    /// Worker threads (0: all cores).
+    pub num_threads: usize,
+    pub utf8: Utf8Policy,
+    /// 2 (uint16) or 4 (uint32).
+    pub dtype_bytes: usize,
+    /// Target chunk size in bytes (0: picked from the input size and thread count).
+    pub chunk_size: usize,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        Self {
+            num_threads: 0,
+            utf8: Utf8Policy::Strict,
+            dtype_bytes: 4,
+            chunk_size: 0,
+        }
+    }
+}
+
+/// Chunks a worker may run ahead of the writer: enough to ride over a slow chunk,
+/// few enough that buffered ids stay small.
+const CHUNKS_AHEAD_PER_THREAD: usize = 4;
+
+/// Encodes `paths` in order into the `.npy` file `output`; returns the token count.
+pub fn encode_files(
+    encoder: &Encoder,
+    paths: &[PathBuf],
+    output: &Path,
+    options: FileOptions,
+    progress: &Progress,
+) -> Result<u64> {
+    let dtype_bytes = options.dtype_bytes;
+    if dtype_bytes != 2 && dtype_bytes != 4 {
+        return Err(Error::invalid("dtype must be uint16 or uint32"));
+    }
+    if dtype_bytes == 2 && encoder.bpe().n_slots() > 1 << 16 {
+        return Err(Error::invalid(format!(
+            "uint16 cannot hold ids of a vocabulary of {} tokens; use uint32",
+            encoder.bpe().n_slots()
+        )));
+    }
+    let tmp = temp_path(output);
+    let result = write_npy(encoder, paths, &tmp, options, progress);
+    match result {
+        Ok(n) => {
+            std::fs::rename(&tmp, output).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Error::io(output, e)
+            })?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Bytes scanned at a time when cutting a file into chunks.
+const SCAN_WINDOW: usize = 16 << 20;
+
+/// `corpus::chunk_ranges` of a whole file, computed a window at a time so that only
+/// one window of the mapped file is resident at once (scanning touches every page;
+/// the pages are released behind the scan and mapped again when encoded). A window
+/// keeps the cuts at least `max_len` special-token bytes before its end, where no
+/// later byte can change them, and the next window starts at its last cut.
+fn chunk_source(
+    source: &Source,
+    specials: &SpecialMatcher,
+    chunk_size: usize,
+    newline_cuts: bool,
+    scan_window: usize,
+) -> Vec<Range<usize>> {
+    let data = source.bytes();
+    let margin = specials.max_len().max(1);
+    let mut out = Vec::new();
+    let (mut start, mut window) = (0, scan_window.max(1));
+    while start < data.len() {
+        let end = (start + window).min(data.len());
+        let ranges = corpus::chunk_ranges(&data[start..end], specials, chunk_size, newline_cuts);
+        let shifted = |r: &Range<usize>| start + r.start..start + r.end;
+        if end == data.len() {
+            out.extend(ranges.iter().map(shifted));
+            break;
+        }
+        let limit = (end - start).saturating_sub(margin);
+        let kept: Vec<Range<usize>> = ranges
+            .iter()
+            .take_while(|r| r.end <= limit)
+            .map(shifted)
+            .collect();
+        match kept.last() {
+            // No cut in this window: scan a larger one.
+            None => window *= 2,
+            Some(last) => {
+                let next = last.end;
+                source.release(start..next);
+                out.extend(kept);
+                start = next;
+                window = scan_window.max(1);
+            }
+        }
+    }
+    out
+}
+
+/// Small enough that every thread gets many chunks (balance), large enough that
+/// per-chunk overhead vanishes; at most 256 KB so the chunks in flight stay small.
+fn auto_chunk_size(total: usize, threads: usize) -> usize {
+    (total / (threads * 16)).clamp(64 << 10, 256 << 10)
+}
+
+fn temp_path(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map_or_else(|| "tokens.npy".into(), |n| n.to_string_lossy().into_owned());
+    output.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+fn write_npy(
+    encoder: &Encoder,
+    paths: &[PathBuf],
+    tmp: &Path,
+    options: FileOptions,
+    progress: &Progress,
+) -> Result<u64> {
+    let sources = paths
+        .iter()
+        .map(|p| Source::open(p))
+        .collect::<Result<Vec<_>>>()?;
+    progress.reset(sources.iter().map(|s| s.bytes().len() as u64).sum());
+    let descr = if options.dtype_bytes == 2 {
+        "<u2"
+    } else {
+        "<u4"
+    };
+    let io = |e| Error::io(tmp, e);
+    let file = File::create(tmp).map_err(io)?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    w.write_all(&npy::header(descr, 0)).map_err(io)?;
+    let threads = if options.num_threads == 0 {
+        crate::count::default_threads()
+    } else {
+        options.num_threads
+    };
+    let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
+    let allowed = encoder.specials();
+    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    let chunk_size = match options.chunk_size {
+        0 => auto_chunk_size(total, threads),
+        n => n,
+    };
+    // Every chunk of every file, in order, so the workers never wait between files.
+    let chunks: Vec<(usize, Range<usize>)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            chunk_source(s, &allowed.matcher, chunk_size, newline_cuts, SCAN_WINDOW)
+                .into_iter()
+                .map(move |r| (i, r))
+        })
+        .collect();
+    let mut count = 0u64;
+    let mut bytes_out = Vec::new();
+    ordered_map(
+        chunks.len(),
+        threads,
+        threads * CHUNKS_AHEAD_PER_THREAD,
+        || encoder.lease(),
+        |i, ws| {
+            progress.check()?;
+            let (s, range) = &chunks[i];
+            let text = corpus::decode(&sources[*s], range.clone(), options.utf8)?;
+            let mut ids = Vec::with_capacity(range.len() / 3 + 16);
+            encoder.encode_into(&text, allowed, ws, &mut ids)?;
+            progress.add(range.len() as u64);
+            Ok(ids)
+        },
+        |i, ids| {
+            bytes_out.clear();
+            if options.dtype_bytes == 2 {
+                bytes_out.extend(ids.iter().flat_map(|&i| (i as u16).to_le_bytes()));
+            } else {
+                bytes_out.extend(ids.iter().flat_map(|&i| i.to_le_bytes()));
+            }
+            w.write_all(&bytes_out).map_err(io)?;
+            count += ids.len() as u64;
+            // Done with these bytes: keep the mapped file out of resident memory.
+            let (s, range) = &chunks[i];
+            sources[*s].release(range.clone());
+            Ok(())
+        },
+    )?;
+    let mut file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.write_all(&npy::header(descr, count)).map_err(io)?;
+    file.flush().map_err(io)?;
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_chunks_cover_the_file_at_valid_cuts() {
+        let specials =
+            SpecialMatcher::new(&["<|e|>".to_string(), "<|e|><|e|>".to_string()]).unwrap();
+        let text = "Doc one.\nLine two<|e|><|e|>more text\nAnd more<|e|>x".repeat(2000);
+        let source = Source::from_bytes("t", text.clone().into_bytes());
+        // Every cut must be one chunk_ranges makes on the whole text.
+        let all = corpus::chunk_ranges(text.as_bytes(), &specials, 1, true);
+        let possible: std::collections::HashSet<usize> = all.iter().map(|r| r.start).collect();
+        for (chunk, window) in [(7, 50), (100, 1000), (5000, 3000), (100, 1 << 20)] {
+            let ranges = chunk_source(&source, &specials, chunk, true, window);
+            assert_eq!(ranges.first().map(|r| r.start), Some(0));
+            assert_eq!(ranges.last().map(|r| r.end), Some(text.len()));
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            assert!(
+                ranges.iter().all(|r| possible.contains(&r.start)),
+                "{chunk} {window}"
+            );
+        }
+    }
+
+    #[test]
+    fn file_equals_encode_and_cancel_leaves_nothing() {
+        let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        let merges = vec![];
+        let e = Encoder::from_merges(vocab, &merges, vec!["<|e|>".into()], "gpt2").unwrap();
+        let dir = std::env::temp_dir().join(format!("bpekit-file-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("in.txt");
+        let text = "one doc\nTwo lines<|e|>second doc\nok".repeat(50);
+        std::fs::write(&input, &text).unwrap();
+        let out = dir.join("out.npy");
+        let options = FileOptions {
+            chunk_size: 16,
+            num_threads: 2,
+            dtype_bytes: 2,
+            ..FileOptions::default()
+        };
+        let n = encode_files(
+            &e,
+            std::slice::from_ref(&input),
+            &out,
+            options,
+            &Progress::new(),
+        )
+        .unwrap();
+        let expected = e.encode(&text, e.specials()).unwrap();
+        assert_eq!(n as usize, expected.len());
+        let data = std::fs::read(&out).unwrap();
+        let ids: Vec<u32> = data[npy::HEADER_LEN..]
+            .chunks(2)
+            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+            .collect();
+        assert_eq!(ids, expected);
+
+        let cancelled = Progress::new();
+        cancelled.cancel();
+        let out2 = dir.join("out2.npy");
+        assert!(encode_files(&e, &[input], &out2, options, &cancelled).is_err());
+        assert!(!out2.exists());
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(leftovers, 2); // in.txt and out.npy
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

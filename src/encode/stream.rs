@@ -1,0 +1,209 @@
+//! `encode_iterable`: text arrives in pieces of any size; ids leave as soon as no
+//! later text can change them, and exactly as `encode` of the whole text gives them.
+//!
+//! The text is buffered. A prefix of the buffer is final when it ends at a *cut*:
+//!
+//! - the start of a special-token match at least `max_special_len` bytes before the
+//!   end of the buffer (no later text can make an earlier or longer match win), or
+//! - for the named patterns, a newline cut ([`is_stream_cut`]: right after a lone
+//!   `\n` between two non-whitespace characters, the second not `/`) at that same
+//!   distance from the end and not inside a special-token match.
+//!
+//! Why no piece of gpt2, cl100k or o200k crosses such a cut: the only pieces that
+//! hold a `\n` are whitespace runs, which here are the `\n` alone (non-whitespace on
+//! both sides), and punctuation runs that may end in newlines (cl100k's
+//! `[^\s\p{L}\p{N}]++[\r\n]*+`, o200k's `[^\s\p{L}\p{N}]+[\r\n/]*`, hence the `/`),
+//! which end at the cut. No piece takes a `\n` as the prefix of what follows. At the
+//! end of a buffer the lone `\n` is still its own piece (or ends the punctuation
+//! run). The rule is wider than `corpus::is_newline_cut` (which wants ASCII around
+//! the `\n`), so text in any script gets cuts at its line ends.
+//!
+//! Everything before the last cut is encoded and emitted; the tail is kept. When no
+//! cut is found the next search waits until the buffer has doubled, so searching
+//! stays linear overall. All buffers are reserved up front and reused, so iterating
+//! allocates nothing once the buffer has reached the size of the longest stretch
+//! between cuts.
+
+use std::sync::Arc;
+
+use super::encoder::{Encoder, Specials, Workspace};
+use crate::error::{Error, Result};
+use crate::pretokenize::Kind;
+
+/// Cached pieces of a stream: a smaller cache, reserved once.
+const STREAM_CACHE_ENTRIES: usize = 1 << 13;
+
+pub struct StreamEncoder {
+    encoder: Arc<Encoder>,
+    allowed: Specials,
+    disallowed: Specials,
+    buf: String,
+    ws: Workspace,
+    out: Vec<u32>,
+    next_try: usize,
+    newline_cuts: bool,
+    max_special: usize,
+}
+
+impl StreamEncoder {
+    /// Recognises the special tokens in `allowed`; one of `disallowed` in the text is
+    /// an error (as in `encode`).
+    pub fn new(encoder: Arc<Encoder>, allowed: Specials, disallowed: Specials) -> Self {
+        let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
+        let max_special = encoder.specials().matcher.max_len();
+        Self {
+            encoder,
+            allowed,
+            disallowed,
+            buf: String::with_capacity(1 << 16),
+            ws: Workspace::new(STREAM_CACHE_ENTRIES),
+            out: Vec::with_capacity(1 << 14),
+            next_try: 0,
+            newline_cuts,
+            max_special,
+        }
+    }
+
+    /// Adds `text`; returns the ids that became final.
+    pub fn feed(&mut self, text: &str) -> Result<&[u32]> {
+        self.out.clear();
+        self.buf.push_str(text);
+        if self.buf.len() < self.next_try {
+            return Ok(&self.out);
+        }
+        self.check_disallowed()?;
+        let cut = self.find_cut();
+        if cut == 0 {
+            self.next_try = self.buf.len() * 2;
+            return Ok(&self.out);
+        }
+        self.next_try = 0;
+        self.encoder
+            .encode_into(&self.buf[..cut], &self.allowed, &mut self.ws, &mut self.out)?;
+        self.buf.drain(..cut);
+        Ok(&self.out)
+    }
+
+    /// Ends the text; returns the ids of what was still buffered.
+    pub fn finish(&mut self) -> Result<&[u32]> {
+        self.out.clear();
+        self.check_disallowed()?;
+        self.encoder
+            .encode_into(&self.buf, &self.allowed, &mut self.ws, &mut self.out)?;
+        self.buf.clear();
+        self.next_try = 0;
+        Ok(&self.out)
+    }
+
+    /// Bytes buffered and not yet encoded.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn check_disallowed(&self) -> Result<()> {
+        match self.disallowed.first_in(&self.buf) {
+            Some(tok) => Err(disallowed_error(tok)),
+            None => Ok(()),
+        }
+    }
+
+    /// The last position before which the buffer is final (0: none).
+    fn find_cut(&self) -> usize {
+        let buf = self.buf.as_bytes();
+        let limit = buf.len().saturating_sub(self.max_special);
+        let matches = self.allowed.matcher.find_all(buf);
+        let mut cut = matches
+            .iter()
+            .map(|&(s, _, _)| s)
+            .filter(|&s| s <= limit)
+            .max()
+            .unwrap_or(0);
+        if self.newline_cuts && cut < limit {
+            for i in memchr::memrchr_iter(b'\n', &buf[cut..limit]) {
+                let p = cut + i + 1;
+                if is_stream_cut(&self.buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
+                    cut = p;
+                    break;
+                }
+            }
+        }
+        cut
+    }
+}
+
+/// Whitespace as the patterns' `\s` sees it (Unicode White_Space), plus the ASCII
+/// separators U+001C..U+001F that Python's `str.isspace` counts too.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// Whether position `p` of `text` is right after a lone `\n` between two
+/// non-whitespace characters, the second not `/` (see the module docs).
+pub fn is_stream_cut(text: &str, p: usize) -> bool {
+    let bytes = text.as_bytes();
+    if p < 2 || p >= bytes.len() || bytes[p - 1] != b'\n' {
+        return false;
+    }
+    let before = text[..p - 1].chars().next_back();
+    let after = text[p..].chars().next();
+    matches!((before, after), (Some(b), Some(a)) if !is_space(b) && !is_space(a) && a != '/')
+}
+
+/// tiktoken's error for a disallowed special token found in the text.
+pub fn disallowed_error(token: &str) -> Error {
+    Error::invalid(format!(
+        "Encountered text corresponding to disallowed special token {token:?}.\n\
+         If you want this text to be encoded as a special token, pass it to `allowed_special`, \
+         e.g. `allowed_special={{{token:?}, ...}}`.\n\
+         If you want this text to be encoded as normal text, disable the check for this token \
+         by passing `disallowed_special=(enc.special_tokens_set - {{{token:?}}})`.\n\
+         To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoder() -> Arc<Encoder> {
+        let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        let specials = vec!["<|eot|>".to_string(), "<|eot|><|eot|>".to_string()];
+        Arc::new(Encoder::from_merges(vocab, &[], specials, "gpt2").unwrap())
+    }
+
+    #[test]
+    fn stream_cuts() {
+        assert!(is_stream_cut("a\nb", 2));
+        assert!(is_stream_cut("。\n中", 4));
+        assert!(is_stream_cut(".\n.", 2));
+        assert!(!is_stream_cut(".\n/usr", 2));
+        assert!(!is_stream_cut("a\n b", 2));
+        assert!(!is_stream_cut("a \nb", 3));
+        assert!(!is_stream_cut("a\n\nb", 2));
+        assert!(!is_stream_cut("a\u{3000}\nb", 4));
+        assert!(!is_stream_cut("a\n", 2));
+    }
+
+    #[test]
+    fn any_split_gives_encode_of_whole() {
+        let e = encoder();
+        let text = "Hello there.\nWorld  <|eot|><|eot|> and\n\nmore<|eot|>x\nYes  \n";
+        let all = e.specials().clone();
+        let expected = e.encode(text, &all).unwrap();
+        for step in 1..text.len() {
+            let mut s = StreamEncoder::new(e.clone(), all.clone(), Specials::default());
+            let mut got = Vec::new();
+            let mut i = 0;
+            while i < text.len() {
+                let mut j = (i + step).min(text.len());
+                while !text.is_char_boundary(j) {
+                    j += 1;
+                }
+                got.extend_from_slice(s.feed(&text[i..j]).unwrap());
+                i = j;
+            }
+            got.extend_from_slice(s.finish().unwrap());
+            assert_eq!(got, expected, "step {step}");
+        }
+    }
+}

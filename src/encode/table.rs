@@ -1,0 +1,285 @@
+//! The vocabulary and the pair table that drives merging.
+//!
+//! Merging works on token ids: two adjacent parts `(left, right)` merge into
+//! `new_id` when the pair table holds them, lowest `rank` first. The same engine
+//! serves both kinds of vocabulary:
+//!
+//! - CS336 / GPT-2 `vocab` + `merges`: merge `i` `(a, b)` is the pair
+//!   `(id(a), id(b)) -> (i, id(a + b))`.
+//! - tiktoken ranks (`token bytes -> rank`, rank = id): every split of every token
+//!   `t` into two tokens `t[..k]`, `t[k..]` is the pair `-> (rank(t), id(t))`. Merging
+//!   by pairs then gives exactly tiktoken's byte-based result, which merges any two
+//!   adjacent parts whose concatenation is a token, lowest rank and leftmost first.
+//!   Such vocabularies also look a whole piece up first, as tiktoken does.
+
+use rustc_hash::FxBuildHasher;
+
+use crate::count::FxMap;
+use crate::error::{Error, Result};
+
+/// Marks "no pair" / "no token".
+pub const NONE: u32 = u32::MAX;
+
+#[inline]
+pub fn pair_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+/// A byte-level BPE vocabulary ready to merge.
+#[derive(Debug, Clone)]
+pub struct Bpe {
+    /// Bytes of each id (special tokens included); `None` for ids the vocab skips.
+    tokens: Vec<Option<Box<[u8]>>>,
+    /// Ordinary (non-special) tokens by bytes.
+    ids: FxMap<Box<[u8]>, u32>,
+    /// Id of each single byte.
+    byte_ids: [u32; 256],
+    /// `(left, right)` -> `(rank, merged id)`.
+    pairs: FxMap<u64, (u32, u32)>,
+    /// Look a whole piece up before merging it (tiktoken's rule).
+    whole_piece_lookup: bool,
+    /// The merges list this table came from, as ids `(left, right)` in rank order
+    /// (only for vocab + merges; ranks recover it on demand).
+    merges: Option<Vec<(u32, u32)>>,
+}
+
+fn show(bytes: &[u8]) -> String {
+    format!("{:?}", String::from_utf8_lossy(bytes))
+}
+
+impl Bpe {
+    /// From a CS336 vocab (`id -> bytes`) and merges (`(a, b)` in creation order).
+    /// `special_ids` are ids of the vocab that are special tokens: they are never
+    /// the result of merging.
+    pub fn from_merges(
+        vocab: Vec<(u32, Vec<u8>)>,
+        merges: &[(Vec<u8>, Vec<u8>)],
+        special_ids: &[u32],
+    ) -> Result<Self> {
+        let mut bpe = Self::from_vocab(vocab, special_ids, false)?;
+        let mut merge_ids = Vec::with_capacity(merges.len());
+        for (rank, (a, b)) in merges.iter().enumerate() {
+            let find = |bytes: &[u8], what: &str| {
+                bpe.ids.get(bytes).copied().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "merge #{rank} ({} {}): its {what} {} is not in the vocabulary",
+                        show(a),
+                        show(b),
+                        show(bytes)
+                    ))
+                })
+            };
+            let left = find(a, "left part")?;
+            let right = find(b, "right part")?;
+            let merged = find(&[a.as_slice(), b.as_slice()].concat(), "result")?;
+            let rank = u32::try_from(rank).map_err(|_| Error::invalid("too many merges"))?;
+            // A repeated merge keeps its first (lowest) rank.
+            bpe.pairs
+                .entry(pair_key(left, right))
+                .or_insert((rank, merged));
+            merge_ids.push((left, right));
+        }
+        bpe.merges = Some(merge_ids);
+        Ok(bpe)
+    }
+
+    /// From tiktoken mergeable ranks (`bytes -> rank`; the rank is the id).
+    pub fn from_ranks(ranks: Vec<(Vec<u8>, u32)>) -> Result<Self> {
+        let vocab: Vec<(u32, Vec<u8>)> = ranks.into_iter().map(|(b, r)| (r, b)).collect();
+        let mut bpe = Self::from_vocab(vocab, &[], true)?;
+        let mut pairs = FxMap::with_capacity_and_hasher(bpe.ids.len() * 4, FxBuildHasher);
+        for (token, &id) in &bpe.ids {
+            for k in 1..token.len() {
+                if let (Some(&l), Some(&r)) = (bpe.ids.get(&token[..k]), bpe.ids.get(&token[k..])) {
+                    pairs.insert(pair_key(l, r), (id, id));
+                }
+            }
+        }
+        bpe.pairs = pairs;
+        Ok(bpe)
+    }
+
+    fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, special_ids: &[u32], whole: bool) -> Result<Self> {
+        let max_id = vocab.iter().map(|(i, _)| *i).max().unwrap_or(0);
+        if max_id == NONE {
+            return Err(Error::invalid(format!("token id {max_id} is too large")));
+        }
+        let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; max_id as usize + 1];
+        for (id, bytes) in vocab {
+            let slot = &mut tokens[id as usize];
+            if slot.is_some() {
+                return Err(Error::invalid(format!("token id {id} is given twice")));
+            }
+            *slot = Some(bytes.into_boxed_slice());
+        }
+        let mut ids: FxMap<Box<[u8]>, u32> =
+            FxMap::with_capacity_and_hasher(tokens.len(), FxBuildHasher);
+        for (id, bytes) in tokens.iter().enumerate() {
+            let id = id as u32;
+            if let Some(b) = bytes {
+                if !special_ids.contains(&id) {
+                    // The lowest id wins when two ids hold the same bytes.
+                    ids.entry(b.clone()).or_insert(id);
+                }
+            }
+        }
+        let mut byte_ids = [NONE; 256];
+        for (b, slot) in byte_ids.iter_mut().enumerate() {
+            *slot = ids.get(&[b as u8][..]).copied().ok_or_else(|| {
+                Error::invalid(format!(
+                    "the vocabulary has no token for byte 0x{b:02x}; a byte-level BPE vocabulary needs all 256 bytes"
+                ))
+            })?;
+        }
+        Ok(Self {
+            tokens,
+            ids,
+            byte_ids,
+            pairs: FxMap::default(),
+            whole_piece_lookup: whole,
+            merges: None,
+        })
+    }
+
+    /// Adds a special token's bytes at `id` (it must be free or hold the same bytes).
+    pub fn set_special(&mut self, id: u32, bytes: &[u8]) -> Result<()> {
+        let idx = id as usize;
+        if idx >= self.tokens.len() {
+            self.tokens.resize(idx + 1, None);
+        }
+        match &self.tokens[idx] {
+            Some(b) if &**b != bytes => Err(Error::invalid(format!(
+                "special token {} wants id {id}, which already holds {}",
+                show(bytes),
+                show(b)
+            ))),
+            _ => {
+                self.tokens[idx] = Some(bytes.into());
+                Ok(())
+            }
+        }
+    }
+
+    /// Lowest id whose bytes are `bytes`, special or not.
+    pub fn find_any(&self, bytes: &[u8]) -> Option<u32> {
+        self.tokens
+            .iter()
+            .position(|t| t.as_deref() == Some(bytes))
+            .map(|i| i as u32)
+    }
+
+    /// Number of id slots (highest id + 1).
+    pub fn n_slots(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn token(&self, id: u32) -> Option<&[u8]> {
+        self.tokens.get(id as usize).and_then(|t| t.as_deref())
+    }
+
+    pub fn tokens(&self) -> impl Iterator<Item = (u32, &[u8])> {
+        self.tokens
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.as_deref().map(|b| (i as u32, b)))
+    }
+
+    pub fn id_of(&self, bytes: &[u8]) -> Option<u32> {
+        self.ids.get(bytes).copied()
+    }
+
+    #[inline]
+    pub fn byte_id(&self, b: u8) -> u32 {
+        self.byte_ids[b as usize]
+    }
+
+    #[inline]
+    pub fn pair(&self, left: u32, right: u32) -> Option<(u32, u32)> {
+        self.pairs.get(&pair_key(left, right)).copied()
+    }
+
+    pub fn whole_piece_lookup(&self) -> bool {
+        self.whole_piece_lookup
+    }
+
+    pub fn is_ranks(&self) -> bool {
+        self.merges.is_none()
+    }
+
+    /// The merges list as ids `(left, right)`, in rank order. For tiktoken ranks it
+    /// is recovered: each token of rank `r` is merged from its bytes using only ranks
+    /// below `r`, which must leave exactly two parts (minbpe's `recover_merges`).
+    pub fn merges(&self) -> Result<Vec<(u32, u32)>> {
+        if let Some(m) = &self.merges {
+            return Ok(m.clone());
+        }
+        let mut ws = crate::encode::merge::Scratch::default();
+        let mut out = Vec::new();
+        let mut ordered: Vec<(u32, &[u8])> = self
+            .ids
+            .iter()
+            .filter(|(b, _)| b.len() >= 2)
+            .map(|(b, &i)| (i, &**b))
+            .collect();
+        ordered.sort_unstable();
+        for (id, bytes) in ordered {
+            let mut parts = Vec::new();
+            crate::encode::merge::merge_piece(self, bytes, id, &mut ws, &mut parts);
+            match parts[..] {
+                [l, r] => out.push((l, r)),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "token id {id} ({}) cannot be built by merging two lower-ranked tokens",
+                        show(bytes)
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn byte_vocab() -> Vec<(u32, Vec<u8>)> {
+        (0..=255u8).map(|b| (u32::from(b), vec![b])).collect()
+    }
+
+    #[test]
+    fn merges_build_pairs() {
+        let mut vocab = byte_vocab();
+        vocab.push((256, b"ab".to_vec()));
+        vocab.push((257, b"abc".to_vec()));
+        let merges = vec![
+            (b"a".to_vec(), b"b".to_vec()),
+            (b"ab".to_vec(), b"c".to_vec()),
+        ];
+        let bpe = Bpe::from_merges(vocab, &merges, &[]).unwrap();
+        assert_eq!(bpe.pair(97, 98), Some((0, 256)));
+        assert_eq!(bpe.pair(256, 99), Some((1, 257)));
+        assert_eq!(bpe.pair(97, 99), None);
+        assert_eq!(bpe.merges().unwrap(), vec![(97, 98), (256, 99)]);
+    }
+
+    #[test]
+    fn missing_merge_part_is_an_error() {
+        let merges = vec![(b"a".to_vec(), b"b".to_vec())];
+        let e = Bpe::from_merges(byte_vocab(), &merges, &[]).unwrap_err();
+        assert!(e.to_string().contains("merge #0"), "{e}");
+    }
+
+    #[test]
+    fn ranks_recover_merges() {
+        let mut ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+        ranks.push((b"ab".to_vec(), 256));
+        ranks.push((b"bc".to_vec(), 257));
+        ranks.push((b"abc".to_vec(), 258));
+        let bpe = Bpe::from_ranks(ranks).unwrap();
+        // "abc" splits as ab|c and a|bc; both pairs lead to 258.
+        assert_eq!(bpe.pair(256, 99), Some((258, 258)));
+        assert_eq!(bpe.pair(97, 257), Some((258, 258)));
+        assert_eq!(bpe.merges().unwrap(), vec![(97, 98), (98, 99), (256, 99)]);
+    }
+}

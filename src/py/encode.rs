@@ -1,0 +1,289 @@
+//! Encoding bindings: the `Encoder` class (text <-> ids, batches, files) and the
+//! `StreamEncoder` behind `Tokenizer.encode_iterable`.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::PyKeyError;
+use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use super::progress::run_with_progress;
+use crate::corpus::Utf8Policy;
+use crate::encode::file::{encode_files, FileOptions};
+use crate::encode::stream::{disallowed_error, StreamEncoder};
+use crate::encode::{Encoder, Specials};
+
+/// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
+#[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
+pub struct PyEncoder {
+    inner: Arc<Encoder>,
+}
+
+fn to_ids(ids: Vec<i64>) -> PyResult<Vec<u32>> {
+    ids.into_iter()
+        .map(|i| {
+            u32::try_from(i)
+                .map_err(|_| PyKeyError::new_err(format!("token id {i} is not in the vocabulary")))
+        })
+        .collect()
+}
+
+impl PyEncoder {
+    /// `None`: all special tokens of the encoder; a list: those among them.
+    fn allowed(&self, names: Option<Vec<String>>) -> PyResult<Cow<'_, Specials>> {
+        Ok(match names {
+            None => Cow::Borrowed(self.inner.specials()),
+            Some(n) if n.is_empty() => Cow::Owned(Specials::default()),
+            Some(n) => Cow::Owned(self.inner.subset(&n)?),
+        })
+    }
+
+    fn disallowed(&self, names: Vec<String>) -> PyResult<Option<Specials>> {
+        if names.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.inner.subset(&names)?))
+    }
+}
+
+fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {
+    match disallowed.as_ref().and_then(|d| d.first_in(text)) {
+        Some(tok) => Err(disallowed_error(tok)),
+        None => Ok(()),
+    }
+}
+
+#[pymethods]
+impl PyEncoder {
+    /// From a CS336 vocab and merges; special tokens not in the vocab are appended.
+    #[staticmethod]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern = "gpt2"))]
+    fn from_merges(
+        py: Python<'_>,
+        vocab: Vec<(u32, PyBackedBytes)>,
+        merges: Vec<(PyBackedBytes, PyBackedBytes)>,
+        special_tokens: Vec<String>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let vocab: Vec<(u32, Vec<u8>)> = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
+        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges
+            .into_iter()
+            .map(|(a, b)| (a.to_vec(), b.to_vec()))
+            .collect();
+        let inner = py.detach(|| Encoder::from_merges(vocab, &merges, special_tokens, pattern))?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// From tiktoken mergeable ranks and `(special token, id)` pairs.
+    #[staticmethod]
+    #[pyo3(signature = (ranks, special_tokens, pattern))]
+    fn from_ranks(
+        py: Python<'_>,
+        ranks: Vec<(PyBackedBytes, u32)>,
+        special_tokens: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let ranks: Vec<(Vec<u8>, u32)> = ranks.into_iter().map(|(b, r)| (b.to_vec(), r)).collect();
+        let inner = py.detach(|| Encoder::from_ranks(ranks, special_tokens, pattern))?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Vec<u32>> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        Ok(py.detach(|| {
+            check(&disallowed, text)?;
+            self.inner.encode(text, &allowed)
+        })?)
+    }
+
+    #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let ids = self.encode(py, text, allowed, disallowed)?;
+        Ok(ids.into_pyarray(py))
+    }
+
+    #[pyo3(signature = (texts, allowed = None, disallowed = Vec::new(), num_threads = None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<PyBackedStr>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        Ok(py.detach(|| {
+            for t in &texts {
+                check(&disallowed, t)?;
+            }
+            let refs: Vec<&str> = texts.iter().map(|t| &**t).collect();
+            self.inner
+                .encode_batch(&refs, &allowed, num_threads.unwrap_or(0))
+        })?)
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = to_ids(ids)?;
+        let bytes = py.detach(|| self.inner.decode_bytes(&ids))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let id = to_ids(vec![id])?[0];
+        let bytes = self
+            .inner
+            .bpe()
+            .token(id)
+            .ok_or(crate::Error::UnknownTokenId { id })?;
+        Ok(PyBytes::new(py, bytes))
+    }
+
+    /// The id of an ordinary token's bytes, or None.
+    fn token_id(&self, bytes: &[u8]) -> Option<u32> {
+        self.inner.bpe().id_of(bytes)
+    }
+
+    fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (id, bytes) in self.inner.bpe().tokens() {
+            d.set_item(id, PyBytes::new(py, bytes))?;
+        }
+        Ok(d)
+    }
+
+    /// `(token, id)` of each special token, in the order given.
+    fn special_tokens(&self) -> Vec<(String, u32)> {
+        self.inner
+            .specials()
+            .tokens()
+            .map(|(t, i)| (t.to_owned(), i))
+            .collect()
+    }
+
+    /// The merges list; recovered from the ranks for tiktoken vocabularies.
+    fn merges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let merges = py.detach(|| self.inner.bpe().merges())?;
+        let out = PyList::empty(py);
+        let bpe = self.inner.bpe();
+        for (l, r) in merges {
+            let left = bpe.token(l).ok_or(crate::Error::UnknownTokenId { id: l })?;
+            let right = bpe.token(r).ok_or(crate::Error::UnknownTokenId { id: r })?;
+            out.append((PyBytes::new(py, left), PyBytes::new(py, right)))?;
+        }
+        Ok(out)
+    }
+
+    /// `(pre-tokenize seconds, merge seconds, tokens)` of `text`, timed apart (benchmarks).
+    fn profile(&self, py: Python<'_>, text: &str) -> PyResult<(f64, f64, usize)> {
+        Ok(py.detach(|| self.inner.profile(text))?)
+    }
+
+    /// Highest id + 1.
+    #[getter]
+    fn n_vocab(&self) -> usize {
+        self.inner.bpe().n_slots()
+    }
+
+    /// True for tiktoken-style ranks (whole-piece lookup), False for vocab + merges.
+    #[getter]
+    fn is_ranks(&self) -> bool {
+        self.inner.bpe().is_ranks()
+    }
+
+    #[getter]
+    fn pattern(&self) -> &str {
+        self.inner.pretokenizer().pattern()
+    }
+
+    #[pyo3(signature = (allowed = None, disallowed = Vec::new()))]
+    fn stream(&self, allowed: Option<Vec<String>>, disallowed: Vec<String>) -> PyResult<PyStream> {
+        let allowed = self.allowed(allowed)?.into_owned();
+        let disallowed = self.disallowed(disallowed)?.unwrap_or_default();
+        Ok(PyStream {
+            inner: StreamEncoder::new(self.inner.clone(), allowed, disallowed),
+        })
+    }
+
+    /// Encodes files into one `.npy`; returns the number of tokens.
+    #[pyo3(signature = (paths, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        output: PathBuf,
+        dtype_bytes: usize,
+        num_threads: Option<usize>,
+        errors: &str,
+        chunk_size: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        let mut options = FileOptions {
+            num_threads: num_threads.unwrap_or(0),
+            utf8: Utf8Policy::parse(errors)?,
+            dtype_bytes,
+            ..FileOptions::default()
+        };
+        if chunk_size > 0 {
+            options.chunk_size = chunk_size;
+        }
+        let encoder = self.inner.clone();
+        run_with_progress(py, progress, move |p| {
+            encode_files(&encoder, &paths, &output, options, p)
+        })
+    }
+}
+
+/// Incremental encoder: `feed` text, get the ids that became final; `finish` at the end.
+#[pyclass(name = "StreamEncoder", module = "bpekit._core")]
+pub struct PyStream {
+    inner: StreamEncoder,
+}
+
+#[pymethods]
+impl PyStream {
+    fn feed<'py>(&mut self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.inner.feed(text)?;
+        PyList::new(py, ids)
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.inner.finish()?;
+        PyList::new(py, ids)
+    }
+
+    /// Bytes buffered and not yet encoded.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEncoder>()?;
+    m.add_class::<PyStream>()?;
+    Ok(())
+}

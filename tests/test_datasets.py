@@ -1,0 +1,178 @@
+"""encode_file / load_tokens / get_batch and the encode, decode and inspect commands."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import bpekit
+import numpy as np
+import pytest
+from bpekit.cli import main
+from conftest import bpekit_encoding, data_path
+
+
+@pytest.fixture(scope="module")
+def docs_dir(tmp_path_factory):
+    """Three files: TinyStories (with <|endoftext|>), Chinese text, and CRLF English."""
+    d = tmp_path_factory.mktemp("docs")
+    (d / "a.txt").write_text(
+        data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")[:600_000],
+        encoding="utf-8",
+    )
+    (d / "b.txt").write_text(
+        data_path("multilingual", "fortunes_zh.txt").read_text(encoding="utf-8")[:200_000], encoding="utf-8"
+    )
+    (d / "c.txt").write_bytes(data_path("corpora", "gutenberg_14263_katrine.txt").read_bytes()[:300_000])
+    return d
+
+
+def _expected(tok, files) -> list[int]:
+    ids: list[int] = []
+    for f in files:
+        ids += tok.encode(f.read_bytes().decode("utf-8"), allowed_special="all")
+    return ids
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_encode_file_equals_encode(docs_dir, tmp_path, name: str, threads: int) -> None:
+    tok = bpekit_encoding(name)
+    files = sorted(docs_dir.iterdir())
+    out = tmp_path / "tokens.npy"
+    n = bpekit.encode_file(docs_dir, out, tok, num_threads=threads, chunk_size=50_000)
+    tokens = bpekit.load_tokens(out)
+    assert isinstance(tokens, np.memmap)
+    assert tokens.dtype == (np.uint16 if name == "gpt2" else np.uint32)
+    expected = _expected(tok, files)
+    assert n == len(tokens) == len(expected)
+    assert tokens.tolist() == expected
+    # One file, and a list of files in a given order.
+    bpekit.encode_file(files[1], out, tok, num_threads=threads)
+    assert bpekit.load_tokens(out).tolist() == _expected(tok, [files[1]])
+    bpekit.encode_file([files[2], files[0]], out, tok, num_threads=threads, dtype="uint32")
+    assert bpekit.load_tokens(out).dtype == np.uint32
+    assert bpekit.load_tokens(out).tolist() == _expected(tok, [files[2], files[0]])
+
+
+def test_special_tokens_kept_and_dtype_checked(tmp_path) -> None:
+    tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    (tmp_path / "x.txt").write_text("ab<|endoftext|>c", encoding="utf-8")
+    bpekit.encode_file(tmp_path / "x.txt", tmp_path / "x.npy", tok)
+    assert bpekit.load_tokens(tmp_path / "x.npy").tolist() == [97, 98, 256, 99]
+    with pytest.raises(ValueError, match="uint16"):
+        bpekit.encode_file(
+            tmp_path / "x.txt", tmp_path / "y.npy", bpekit_encoding("o200k_base"), dtype="uint16"
+        )
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_invalid_utf8_names_file_and_offset(tmp_path) -> None:
+    tok = bpekit_encoding("gpt2")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello \xff world")
+    with pytest.raises(ValueError, match=r"bad.txt: invalid UTF-8 at byte offset 6"):
+        bpekit.encode_file(bad, tmp_path / "o.npy", tok)
+    assert list(tmp_path.iterdir()) == [bad]
+    bpekit.encode_file(bad, tmp_path / "o.npy", tok, errors="replace")
+    assert tok.decode(bpekit.load_tokens(tmp_path / "o.npy").tolist()) == "hello \ufffd world"
+
+
+def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
+    tok = bpekit_encoding("cl100k_base")
+    big = data_path("corpora", "dict_gcide.txt")
+    out = tmp_path / "tokens.npy"
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bpekit.encode_file(big, out, tok, num_threads=1)
+    finally:
+        timer.cancel()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_get_batch() -> None:
+    data = np.arange(100, dtype=np.uint16)
+    x, y = bpekit.get_batch(data, batch_size=32, context_length=7, rng=np.random.default_rng(0))
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.shape == y.shape == (32, 7)
+    assert x.dtype == np.int64
+    assert (y == x + 1).all()
+    assert (np.diff(x, axis=1) == 1).all()
+    assert x[:, 0].max() < 100 - 7
+    with pytest.raises(ValueError):
+        bpekit.get_batch(data[:5], 2, 7)
+
+
+def test_cli_encode_decode_inspect(tmp_path, capsys) -> None:
+    src = data_path("cs336", "tinystories_sample.txt")
+    out = tmp_path / "t.npy"
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet", "--threads", "2"]) == 0
+    assert "tokens" in capsys.readouterr().out
+    assert main(["decode", str(out), "-t", "gpt2"]) == 0
+    assert capsys.readouterr().out == src.read_text(encoding="utf-8")
+    ids_txt = tmp_path / "ids.txt"
+    ids_txt.write_text("15496 995\n", encoding="utf-8")
+    assert main(["decode", str(ids_txt), "-t", "gpt2"]) == 0
+    assert capsys.readouterr().out == "Hello world"
+    assert main(["inspect", "cl100k_base", "--file", str(src)]) == 0
+    text = capsys.readouterr().out
+    assert "100,261 tokens" in text and "bytes/token" in text and "<|endoftext|>" in text
+
+
+def test_cli_with_trained_vocab_folder(tmp_path, capsys) -> None:
+    corpus = data_path("cs336", "tinystories_sample.txt")
+    vocab, merges = bpekit.train_bpe(corpus, 400, ["<|endoftext|>"])
+    tok = bpekit.Tokenizer(vocab, merges, ["<|endoftext|>"])
+    tok.save(tmp_path / "tok")
+    out = tmp_path / "t.npy"
+    assert main(["encode", str(corpus), "-t", str(tmp_path / "tok"), "-o", str(out), "--quiet"]) == 0
+    assert bpekit.load_tokens(out).tolist() == tok.encode(corpus.read_text(encoding="utf-8"))
+    assert main(["inspect", str(tmp_path / "tok")]) == 0
+    assert "'<|endoftext|>'=256" in capsys.readouterr().out
+
+
+RSS_SCRIPT = """
+import resource, sys
+import bpekit
+tok = bpekit.get_encoding("gpt2")
+tok.encode("warm up " * 1000)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+bpekit.encode_file(sys.argv[1], sys.argv[2], tok, num_threads=2)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_encode_file_memory_does_not_grow_with_input(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    stories = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_bytes()
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        for _ in range(20):  # 42 MB
+            f.write(stories)
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, str(big), str(tmp_path / "big.npy")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    growth_mib = int(proc.stdout.split()[-1]) / 1024
+    # The input is mapped, not read: its pages are released behind the scan and behind
+    # each written chunk. Without that, peak memory grows by the input size (42 MB).
+    assert growth_mib < 20, f"peak RSS grew by {growth_mib:.0f} MiB while encoding a 42 MB file"
+
+
+def test_cli_decode_reads_stdin(monkeypatch, capsys) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("15496\n995  0\n"))
+    assert main(["decode", "-t", "gpt2"]) == 0
+    assert capsys.readouterr().out == "Hello world!"
+    monkeypatch.setattr("sys.stdin", io.StringIO("15496 x"))
+    assert main(["decode", "-t", "gpt2"]) == 2
+    assert "'x', not a token id" in capsys.readouterr().err

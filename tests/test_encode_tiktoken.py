@@ -1,0 +1,167 @@
+"""Ids identical to tiktoken's (built offline from the same rank files).
+
+Covered: gpt2, cl100k_base and o200k_base on every text file of ../shared/data
+(corpora, multilingual, cs336; .jsonl files as their documents joined by
+<|endoftext|>), encoded with allowed_special="all". Files up to 1.5 MB are compared
+whole; for larger ones the first ~1 MB (cut at a line end) is compared, which keeps
+the suite at a few minutes on 2 cores (tiktoken runs ~4-10 MB/s per thread). Both
+sides run in parallel (encode_batch). Also every row of reference/*.csv for r50k,
+p50k, p50k_edit, cl100k and o200k.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+
+import pytest
+from conftest import bpekit_encoding, data_path, read_text_file, tiktoken_encoding
+
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+WHOLE_FILE_LIMIT = 1_500_000
+PREFIX = 1_000_000
+
+
+def _sample(text: str) -> str:
+    if len(text.encode("utf-8")) <= WHOLE_FILE_LIMIT:
+        return text
+    cut = text.rfind("\n", 0, PREFIX)
+    return text[: cut + 1 if cut > 0 else PREFIX]
+
+
+def _texts() -> list[tuple[str, str]]:
+    out = []
+    for sub in ("corpora", "multilingual", "cs336"):
+        for p in sorted(data_path(sub).iterdir()):
+            if p.suffix in (".txt", ".jsonl", ".en"):
+                out.append((f"{sub}/{p.name}", _sample(read_text_file(p))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[tuple[str, str]]:
+    return _texts()
+
+
+def _first_difference(a: list[int], b: list[int]) -> str:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return f"first difference at token {i}: tiktoken {a[i : i + 5]} bpekit {b[i : i + 5]}"
+    return f"lengths differ: tiktoken {len(a)} bpekit {len(b)}"
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_data_files_match_tiktoken(name: str, texts: list[tuple[str, str]]) -> None:
+    tk = tiktoken_encoding(name)
+    ours = bpekit_encoding(name)
+    contents = [t for _, t in texts]
+    expected = tk.encode_batch(contents, num_threads=2, allowed_special="all")
+    got = ours.encode_batch(contents, num_threads=2, allowed_special="all")
+    bad = [
+        f"{label}: {_first_difference(e, g)}"
+        for (label, _), e, g in zip(texts, expected, got, strict=True)
+        if e != g
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def _reference_rows(name: str) -> list[tuple[str, list[int]]]:
+    path = data_path("reference", f"jtokkit_{name}_encodings.csv")
+    with open(path, encoding="utf-8", newline="") as f:
+        return [(row["input"], ast.literal_eval(row["output"])) for row in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"])
+def test_reference_csv(name: str) -> None:
+    enc = bpekit_encoding(name)
+    rows = _reference_rows(name)
+    assert len(rows) > 400
+    for text, ids in rows:
+        assert enc.encode(text) == ids, text
+        assert enc.encode_ordinary(text) == ids, text
+        assert enc.decode(ids) == text
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_special_token_defaults_like_tiktoken(name: str) -> None:
+    tk = tiktoken_encoding(name)
+    ours = bpekit_encoding(name)
+    text = "hi <|endoftext|> there"
+    with pytest.raises(ValueError, match="disallowed special token"):
+        tk.encode(text)
+    with pytest.raises(ValueError, match="disallowed special token"):
+        ours.encode(text)
+    for kwargs in (
+        {"allowed_special": "all"},
+        {"allowed_special": {"<|endoftext|>"}},
+        {"disallowed_special": ()},
+        {"allowed_special": set(), "disallowed_special": set()},
+    ):
+        assert ours.encode(text, **kwargs) == tk.encode(text, **kwargs), kwargs
+    assert ours.encode_ordinary(text) == tk.encode_ordinary(text)
+    assert ours.eot_token == tk.eot_token
+    assert ours.n_vocab == tk.n_vocab
+    assert ours.special_tokens_set == tk.special_tokens_set
+    ids = tk.encode("héllo wörld 🙃", allowed_special="all")
+    assert ours.decode_bytes(ids) == tk.decode_bytes(ids)
+    assert [ours.decode_single_token_bytes(i) for i in ids] == [tk.decode_single_token_bytes(i) for i in ids]
+    arr = ours.encode_to_numpy("hello world")
+    assert arr.dtype.name == "uint32" and arr.tolist() == tk.encode("hello world")
+
+
+def test_unknown_id_is_a_key_error() -> None:
+    enc = bpekit_encoding("gpt2")
+    with pytest.raises(KeyError, match="99999999"):
+        enc.decode([1, 99999999])
+    with pytest.raises(KeyError, match="-1"):
+        enc.decode([-1])
+
+
+def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> None:
+    import bpekit
+    from bpekit import encodings
+
+    monkeypatch.setattr(encodings, "_repo_data_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BPEKIT_ENCODINGS", str(tmp_path / "env"))
+    with pytest.raises(FileNotFoundError) as e:
+        bpekit.get_encoding("cl100k_base", path=tmp_path / "given")
+    msg = str(e.value)
+    assert "cl100k_base.tiktoken" in msg
+    for place in ("given", "env", "cache", "nowhere"):
+        assert place in msg
+
+
+def test_tiktoken_cache_dir_and_hash_check(tmp_path, monkeypatch) -> None:
+    import hashlib
+    import shutil
+
+    import bpekit
+    from bpekit import encodings
+
+    src = data_path("encodings", "r50k_base.tiktoken")
+    spec = encodings.ENCODINGS["r50k_base"].files[0]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shutil.copy(src, cache / hashlib.sha1(spec.url.encode()).hexdigest())
+    monkeypatch.setattr(encodings, "_repo_data_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.delenv("BPEKIT_ENCODINGS", raising=False)
+    encodings._cache.clear()
+    try:
+        assert bpekit.get_encoding("r50k_base").encode("hello world") == [31373, 995]
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        (bad / "r50k_base.tiktoken").write_bytes(src.read_bytes()[:-10])
+        with pytest.raises(ValueError, match="sha256"):
+            bpekit.get_encoding("r50k_base", path=bad)
+    finally:
+        encodings._cache.clear()
+
+
+def test_lone_surrogates_like_tiktoken() -> None:
+    tk = tiktoken_encoding("cl100k_base")
+    ours = bpekit_encoding("cl100k_base")
+    for text in ["a\ud800b", "\udfff", "x\ud83d"]:
+        assert ours.encode(text) == tk.encode(text)
+        assert ours.encode_ordinary(text) == tk.encode_ordinary(text)

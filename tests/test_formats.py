@@ -1,0 +1,55 @@
+"""Formats: .tiktoken load/save round trip, GPT-2 files of any encoding, and the
+HuggingFace tokenizer.json export checked with the ``tokenizers`` package on real text."""
+
+from __future__ import annotations
+
+import bpekit
+import pytest
+from bpekit.formats.hf import save_hf
+from bpekit.formats.tiktoken import load_tiktoken_bpe, save_tiktoken_bpe
+from conftest import bpekit_encoding, data_path, read_text_file
+
+
+def test_tiktoken_file_round_trip(tmp_path) -> None:
+    src = data_path("encodings", "cl100k_base.tiktoken")
+    ranks = load_tiktoken_bpe(src)
+    assert len(ranks) == 100256
+    save_tiktoken_bpe(ranks, tmp_path / "x.tiktoken")
+    assert (tmp_path / "x.tiktoken").read_bytes() == src.read_bytes()
+
+
+def test_tiktoken_file_errors_name_the_line(tmp_path) -> None:
+    p = tmp_path / "bad.tiktoken"
+    p.write_bytes(b"YQ== 0\nnot-base64!! 1\n")
+    with pytest.raises(ValueError, match=r"bad.tiktoken:2"):
+        load_tiktoken_bpe(p)
+
+
+def _texts() -> list[str]:
+    return [
+        read_text_file(data_path("corpora", "taylorswift_wikipedia_en.txt")),
+        read_text_file(data_path("cs336", "tinystories_sample.txt")),
+        read_text_file(data_path("multilingual", "udhr2.jsonl"))[:300_000],
+        read_text_file(data_path("multilingual", "unicode15_emoji-test.txt"))[:100_000],
+        "Hello   world<|endoftext|>\n\n  tabs\there 123456 don't DON'T",
+    ]
+
+
+@pytest.fixture(scope="module")
+def trained_tokenizer():
+    vocab, merges = bpekit.train_bpe(data_path("corpora", "tinyshakespeare.txt"), 1000, ["<|endoftext|>"])
+    return bpekit.Tokenizer(vocab, merges, ["<|endoftext|>"])
+
+
+@pytest.mark.parametrize("which", ["trained", "gpt2", "cl100k_base", "o200k_base"])
+def test_hf_export_encodes_identically(which: str, trained_tokenizer, tmp_path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = trained_tokenizer if which == "trained" else bpekit_encoding(which)
+    path = tmp_path / "tokenizer.json"
+    save_hf(tok, path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    for text in _texts():
+        ours = tok.encode(text, allowed_special="all")
+        theirs = hf.encode(text, add_special_tokens=False).ids
+        assert theirs == ours
+        assert hf.decode(ours, skip_special_tokens=False) == tok.decode(ours)
