@@ -111,7 +111,7 @@ impl StreamEncoder {
     fn find_cut(&self) -> usize {
         let buf = self.buf.as_bytes();
         let limit = buf.len().saturating_sub(self.max_special);
-        let matches = self.allowed.matcher.find_all(buf);
+        let matches: Vec<(usize, usize, usize)> = self.allowed.matcher.find_iter(buf).collect();
         let mut cut = matches
             .iter()
             .map(|&(s, _, _)| s)
