@@ -14,7 +14,7 @@ use crate::specials::{Segment, SpecialMatcher};
 
 /// Cached pieces per workspace. 64K pieces cover the common words of a language;
 /// the arenas and table it reserves take about 3.5 MB.
-pub const CACHE_ENTRIES: usize = 1 << 16;
+pub const CACHE_ENTRIES: usize = 1 << 18;
 
 /// A set of special tokens with their ids, matched longest first.
 #[derive(Clone, Debug, Default)]
