@@ -11,6 +11,8 @@ pub struct Masks {
     /// `\s` among ASCII: `\t \n \v \f \r` and space.
     pub ws: u64,
     pub space: u64,
+    /// `\r` and `\n`.
+    pub newline: u64,
     pub apostrophe: u64,
 }
 
@@ -40,6 +42,7 @@ pub fn scalar_masks(block: &[u8; 64]) -> Masks {
         set(&mut m.digit, c.is_ascii_digit());
         set(&mut m.ws, c == b' ' || (9..=13).contains(&c));
         set(&mut m.space, c == b' ');
+        set(&mut m.newline, c == b'\r' || c == b'\n');
         set(&mut m.apostrophe, c == b'\'');
     }
     m
@@ -81,12 +84,17 @@ mod sse2 {
             let space = _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8));
             let controls = in_range(x, 128u8.wrapping_sub(9) as i8, (128 + 5 - 256) as i8);
             let ws = _mm_or_si128(space, controls);
+            let newline = _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\r' as i8)),
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\n' as i8)),
+            );
             let apostrophe = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8));
             m.non_ascii |= bits(x) << shift;
             m.letter |= bits(letter) << shift;
             m.digit |= bits(digit) << shift;
             m.ws |= bits(ws) << shift;
             m.space |= bits(space) << shift;
+            m.newline |= bits(newline) << shift;
             m.apostrophe |= bits(apostrophe) << shift;
         }
         m

@@ -8,10 +8,12 @@
 //! nothing here (no alternative could backtrack into them), and `$` is the end of
 //! the text: a whitespace run followed by a final `\n` cannot stop before it.
 
+use super::ascii_block::masks;
 use super::common::{
-    contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
+    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
+    ws_run,
 };
-use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
+use super::unicode::{ascii_class, class_at, class_at_opt, letters_end, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
@@ -57,4 +59,138 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
         return k + 1;
     }
     ws_before_nonspace(b, i, end)
+}
+
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
+#[inline(always)]
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
+}
+
+/// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
+/// `w`; `Err` as in `scan_blocks`. The patterns have no lookbehind, so from a known
+/// start the text before `w` does not matter. For plain ASCII, with L, D, O the
+/// letters, digits and other characters, S the space, T `\t \v \f`, NL `\r \n`:
+/// - a run of O starts a piece, or the space before it does (` ?[^\s\p{L}\p{N}]++`);
+///   the piece takes the line breaks right after the run (`[\r\n]*+`);
+/// - a run of L starts a piece unless the one character before it joins: S or T
+///   always (it is the last of its whitespace run), and a lone O not joined to a
+///   space before it; a lone `'` is a contraction instead when `s d m t ll ve re`
+///   (any case) follows;
+/// - a run of D starts a piece every three digits;
+/// - a whitespace run (after any line breaks an O run took) starts a piece, and so do
+///   the character after its last line break and, when what is left after that has
+///   two or more characters, its last character.
+///
+/// A whitespace run that reaches past the block (where it ends decides its pieces)
+/// ends the block's starts where it begins.
+#[inline(always)]
+fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
+    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
+        return Err(b.len());
+    };
+    let Some(&after) = b.get(w + 64) else {
+        return Err(b.len());
+    };
+    let m = masks(block);
+    if m.non_ascii != 0 {
+        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
+    }
+    let (letter, digit, ws, space, newline) = (m.letter, m.digit, m.ws, m.space, m.newline);
+    let other = !(letter | digit | ws);
+    let tab_like = ws & !space & !newline;
+    let prev = |x: u64| x << 1;
+    let after_ws = if after < 0x80 {
+        ascii_class(after) & WS != 0
+    } else {
+        class_at(b, w + 64).0 & WS != 0
+    };
+
+    // Runs of other characters, with the space before them.
+    let other_starts = other & !prev(other);
+    let mut starts = (other_starts & !prev(space)) | ((other_starts & prev(space)) >> 1);
+
+    // Letters, and what joins them.
+    let letter_starts = letter & !prev(letter);
+    let after_blank = letter_starts & prev(space | tab_like);
+    let after_lone_other = letter_starts & prev(other) & !prev(prev(other)) & !prev(prev(space));
+    starts |= letter_starts & !after_blank & !after_lone_other;
+    let mut quotes = (after_lone_other >> 1) & m.apostrophe;
+    while quotes != 0 {
+        let k = quotes.trailing_zeros() as usize;
+        quotes &= quotes - 1;
+        if let Some(end) = contraction(b, w + k, true) {
+            let next = end - w;
+            if next < 64 {
+                starts |= 1 << next;
+            }
+        }
+    }
+
+    // Digits, three at a time.
+    let mut digit_starts = digit & !prev(digit);
+    starts |= digit_starts;
+    while digit_starts != 0 {
+        let k = digit_starts.trailing_zeros() as usize;
+        digit_starts &= digit_starts - 1;
+        let run = (digit >> k).trailing_ones() as usize;
+        for group in (k + 3..k + run).step_by(3) {
+            starts |= 1 << group;
+        }
+    }
+
+    // Whitespace runs without line breaks: their start, and their last character when
+    // they have two or more and a non-space follows.
+    let next_ws = (ws >> 1) | (u64::from(after_ws) << 63);
+    starts |= ws & !prev(ws);
+    starts |= ws & prev(ws) & !next_ws;
+
+    // Whitespace runs with line breaks, one by one (a few per block).
+    let mut breaks = newline;
+    while breaks != 0 {
+        let k = breaks.trailing_zeros() as usize;
+        let below = !ws & ((1u64 << k) - 1);
+        let run_start = if below == 0 {
+            0
+        } else {
+            64 - below.leading_zeros() as usize
+        };
+        let run_end = k + (ws >> k).trailing_ones() as usize;
+        let run = if run_end == 64 {
+            !0u64
+        } else {
+            (1u64 << run_end) - 1
+        } & !((1u64 << run_start) - 1);
+        breaks &= !run;
+        starts &= !run;
+        if run_end == 64 && after_ws {
+            // Its pieces depend on where it ends, past the block: stop before it.
+            return Ok((starts & ((1u64 << run_start) - 1)) | 1);
+        }
+        let mut p = run_start;
+        if p > 0 && other & (1 << (p - 1)) != 0 {
+            // The run of other characters before it took its leading line breaks.
+            while p < run_end && newline & (1 << p) != 0 {
+                p += 1;
+            }
+        }
+        if p == run_end {
+            continue;
+        }
+        starts |= 1 << p;
+        let breaks_left = newline & run & !((1u64 << p) - 1);
+        let rest = if breaks_left == 0 {
+            p
+        } else {
+            let last = 63 - breaks_left.leading_zeros() as usize;
+            if last + 1 < run_end {
+                starts |= 1 << (last + 1);
+            }
+            last + 1
+        };
+        if run_end - rest >= 2 {
+            starts |= 1 << (run_end - 1);
+        }
+    }
+    Ok(starts | 1)
 }

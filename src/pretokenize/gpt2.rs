@@ -14,7 +14,7 @@
 //! branch and about doubles that.
 
 use super::ascii_block::masks;
-use super::common::{contraction, ws_before_nonspace, ws_run};
+use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};
 use super::unicode::{ascii_class, class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
@@ -66,41 +66,10 @@ fn whitespace(b: &[u8], i: usize) -> usize {
     ws_before_nonspace(b, i, end)
 }
 
-/// Splits `text`, calling `f` with each piece: 64-byte blocks of ASCII at once where
-/// possible (`block_starts`), else one piece at a time with `piece_end`.
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
 #[inline(always)]
-pub fn scan<'t>(text: &'t str, mut f: impl FnMut(&'t str)) -> Option<()> {
-    let b = text.as_bytes();
-    let mut start = 0;
-    // Blocks are skipped until `start` passes the last non-ASCII byte seen.
-    let mut scalar_until = 0;
-    while start < b.len() {
-        if start >= scalar_until {
-            match block_starts(b, start) {
-                Ok(starts) if starts != 1 => {
-                    // Emit the pieces between consecutive starts; the piece that begins
-                    // at the last start may run past the block, so the next round
-                    // begins there.
-                    let mut rest = starts & !1;
-                    let mut from = start;
-                    while rest != 0 {
-                        let to = start + rest.trailing_zeros() as usize;
-                        f(text.get(from..to)?);
-                        from = to;
-                        rest &= rest - 1;
-                    }
-                    start = from;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(non_ascii) => scalar_until = non_ascii + 1,
-            }
-        }
-        let end = piece_end(b, start);
-        f(text.get(start..end).filter(|p| !p.is_empty())?);
-        start = end;
-    }
-    Some(())
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts

@@ -87,7 +87,7 @@ impl Pretokenizer {
         match (self.kind, &self.regex) {
             (_, Some(regex)) => regex.for_each_piece(text, f),
             (Kind::Gpt2, None) => gpt2::scan(text, f).ok_or_else(|| scanner_bug(text)),
-            (Kind::Cl100k, None) => scan(text, cl100k::piece_end, f),
+            (Kind::Cl100k, None) => cl100k::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::O200k, None) => scan(text, o200k::piece_end, f),
             (Kind::Custom, None) => Err(Error::invalid("custom pattern without a regex")),
         }
