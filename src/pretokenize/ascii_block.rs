@@ -7,6 +7,8 @@
 pub struct Masks {
     pub non_ascii: u64,
     pub letter: u64,
+    /// `A-Z`.
+    pub upper: u64,
     pub digit: u64,
     /// `\s` among ASCII: `\t \n \v \f \r` and space.
     pub ws: u64,
@@ -39,6 +41,7 @@ pub fn scalar_masks(block: &[u8; 64]) -> Masks {
         let set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
         set(&mut m.non_ascii, c >= 0x80);
         set(&mut m.letter, c.is_ascii_alphabetic());
+        set(&mut m.upper, c.is_ascii_uppercase());
         set(&mut m.digit, c.is_ascii_digit());
         set(&mut m.ws, c == b' ' || (9..=13).contains(&c));
         set(&mut m.space, c == b' ');
@@ -80,6 +83,7 @@ mod sse2 {
                 128u8.wrapping_sub(b'a') as i8,
                 (128 + 26 - 256) as i8,
             );
+            let upper = in_range(x, 128u8.wrapping_sub(b'A') as i8, (128 + 26 - 256) as i8);
             let digit = in_range(x, 128u8.wrapping_sub(b'0') as i8, (128 + 10 - 256) as i8);
             let space = _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8));
             let controls = in_range(x, 128u8.wrapping_sub(9) as i8, (128 + 5 - 256) as i8);
@@ -91,6 +95,7 @@ mod sse2 {
             let apostrophe = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8));
             m.non_ascii |= bits(x) << shift;
             m.letter |= bits(letter) << shift;
+            m.upper |= bits(upper) << shift;
             m.digit |= bits(digit) << shift;
             m.ws |= bits(ws) << shift;
             m.space |= bits(space) << shift;

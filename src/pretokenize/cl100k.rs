@@ -7,6 +7,9 @@
 //! whitespace run ends after its last line break. The possessive quantifiers change
 //! nothing here (no alternative could backtrack into them), and `$` is the end of
 //! the text: a whitespace run followed by a final `\n` cannot stop before it.
+//!
+//! As for gpt2, `block_starts` finds every piece start of 64 bytes of plain ASCII at
+//! once, and `piece_end` serves everything else.
 
 use super::ascii_block::masks;
 use super::common::{

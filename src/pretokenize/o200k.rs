@@ -14,12 +14,18 @@
 //! - failing that (R is all upper, or empty), a prefix that is a mark is a word by
 //!   itself (it is "both"), else the second alternative takes all of R;
 //! - an optional case-insensitive contraction follows.
+//!
+//! As for gpt2 and cl100k, `block_starts` finds every piece start of 64 bytes of
+//! plain ASCII at once, and `piece_end` serves everything else.
 
+use super::ascii_block::masks;
 use super::common::{
-    contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
+    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
+    ws_run,
 };
 use super::unicode::{
-    ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N, UPPERISH, WS,
+    ascii_class, ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N,
+    UPPERISH, WS,
 };
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
@@ -99,4 +105,144 @@ fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
         }
     }
     after_last_both
+}
+
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
+#[inline(always)]
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
+}
+
+/// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
+/// `w`; `Err` as in `scan_blocks`. For plain ASCII the rules are cl100k's (see
+/// `cl100k::block_starts`) except that:
+/// - a letter run also starts a piece where a capital follows a small letter
+///   (camelCase), and a contraction is a suffix: `'s 't 're 've 'm 'll 'd` in any case
+///   right after a letter run belongs to its last word;
+/// - a punctuation run takes `[\r\n/]*` after it; the first time that happens the
+///   block ends right after what it took (what follows starts afresh there).
+#[inline(always)]
+fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
+    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
+        return Err(b.len());
+    };
+    let Some(&after) = b.get(w + 64) else {
+        return Err(b.len());
+    };
+    let m = masks(block);
+    if m.non_ascii != 0 {
+        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
+    }
+    let (letter, digit, ws, space, newline) = (m.letter, m.digit, m.ws, m.space, m.newline);
+    let other = !(letter | digit | ws);
+    let tab_like = ws & !space & !newline;
+    let prev = |x: u64| x << 1;
+    let after_ws = if after < 0x80 {
+        ascii_class(after) & WS != 0
+    } else {
+        class_at(b, w + 64).0 & WS != 0
+    };
+
+    // Where the first punctuation run takes line breaks: everything from there on is
+    // redone by the next block, which starts right after what it took.
+    let takes = newline & prev(other);
+    let (limit, resume) = if takes == 0 {
+        (64, None)
+    } else {
+        let e = takes.trailing_zeros() as usize;
+        let mut a = w + e;
+        while matches!(b.get(a), Some(b'\r' | b'\n' | b'/')) {
+            a += 1;
+        }
+        (e, Some(a - w))
+    };
+
+    let other_starts = other & !prev(other);
+    let mut starts = (other_starts & !prev(space)) | ((other_starts & prev(space)) >> 1);
+
+    let letter_starts = letter & !prev(letter);
+    let after_blank = letter_starts & prev(space | tab_like);
+    let after_lone_other = letter_starts & prev(other) & !prev(prev(other)) & !prev(prev(space));
+    starts |= letter_starts & !after_blank & !after_lone_other;
+    // camelCase: a capital after a small letter starts a word.
+    let lower = letter & !m.upper;
+    starts |= m.upper & prev(lower);
+    // Contractions after a letter run belong to its last word, unless those letters
+    // were themselves a contraction's (`'s's`: the second `'` starts a piece).
+    let mut quotes = m.apostrophe & prev(letter);
+    let mut after_contraction = usize::MAX;
+    while quotes != 0 {
+        let k = quotes.trailing_zeros() as usize;
+        quotes &= quotes - 1;
+        if k == after_contraction {
+            continue;
+        }
+        if let Some(end) = contraction(b, w + k, true) {
+            // No piece starts inside it (`'lL` is no camelCase) ...
+            after_contraction = end - w;
+            let from_end = (!0u64).checked_shl(after_contraction as u32).unwrap_or(0);
+            starts &= !((!0u64 << k) & !from_end);
+            // ... and one starts right after it.
+            if after_contraction < 64 {
+                starts |= 1 << after_contraction;
+            }
+        }
+    }
+
+    let mut digit_starts = digit & !prev(digit);
+    starts |= digit_starts;
+    while digit_starts != 0 {
+        let k = digit_starts.trailing_zeros() as usize;
+        digit_starts &= digit_starts - 1;
+        let run = (digit >> k).trailing_ones() as usize;
+        for group in (k + 3..k + run).step_by(3) {
+            starts |= 1 << group;
+        }
+    }
+
+    let next_ws = (ws >> 1) | (u64::from(after_ws) << 63);
+    starts |= ws & !prev(ws);
+    starts |= ws & prev(ws) & !next_ws;
+
+    // Whitespace runs with line breaks (before `limit`, where no punctuation run took
+    // any), one by one.
+    let below_limit = if limit == 64 {
+        !0u64
+    } else {
+        (1u64 << limit) - 1
+    };
+    let mut breaks = newline & below_limit;
+    while breaks != 0 {
+        let k = breaks.trailing_zeros() as usize;
+        let below = !ws & ((1u64 << k) - 1);
+        let run_start = if below == 0 {
+            0
+        } else {
+            64 - below.leading_zeros() as usize
+        };
+        let run_end = k + (ws >> k).trailing_ones() as usize;
+        let run = if run_end == 64 {
+            !0u64
+        } else {
+            (1u64 << run_end) - 1
+        } & !((1u64 << run_start) - 1);
+        breaks &= !run;
+        starts &= !run;
+        if run_end == 64 && after_ws {
+            return Ok((starts & ((1u64 << run_start) - 1)) | 1);
+        }
+        starts |= 1 << run_start;
+        let last = 63 - (newline & run).leading_zeros() as usize;
+        if last + 1 < run_end {
+            starts |= 1 << (last + 1);
+        }
+        if run_end - (last + 1) >= 2 {
+            starts |= 1 << (run_end - 1);
+        }
+    }
+    let starts = (starts & below_limit) | 1;
+    Ok(match resume {
+        Some(a) if a < 64 => starts | (1 << a),
+        _ => starts,
+    })
 }
