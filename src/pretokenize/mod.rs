@@ -2,7 +2,7 @@
 //!
 //! [`Pretokenizer`] is what training and encoding call. Named patterns (gpt2,
 //! cl100k, o200k) are served by hand-written scanners that give exactly the pieces
-//! the `regex` package gives for their pattern text, 5-58x faster than the regex
+//! the `regex` package gives for their pattern text, 4-58x faster than the regex
 //! engine (`benchmarks/RESULTS.md`); any other pattern goes through the generic
 //! regex engine, so a custom pattern is never ignored. (To time the regex engine on
 //! a named pattern, wrap its text in `(?:...)`.)
