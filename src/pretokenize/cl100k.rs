@@ -11,12 +11,14 @@
 //! As for gpt2, `block_starts` finds every piece start of 64 bytes of plain ASCII at
 //! once, and `piece_end` serves everything else.
 
-use super::ascii_block::masks;
+use super::ascii_block::{
+    digit_group_starts, line_break_runs, load, punctuation_and_word_starts, whitespace_starts,
+};
 use super::common::{
     contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
     ws_run,
 };
-use super::unicode::{ascii_class, class_at, class_at_opt, letters_end, L, N, WS};
+use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
@@ -89,36 +91,10 @@ pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
 /// ends the block's starts where it begins.
 #[inline(always)]
 fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
-        return Err(b.len());
-    };
-    let Some(&after) = b.get(w + 64) else {
-        return Err(b.len());
-    };
-    let m = masks(block);
-    if m.non_ascii != 0 {
-        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
-    }
-    let (letter, digit, ws, space, newline) = (m.letter, m.digit, m.ws, m.space, m.newline);
-    let other = !(letter | digit | ws);
-    let tab_like = ws & !space & !newline;
-    let prev = |x: u64| x << 1;
-    let after_ws = if after < 0x80 {
-        ascii_class(after) & WS != 0
-    } else {
-        class_at(b, w + 64).0 & WS != 0
-    };
-
-    // Runs of other characters, with the space before them.
-    let other_starts = other & !prev(other);
-    let mut starts = (other_starts & !prev(space)) | ((other_starts & prev(space)) >> 1);
-
-    // Letters, and what joins them.
-    let letter_starts = letter & !prev(letter);
-    let after_blank = letter_starts & prev(space | tab_like);
-    let after_lone_other = letter_starts & prev(other) & !prev(prev(other)) & !prev(prev(space));
-    starts |= letter_starts & !after_blank & !after_lone_other;
-    let mut quotes = (after_lone_other >> 1) & m.apostrophe;
+    let blk = load(b, w)?;
+    let (mut starts, after_lone_other) = punctuation_and_word_starts(&blk);
+    // A lone `'` before letters is a contraction when they allow.
+    let mut quotes = (after_lone_other >> 1) & blk.m.apostrophe;
     while quotes != 0 {
         let k = quotes.trailing_zeros() as usize;
         quotes &= quotes - 1;
@@ -129,71 +105,8 @@ fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
             }
         }
     }
-
-    // Digits, three at a time.
-    let mut digit_starts = digit & !prev(digit);
-    starts |= digit_starts;
-    while digit_starts != 0 {
-        let k = digit_starts.trailing_zeros() as usize;
-        digit_starts &= digit_starts - 1;
-        let run = (digit >> k).trailing_ones() as usize;
-        for group in (k + 3..k + run).step_by(3) {
-            starts |= 1 << group;
-        }
-    }
-
-    // Whitespace runs without line breaks: their start, and their last character when
-    // they have two or more and a non-space follows.
-    let next_ws = (ws >> 1) | (u64::from(after_ws) << 63);
-    starts |= ws & !prev(ws);
-    starts |= ws & prev(ws) & !next_ws;
-
-    // Whitespace runs with line breaks, one by one (a few per block).
-    let mut breaks = newline;
-    while breaks != 0 {
-        let k = breaks.trailing_zeros() as usize;
-        let below = !ws & ((1u64 << k) - 1);
-        let run_start = if below == 0 {
-            0
-        } else {
-            64 - below.leading_zeros() as usize
-        };
-        let run_end = k + (ws >> k).trailing_ones() as usize;
-        let run = if run_end == 64 {
-            !0u64
-        } else {
-            (1u64 << run_end) - 1
-        } & !((1u64 << run_start) - 1);
-        breaks &= !run;
-        starts &= !run;
-        if run_end == 64 && after_ws {
-            // Its pieces depend on where it ends, past the block: stop before it.
-            return Ok((starts & ((1u64 << run_start) - 1)) | 1);
-        }
-        let mut p = run_start;
-        if p > 0 && other & (1 << (p - 1)) != 0 {
-            // The run of other characters before it took its leading line breaks.
-            while p < run_end && newline & (1 << p) != 0 {
-                p += 1;
-            }
-        }
-        if p == run_end {
-            continue;
-        }
-        starts |= 1 << p;
-        let breaks_left = newline & run & !((1u64 << p) - 1);
-        let rest = if breaks_left == 0 {
-            p
-        } else {
-            let last = 63 - breaks_left.leading_zeros() as usize;
-            if last + 1 < run_end {
-                starts |= 1 << (last + 1);
-            }
-            last + 1
-        };
-        if run_end - rest >= 2 {
-            starts |= 1 << (run_end - 1);
-        }
-    }
+    starts |= digit_group_starts(blk.m.digit);
+    starts |= whitespace_starts(&blk);
+    let starts = line_break_runs(&blk, starts, 64).unwrap_or_else(|cut| cut);
     Ok(starts | 1)
 }

@@ -13,9 +13,9 @@
 //! on this project's 2-core test machine); the block path has no per-character
 //! branch and about doubles that. cl100k and o200k do the same.
 
-use super::ascii_block::masks;
+use super::ascii_block::{load, prev, whitespace_starts};
 use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};
-use super::unicode::{ascii_class, class_at, letters_end, run_while, L, N, WS};
+use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
@@ -86,32 +86,13 @@ pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
 ///   its piece after those letters (a contraction).
 #[inline(always)]
 fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
-        return Err(b.len());
-    };
-    // The lookahead byte only decides whether a whitespace run ends with the block.
-    let Some(&after) = b.get(w + 64) else {
-        return Err(b.len());
-    };
-    let m = masks(block);
-    if m.non_ascii != 0 {
-        // The last one: in CJK or Cyrillic text that skips whole blocks, not one character.
-        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
-    }
-    let other = !(m.letter | m.digit | m.ws);
-    let prev = |x: u64| x << 1;
+    let blk = load(b, w)?;
+    let m = &blk.m;
     let run_starts =
-        (m.letter & !prev(m.letter)) | (m.digit & !prev(m.digit)) | (other & !prev(other));
+        (m.letter & !prev(m.letter)) | (m.digit & !prev(m.digit)) | (blk.other & !prev(blk.other));
     let after_space = prev(m.space);
     let mut starts = (run_starts & !after_space) | ((run_starts & after_space) >> 1);
-    let after_ws = if after < 0x80 {
-        ascii_class(after) & WS != 0
-    } else {
-        class_at(b, w + 64).0 & WS != 0
-    };
-    let next_ws = (m.ws >> 1) | (u64::from(after_ws) << 63);
-    starts |= m.ws & !prev(m.ws);
-    starts |= m.ws & prev(m.ws) & !next_ws;
+    starts |= whitespace_starts(&blk);
     let mut quotes = m.apostrophe & starts;
     while quotes != 0 {
         let k = quotes.trailing_zeros() as usize;

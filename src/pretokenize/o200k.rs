@@ -18,14 +18,15 @@
 //! As for gpt2 and cl100k, `block_starts` finds every piece start of 64 bytes of
 //! plain ASCII at once, and `piece_end` serves everything else.
 
-use super::ascii_block::masks;
+use super::ascii_block::{
+    digit_group_starts, line_break_runs, load, prev, punctuation_and_word_starts, whitespace_starts,
+};
 use super::common::{
     contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
     ws_run,
 };
 use super::unicode::{
-    ascii_class, ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N,
-    UPPERISH, WS,
+    ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N, UPPERISH, WS,
 };
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
@@ -123,29 +124,11 @@ pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
 ///   block ends right after what it took (what follows starts afresh there).
 #[inline(always)]
 fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
-        return Err(b.len());
-    };
-    let Some(&after) = b.get(w + 64) else {
-        return Err(b.len());
-    };
-    let m = masks(block);
-    if m.non_ascii != 0 {
-        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
-    }
-    let (letter, digit, ws, space, newline) = (m.letter, m.digit, m.ws, m.space, m.newline);
-    let other = !(letter | digit | ws);
-    let tab_like = ws & !space & !newline;
-    let prev = |x: u64| x << 1;
-    let after_ws = if after < 0x80 {
-        ascii_class(after) & WS != 0
-    } else {
-        class_at(b, w + 64).0 & WS != 0
-    };
-
+    let blk = load(b, w)?;
+    let m = &blk.m;
     // Where the first punctuation run takes line breaks: everything from there on is
     // redone by the next block, which starts right after what it took.
-    let takes = newline & prev(other);
+    let takes = m.newline & prev(blk.other);
     let (limit, resume) = if takes == 0 {
         (64, None)
     } else {
@@ -157,19 +140,12 @@ fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
         (e, Some(a - w))
     };
 
-    let other_starts = other & !prev(other);
-    let mut starts = (other_starts & !prev(space)) | ((other_starts & prev(space)) >> 1);
-
-    let letter_starts = letter & !prev(letter);
-    let after_blank = letter_starts & prev(space | tab_like);
-    let after_lone_other = letter_starts & prev(other) & !prev(prev(other)) & !prev(prev(space));
-    starts |= letter_starts & !after_blank & !after_lone_other;
+    let (mut starts, _) = punctuation_and_word_starts(&blk);
     // camelCase: a capital after a small letter starts a word.
-    let lower = letter & !m.upper;
-    starts |= m.upper & prev(lower);
+    starts |= m.upper & prev(m.letter & !m.upper);
     // Contractions after a letter run belong to its last word, unless those letters
     // were themselves a contraction's (`'s's`: the second `'` starts a piece).
-    let mut quotes = m.apostrophe & prev(letter);
+    let mut quotes = m.apostrophe & prev(m.letter);
     let mut after_contraction = usize::MAX;
     while quotes != 0 {
         let k = quotes.trailing_zeros() as usize;
@@ -188,58 +164,17 @@ fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
             }
         }
     }
-
-    let mut digit_starts = digit & !prev(digit);
-    starts |= digit_starts;
-    while digit_starts != 0 {
-        let k = digit_starts.trailing_zeros() as usize;
-        digit_starts &= digit_starts - 1;
-        let run = (digit >> k).trailing_ones() as usize;
-        for group in (k + 3..k + run).step_by(3) {
-            starts |= 1 << group;
-        }
-    }
-
-    let next_ws = (ws >> 1) | (u64::from(after_ws) << 63);
-    starts |= ws & !prev(ws);
-    starts |= ws & prev(ws) & !next_ws;
-
-    // Whitespace runs with line breaks (before `limit`, where no punctuation run took
-    // any), one by one.
+    starts |= digit_group_starts(m.digit);
+    starts |= whitespace_starts(&blk);
+    let starts = match line_break_runs(&blk, starts, limit) {
+        Ok(starts) => starts,
+        Err(cut) => return Ok(cut | 1),
+    };
     let below_limit = if limit == 64 {
         !0u64
     } else {
         (1u64 << limit) - 1
     };
-    let mut breaks = newline & below_limit;
-    while breaks != 0 {
-        let k = breaks.trailing_zeros() as usize;
-        let below = !ws & ((1u64 << k) - 1);
-        let run_start = if below == 0 {
-            0
-        } else {
-            64 - below.leading_zeros() as usize
-        };
-        let run_end = k + (ws >> k).trailing_ones() as usize;
-        let run = if run_end == 64 {
-            !0u64
-        } else {
-            (1u64 << run_end) - 1
-        } & !((1u64 << run_start) - 1);
-        breaks &= !run;
-        starts &= !run;
-        if run_end == 64 && after_ws {
-            return Ok((starts & ((1u64 << run_start) - 1)) | 1);
-        }
-        starts |= 1 << run_start;
-        let last = 63 - (newline & run).leading_zeros() as usize;
-        if last + 1 < run_end {
-            starts |= 1 << (last + 1);
-        }
-        if run_end - (last + 1) >= 2 {
-            starts |= 1 << (run_end - 1);
-        }
-    }
     let starts = (starts & below_limit) | 1;
     Ok(match resume {
         Some(a) if a < 64 => starts | (1 << a),
