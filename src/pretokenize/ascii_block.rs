@@ -1,16 +1,22 @@
 //! Class bitmasks of 64 ASCII bytes at once (bit k is byte k), for scanners that find
 //! all piece boundaries of a block with a few bit operations instead of a branch
-//! per character.
+//! per character, and the rules the scanners' `block_starts` share.
+
+use super::unicode::{ascii_class, class_at, WS};
 
 /// Which of 64 bytes are in each class. Only meaningful where `non_ascii` is 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Masks {
     pub non_ascii: u64,
     pub letter: u64,
+    /// `A-Z`.
+    pub upper: u64,
     pub digit: u64,
     /// `\s` among ASCII: `\t \n \v \f \r` and space.
     pub ws: u64,
     pub space: u64,
+    /// `\r` and `\n`.
+    pub newline: u64,
     pub apostrophe: u64,
 }
 
@@ -37,9 +43,11 @@ pub fn scalar_masks(block: &[u8; 64]) -> Masks {
         let set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
         set(&mut m.non_ascii, c >= 0x80);
         set(&mut m.letter, c.is_ascii_alphabetic());
+        set(&mut m.upper, c.is_ascii_uppercase());
         set(&mut m.digit, c.is_ascii_digit());
         set(&mut m.ws, c == b' ' || (9..=13).contains(&c));
         set(&mut m.space, c == b' ');
+        set(&mut m.newline, c == b'\r' || c == b'\n');
         set(&mut m.apostrophe, c == b'\'');
     }
     m
@@ -77,20 +85,168 @@ mod sse2 {
                 128u8.wrapping_sub(b'a') as i8,
                 (128 + 26 - 256) as i8,
             );
+            let upper = in_range(x, 128u8.wrapping_sub(b'A') as i8, (128 + 26 - 256) as i8);
             let digit = in_range(x, 128u8.wrapping_sub(b'0') as i8, (128 + 10 - 256) as i8);
             let space = _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8));
             let controls = in_range(x, 128u8.wrapping_sub(9) as i8, (128 + 5 - 256) as i8);
             let ws = _mm_or_si128(space, controls);
+            let newline = _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\r' as i8)),
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\n' as i8)),
+            );
             let apostrophe = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8));
             m.non_ascii |= bits(x) << shift;
             m.letter |= bits(letter) << shift;
+            m.upper |= bits(upper) << shift;
             m.digit |= bits(digit) << shift;
             m.ws |= bits(ws) << shift;
             m.space |= bits(space) << shift;
+            m.newline |= bits(newline) << shift;
             m.apostrophe |= bits(apostrophe) << shift;
         }
         m
     }
+}
+
+/// A block of 64 plain-ASCII bytes with its class masks, as the `block_starts` of the
+/// scanners see it.
+pub struct Block {
+    pub m: Masks,
+    /// Neither letter, digit nor whitespace.
+    pub other: u64,
+    /// Whether the byte after the block is whitespace (it decides where a whitespace
+    /// run that reaches the block's end stops).
+    pub after_ws: bool,
+}
+
+/// Bit k of `x` moved to k + 1: "the byte before is in `x`".
+#[inline(always)]
+pub fn prev(x: u64) -> u64 {
+    x << 1
+}
+
+/// The block at `b[w..w + 64]`, or `Err` as `scan_blocks` wants it: `Err(b.len())` when
+/// fewer than 65 bytes are left, else `Err(i)` with `i` the block's last non-ASCII byte
+/// (in CJK or Cyrillic text that skips whole blocks, not one character).
+#[inline(always)]
+pub fn load(b: &[u8], w: usize) -> Result<Block, usize> {
+    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
+        return Err(b.len());
+    };
+    let Some(&after) = b.get(w + 64) else {
+        return Err(b.len());
+    };
+    let m = masks(block);
+    if m.non_ascii != 0 {
+        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
+    }
+    let after_ws = if after < 0x80 {
+        ascii_class(after) & WS != 0
+    } else {
+        class_at(b, w + 64).0 & WS != 0
+    };
+    Ok(Block {
+        other: !(m.letter | m.digit | m.ws),
+        m,
+        after_ws,
+    })
+}
+
+/// Whitespace runs that `\s+(?!\S)|\s+` splits: each starts a piece, and so does its
+/// last character when it has two or more and a non-space follows.
+#[inline(always)]
+pub fn whitespace_starts(blk: &Block) -> u64 {
+    let ws = blk.m.ws;
+    let next_ws = (ws >> 1) | (u64::from(blk.after_ws) << 63);
+    (ws & !prev(ws)) | (ws & prev(ws) & !next_ws)
+}
+
+/// cl100k's and o200k's punctuation and letter runs: a punctuation run starts a piece,
+/// or the space before it does; a letter run starts one unless the character before
+/// it joins (a space, `\t \v \f`, or a lone punctuation mark not joined to a space).
+/// Returns the starts and the letter runs a lone punctuation mark joined.
+#[inline(always)]
+pub fn punctuation_and_word_starts(blk: &Block) -> (u64, u64) {
+    let m = &blk.m;
+    let other_starts = blk.other & !prev(blk.other);
+    let mut starts = (other_starts & !prev(m.space)) | ((other_starts & prev(m.space)) >> 1);
+    let tab_like = m.ws & !m.space & !m.newline;
+    let letter_starts = m.letter & !prev(m.letter);
+    let after_blank = letter_starts & prev(m.space | tab_like);
+    let after_lone_other =
+        letter_starts & prev(blk.other) & !prev(prev(blk.other)) & !prev(prev(m.space));
+    starts |= letter_starts & !after_blank & !after_lone_other;
+    (starts, after_lone_other)
+}
+
+/// `\p{N}{1,3}`: each digit run starts a piece every three digits.
+#[inline(always)]
+pub fn digit_group_starts(digit: u64) -> u64 {
+    let mut runs = digit & !prev(digit);
+    let mut starts = runs;
+    while runs != 0 {
+        let k = runs.trailing_zeros() as usize;
+        runs &= runs - 1;
+        let run = (digit >> k).trailing_ones() as usize;
+        for group in (k + 3..k + run).step_by(3) {
+            starts |= 1 << group;
+        }
+    }
+    starts
+}
+
+/// Redoes, in `starts`, the whitespace runs below bit `limit` that hold a line break
+/// (a few per block), for `\s*[\r\n]` (cl100k) and `\s*[\r\n]+` (o200k): the line
+/// breaks right after a punctuation run belong to it; then the run starts a piece, the
+/// character after its last line break does, and its last character does when two or
+/// more follow that break. `Err(starts)` cut before a run that reaches past the block,
+/// since where it ends decides its pieces.
+#[inline(always)]
+pub fn line_break_runs(blk: &Block, mut starts: u64, limit: usize) -> Result<u64, u64> {
+    let (ws, newline) = (blk.m.ws, blk.m.newline);
+    let below_limit = if limit >= 64 { !0 } else { (1u64 << limit) - 1 };
+    let mut breaks = newline & below_limit;
+    while breaks != 0 {
+        let k = breaks.trailing_zeros() as usize;
+        let below = !ws & ((1u64 << k) - 1);
+        let run_start = if below == 0 {
+            0
+        } else {
+            64 - below.leading_zeros() as usize
+        };
+        let run_end = k + (ws >> k).trailing_ones() as usize;
+        let from_start = !0u64 << run_start;
+        let run = from_start & (!0u64).checked_shl(run_end as u32).map_or(!0, |x| !x);
+        breaks &= !run;
+        starts &= !run;
+        if run_end == 64 && blk.after_ws {
+            return Err(starts & !from_start);
+        }
+        let mut p = run_start;
+        if p > 0 && blk.other & (1 << (p - 1)) != 0 {
+            while p < run_end && newline & (1 << p) != 0 {
+                p += 1;
+            }
+        }
+        if p == run_end {
+            continue;
+        }
+        starts |= 1 << p;
+        let breaks_left = newline & run & (!0u64 << p);
+        let rest = if breaks_left == 0 {
+            p
+        } else {
+            let last = 63 - breaks_left.leading_zeros() as usize;
+            if last + 1 < run_end {
+                starts |= 1 << (last + 1);
+            }
+            last + 1
+        };
+        if run_end - rest >= 2 {
+            starts |= 1 << (run_end - 1);
+        }
+    }
+    Ok(starts)
 }
 
 #[cfg(test)]

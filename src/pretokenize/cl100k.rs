@@ -7,9 +7,16 @@
 //! whitespace run ends after its last line break. The possessive quantifiers change
 //! nothing here (no alternative could backtrack into them), and `$` is the end of
 //! the text: a whitespace run followed by a final `\n` cannot stop before it.
+//!
+//! As for gpt2, `block_starts` finds every piece start of 64 bytes of plain ASCII at
+//! once, and `piece_end` serves everything else.
 
+use super::ascii_block::{
+    digit_group_starts, line_break_runs, load, punctuation_and_word_starts, whitespace_starts,
+};
 use super::common::{
-    contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
+    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
+    ws_run,
 };
 use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 
@@ -57,4 +64,49 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
         return k + 1;
     }
     ws_before_nonspace(b, i, end)
+}
+
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
+#[inline(always)]
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
+}
+
+/// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
+/// `w`; `Err` as in `scan_blocks`. The patterns have no lookbehind, so from a known
+/// start the text before `w` does not matter. For plain ASCII, with L, D, O the
+/// letters, digits and other characters, S the space, T `\t \v \f`, NL `\r \n`:
+/// - a run of O starts a piece, or the space before it does (` ?[^\s\p{L}\p{N}]++`);
+///   the piece takes the line breaks right after the run (`[\r\n]*+`);
+/// - a run of L starts a piece unless the one character before it joins: S or T
+///   always (it is the last of its whitespace run), and a lone O not joined to a
+///   space before it; a lone `'` is a contraction instead when `s d m t ll ve re`
+///   (any case) follows;
+/// - a run of D starts a piece every three digits;
+/// - a whitespace run (after any line breaks an O run took) starts a piece, and so do
+///   the character after its last line break and, when what is left after that has
+///   two or more characters, its last character.
+///
+/// A whitespace run that reaches past the block (where it ends decides its pieces)
+/// ends the block's starts where it begins.
+#[inline(always)]
+fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
+    let blk = load(b, w)?;
+    let (mut starts, after_lone_other) = punctuation_and_word_starts(&blk);
+    // A lone `'` before letters is a contraction when they allow.
+    let mut quotes = (after_lone_other >> 1) & blk.m.apostrophe;
+    while quotes != 0 {
+        let k = quotes.trailing_zeros() as usize;
+        quotes &= quotes - 1;
+        if let Some(end) = contraction(b, w + k, true) {
+            let next = end - w;
+            if next < 64 {
+                starts |= 1 << next;
+            }
+        }
+    }
+    starts |= digit_group_starts(blk.m.digit);
+    starts |= whitespace_starts(&blk);
+    let starts = line_break_runs(&blk, starts, 64).unwrap_or_else(|cut| cut);
+    Ok(starts | 1)
 }

@@ -100,3 +100,47 @@ pub fn other_run_then(b: &[u8], i: usize, tail: impl Fn(u8) -> bool) -> usize {
 pub fn is_other(class: u8) -> bool {
     class & (L | N | WS) == 0
 }
+
+/// Splits `text`, calling `f` with each piece: 64-byte blocks of ASCII at once where
+/// possible (`block_starts`), else one piece at a time with `piece_end`. `None` if a
+/// scanner broke its promise (an empty piece or one not on character boundaries).
+///
+/// `block_starts(b, w)` gives the piece starts in `b[w..w + 64]` as bits, given that a
+/// piece starts at `w` (bit 0), or `Err(i)`: no block before byte `i`. Only the
+/// pieces between two starts are emitted: the last one may run past the block.
+#[inline(always)]
+pub fn scan_blocks<'t>(
+    text: &'t str,
+    mut f: impl FnMut(&'t str),
+    block_starts: impl Fn(&[u8], usize) -> Result<u64, usize>,
+    piece_end: impl Fn(&[u8], usize) -> usize,
+) -> Option<()> {
+    let b = text.as_bytes();
+    let mut start = 0;
+    // Blocks are skipped until `start` passes the last non-ASCII byte seen.
+    let mut scalar_until = 0;
+    while start < b.len() {
+        if start >= scalar_until {
+            match block_starts(b, start) {
+                Ok(starts) if starts != 1 => {
+                    let mut rest = starts & !1;
+                    let mut from = start;
+                    while rest != 0 {
+                        let to = start + rest.trailing_zeros() as usize;
+                        f(text.get(from..to)?);
+                        from = to;
+                        rest &= rest - 1;
+                    }
+                    start = from;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(next) => scalar_until = next + 1,
+            }
+        }
+        let end = piece_end(b, start);
+        f(text.get(start..end).filter(|p| !p.is_empty())?);
+        start = end;
+    }
+    Some(())
+}

@@ -11,11 +11,11 @@
 //! once with bit operations on class masks. Why both: English prose is ~4.4 bytes per
 //! piece, and one piece at a time costs a few mispredicted branches each (~680 MB/s
 //! on this project's 2-core test machine); the block path has no per-character
-//! branch and about doubles that.
+//! branch and about doubles that. cl100k and o200k do the same.
 
-use super::ascii_block::masks;
-use super::common::{contraction, ws_before_nonspace, ws_run};
-use super::unicode::{ascii_class, class_at, letters_end, run_while, L, N, WS};
+use super::ascii_block::{load, prev, whitespace_starts};
+use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};
+use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
@@ -66,41 +66,10 @@ fn whitespace(b: &[u8], i: usize) -> usize {
     ws_before_nonspace(b, i, end)
 }
 
-/// Splits `text`, calling `f` with each piece: 64-byte blocks of ASCII at once where
-/// possible (`block_starts`), else one piece at a time with `piece_end`.
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
 #[inline(always)]
-pub fn scan<'t>(text: &'t str, mut f: impl FnMut(&'t str)) -> Option<()> {
-    let b = text.as_bytes();
-    let mut start = 0;
-    // Blocks are skipped until `start` passes the last non-ASCII byte seen.
-    let mut scalar_until = 0;
-    while start < b.len() {
-        if start >= scalar_until {
-            match block_starts(b, start) {
-                Ok(starts) if starts != 1 => {
-                    // Emit the pieces between consecutive starts; the piece that begins
-                    // at the last start may run past the block, so the next round
-                    // begins there.
-                    let mut rest = starts & !1;
-                    let mut from = start;
-                    while rest != 0 {
-                        let to = start + rest.trailing_zeros() as usize;
-                        f(text.get(from..to)?);
-                        from = to;
-                        rest &= rest - 1;
-                    }
-                    start = from;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(non_ascii) => scalar_until = non_ascii + 1,
-            }
-        }
-        let end = piece_end(b, start);
-        f(text.get(start..end).filter(|p| !p.is_empty())?);
-        start = end;
-    }
-    Some(())
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts
@@ -117,32 +86,13 @@ pub fn scan<'t>(text: &'t str, mut f: impl FnMut(&'t str)) -> Option<()> {
 ///   its piece after those letters (a contraction).
 #[inline(always)]
 fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
-        return Err(b.len());
-    };
-    // The lookahead byte only decides whether a whitespace run ends with the block.
-    let Some(&after) = b.get(w + 64) else {
-        return Err(b.len());
-    };
-    let m = masks(block);
-    if m.non_ascii != 0 {
-        // The last one: in CJK or Cyrillic text that skips whole blocks, not one character.
-        return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
-    }
-    let other = !(m.letter | m.digit | m.ws);
-    let prev = |x: u64| x << 1;
+    let blk = load(b, w)?;
+    let m = &blk.m;
     let run_starts =
-        (m.letter & !prev(m.letter)) | (m.digit & !prev(m.digit)) | (other & !prev(other));
+        (m.letter & !prev(m.letter)) | (m.digit & !prev(m.digit)) | (blk.other & !prev(blk.other));
     let after_space = prev(m.space);
     let mut starts = (run_starts & !after_space) | ((run_starts & after_space) >> 1);
-    let after_ws = if after < 0x80 {
-        ascii_class(after) & WS != 0
-    } else {
-        class_at(b, w + 64).0 & WS != 0
-    };
-    let next_ws = (m.ws >> 1) | (u64::from(after_ws) << 63);
-    starts |= m.ws & !prev(m.ws);
-    starts |= m.ws & prev(m.ws) & !next_ws;
+    starts |= whitespace_starts(&blk);
     let mut quotes = m.apostrophe & starts;
     while quotes != 0 {
         let k = quotes.trailing_zeros() as usize;

@@ -2,14 +2,14 @@
 //!
 //! [`Pretokenizer`] is what training and encoding call. Named patterns (gpt2,
 //! cl100k, o200k) are served by hand-written scanners that give exactly the pieces
-//! the `regex` package gives for their pattern text, 5-58x faster than the regex
+//! the `regex` package gives for their pattern text, 4-58x faster than the regex
 //! engine (`benchmarks/RESULTS.md`); any other pattern goes through the generic
 //! regex engine, so a custom pattern is never ignored. (To time the regex engine on
 //! a named pattern, wrap its text in `(?:...)`.)
 //!
-//! Each scanner is one function `piece_end(bytes, start) -> end` (gpt2 also splits
-//! 64-byte blocks of ASCII at once): the pieces are byte ranges of the input, found
-//! without allocating. Character classes come from `unicode_tables.rs`, generated
+//! Each scanner has `piece_end(bytes, start) -> end` for any text and
+//! `block_starts` for 64 bytes of plain ASCII at once (`common::scan_blocks` drives
+//! both): the pieces are byte ranges of the input, found without allocating. Character classes come from `unicode_tables.rs`, generated
 //! from the pinned `regex` package by `scripts/gen_unicode_tables.py`.
 
 mod ascii_block;
@@ -87,8 +87,8 @@ impl Pretokenizer {
         match (self.kind, &self.regex) {
             (_, Some(regex)) => regex.for_each_piece(text, f),
             (Kind::Gpt2, None) => gpt2::scan(text, f).ok_or_else(|| scanner_bug(text)),
-            (Kind::Cl100k, None) => scan(text, cl100k::piece_end, f),
-            (Kind::O200k, None) => scan(text, o200k::piece_end, f),
+            (Kind::Cl100k, None) => cl100k::scan(text, f).ok_or_else(|| scanner_bug(text)),
+            (Kind::O200k, None) => o200k::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::Custom, None) => Err(Error::invalid("custom pattern without a regex")),
         }
     }
@@ -99,28 +99,6 @@ impl Pretokenizer {
         self.for_each_piece(text, |p| out.push(p))?;
         Ok(out)
     }
-}
-
-/// Drives a scanner over `text`: each piece starts where the last one ended.
-#[inline(always)]
-fn scan<'t>(
-    text: &'t str,
-    piece_end: impl Fn(&[u8], usize) -> usize,
-    mut f: impl FnMut(&'t str),
-) -> Result<()> {
-    let b = text.as_bytes();
-    let mut start = 0;
-    while start < b.len() {
-        let end = piece_end(b, start);
-        // A scanner only stops at character boundaries and always moves on; `get`
-        // turns a broken promise into an error instead of a panic or a hang.
-        match text.get(start..end) {
-            Some(piece) if end > start => f(piece),
-            _ => return Err(scanner_bug(text)),
-        }
-        start = end;
-    }
-    Ok(())
 }
 
 /// The error for a scanner that broke its promise (a piece that is empty or not on

@@ -14,9 +14,16 @@
 //! - failing that (R is all upper, or empty), a prefix that is a mark is a word by
 //!   itself (it is "both"), else the second alternative takes all of R;
 //! - an optional case-insensitive contraction follows.
+//!
+//! As for gpt2 and cl100k, `block_starts` finds every piece start of 64 bytes of
+//! plain ASCII at once, and `piece_end` serves everything else.
 
+use super::ascii_block::{
+    digit_group_starts, line_break_runs, load, prev, punctuation_and_word_starts, whitespace_starts,
+};
 use super::common::{
-    contraction, is_other, other_run_then, up_to_three_numbers, ws_before_nonspace, ws_run,
+    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
+    ws_run,
 };
 use super::unicode::{
     ascii_run, class_at, class_at_opt, run_fast, run_while, L, LOWERISH, MARK, N, UPPERISH, WS,
@@ -99,4 +106,78 @@ fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
         }
     }
     after_last_both
+}
+
+/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
+#[inline(always)]
+pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+    scan_blocks(text, f, block_starts, piece_end)
+}
+
+/// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
+/// `w`; `Err` as in `scan_blocks`. For plain ASCII the rules are cl100k's (see
+/// `cl100k::block_starts`) except that:
+/// - a letter run also starts a piece where a capital follows a small letter
+///   (camelCase), and a contraction is a suffix: `'s 't 're 've 'm 'll 'd` in any case
+///   right after a letter run belongs to its last word;
+/// - a punctuation run takes `[\r\n/]*` after it; the first time that happens the
+///   block ends right after what it took (what follows starts afresh there).
+#[inline(always)]
+fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
+    let blk = load(b, w)?;
+    let m = &blk.m;
+    // Where the first punctuation run takes line breaks: everything from there on is
+    // redone by the next block, which starts right after what it took.
+    let takes = m.newline & prev(blk.other);
+    let (limit, resume) = if takes == 0 {
+        (64, None)
+    } else {
+        let e = takes.trailing_zeros() as usize;
+        let mut a = w + e;
+        while matches!(b.get(a), Some(b'\r' | b'\n' | b'/')) {
+            a += 1;
+        }
+        (e, Some(a - w))
+    };
+
+    let (mut starts, _) = punctuation_and_word_starts(&blk);
+    // camelCase: a capital after a small letter starts a word.
+    starts |= m.upper & prev(m.letter & !m.upper);
+    // Contractions after a letter run belong to its last word, unless those letters
+    // were themselves a contraction's (`'s's`: the second `'` starts a piece).
+    let mut quotes = m.apostrophe & prev(m.letter);
+    let mut after_contraction = usize::MAX;
+    while quotes != 0 {
+        let k = quotes.trailing_zeros() as usize;
+        quotes &= quotes - 1;
+        if k == after_contraction {
+            continue;
+        }
+        if let Some(end) = contraction(b, w + k, true) {
+            // No piece starts inside it (`'lL` is no camelCase) ...
+            after_contraction = end - w;
+            let from_end = (!0u64).checked_shl(after_contraction as u32).unwrap_or(0);
+            starts &= !((!0u64 << k) & !from_end);
+            // ... and one starts right after it.
+            if after_contraction < 64 {
+                starts |= 1 << after_contraction;
+            }
+        }
+    }
+    starts |= digit_group_starts(m.digit);
+    starts |= whitespace_starts(&blk);
+    let starts = match line_break_runs(&blk, starts, limit) {
+        Ok(starts) => starts,
+        Err(cut) => return Ok(cut | 1),
+    };
+    let below_limit = if limit == 64 {
+        !0u64
+    } else {
+        (1u64 << limit) - 1
+    };
+    let starts = (starts & below_limit) | 1;
+    Ok(match resume {
+        Some(a) if a < 64 => starts | (1 << a),
+        _ => starts,
+    })
 }

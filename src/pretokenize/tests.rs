@@ -237,7 +237,7 @@ fn scanners_match_regex_on_long_ascii_strings() {
     const ASCII: &[u8] = b"   \n\n\r\t\x0b\x0c\x1c''sdmtlvreSLTabcXY0123!.,/-";
     let engines = engines();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    for _ in 0..3_000 {
+    for _ in 0..6_000 {
         let len = 64 + rng.below(400);
         let text: String = (0..len)
             .map(|_| {
