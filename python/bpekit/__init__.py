@@ -1,10 +1,29 @@
 """bpekit: exact, fast byte-level BPE: train vocabularies, encode text, build token datasets."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from bpekit._core import __version__, pretokenize
-from bpekit.datasets import encode_file, get_batch, load_tokens
 from bpekit.encodings import get_encoding, list_encoding_names, load_tokenizer
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import WordCounts, count_pretokens, train_bpe, train_from_counts
+
+if TYPE_CHECKING:
+    from bpekit.datasets import encode_file, get_batch, load_tokens
+
+# The dataset helpers need numpy; importing it costs ~24 MiB of resident memory,
+# which a training run never needs, so they load on first use.
+_LAZY = {"encode_file", "get_batch", "load_tokens"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from bpekit import datasets
+
+        return getattr(datasets, name)
+    raise AttributeError(f"module 'bpekit' has no attribute {name!r}")
+
 
 __all__ = [
     "Tokenizer",

@@ -11,7 +11,7 @@ use crate::count::WordCounts;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
-use queue::{unpack, Entry, PairQueue};
+use queue::{unpack, Entry, PairQueue, Tokens};
 use words::Words;
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
@@ -56,7 +56,10 @@ pub fn train(
     progress.reset(wanted as u64);
 
     // Internal ids: bytes 0..256, then merges; specials are slotted in at the end.
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut tokens = Tokens::default();
+    for b in 0..=255u8 {
+        tokens.push(vec![b]);
+    }
     let mut words = Words::new(counts.iter());
     let mut pairs = words.count_pairs();
     let entries = pairs
@@ -76,8 +79,8 @@ pub fn train(
         };
         let (a, b) = unpack(best);
         let new = tokens.len() as u32;
-        let mut bytes = tokens[a as usize].clone();
-        bytes.extend_from_slice(&tokens[b as usize]);
+        let mut bytes = tokens.get(a).to_vec();
+        bytes.extend_from_slice(tokens.get(b));
         tokens.push(bytes);
         merges.push((a, b));
         let postings = pairs.remove(&best).map(|s| s.postings).unwrap_or_default();
@@ -114,6 +117,7 @@ pub fn train(
     let n_special = special_tokens.len() as u32;
     let to_final = |id: u32| if id < 256 { id } else { id + n_special };
     let mut vocab: Vec<Vec<u8>> = Vec::with_capacity(base + merges.len());
+    let mut tokens = tokens.into_bytes();
     vocab.extend(tokens.drain(..256));
     vocab.extend(special_tokens.iter().map(|t| t.as_bytes().to_vec()));
     vocab.extend(tokens);
@@ -129,7 +133,7 @@ pub fn train(
 fn pop_best(
     queue: &mut PairQueue,
     pairs: &crate::count::FxMap<queue::Pair, words::PairStats>,
-    tokens: &[Vec<u8>],
+    tokens: &Tokens,
 ) -> Option<queue::Pair> {
     while let Some(e) = queue.pop(tokens) {
         match pairs.get(&e.pair) {

@@ -29,16 +29,66 @@ pub struct Entry {
     pub pair: Pair,
 }
 
+/// The tokens' bytes, with each token's first eight bytes as a big-endian number
+/// (zero-padded) beside them: most tie comparisons are then decided by comparing two
+/// integers, without following two pointers to compare bytes (perf: byte compares
+/// were ~25% of training time on TinyStories).
+#[derive(Default)]
+pub struct Tokens {
+    bytes: Vec<Vec<u8>>,
+    prefix: Vec<u64>,
+}
+
+impl Tokens {
+    pub fn push(&mut self, bytes: Vec<u8>) {
+        let mut head = [0u8; 8];
+        let n = bytes.len().min(8);
+        head[..n].copy_from_slice(&bytes[..n]);
+        self.prefix.push(u64::from_be_bytes(head));
+        self.bytes.push(bytes);
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn get(&self, id: u32) -> &[u8] {
+        &self.bytes[id as usize]
+    }
+
+    pub fn into_bytes(self) -> Vec<Vec<u8>> {
+        self.bytes
+    }
+
+    /// Byte order of tokens `a` and `b`. Differing zero-padded prefixes order like
+    /// the bytes (a shorter token pads with 0, which sorts first, as a prefix does).
+    #[inline]
+    fn cmp(&self, a: u32, b: u32) -> Ordering {
+        if a == b {
+            return Ordering::Equal;
+        }
+        let (pa, pb) = (self.prefix[a as usize], self.prefix[b as usize]);
+        if pa != pb {
+            return pa.cmp(&pb);
+        }
+        self.bytes[a as usize].cmp(&self.bytes[b as usize])
+    }
+}
+
 /// `Greater` when `x` should be merged before `y`. Two tokens can share bytes
 /// (`ab`+`c` and `a`+`bc`); the ids then decide, so the order is total and the
 /// result never depends on the order entries were pushed in.
-fn priority(x: &Entry, y: &Entry, tokens: &[Vec<u8>]) -> Ordering {
+fn priority(x: &Entry, y: &Entry, tokens: &Tokens) -> Ordering {
     x.count.cmp(&y.count).then_with(|| {
         let (xa, xb) = unpack(x.pair);
         let (ya, yb) = unpack(y.pair);
-        tokens[xa as usize]
-            .cmp(&tokens[ya as usize])
-            .then_with(|| tokens[xb as usize].cmp(&tokens[yb as usize]))
+        tokens
+            .cmp(xa, ya)
+            .then_with(|| tokens.cmp(xb, yb))
             .then_with(|| y.pair.cmp(&x.pair))
     })
 }
@@ -49,7 +99,7 @@ pub struct PairQueue {
 }
 
 impl PairQueue {
-    pub fn from_entries(entries: Vec<Entry>, tokens: &[Vec<u8>]) -> Self {
+    pub fn from_entries(entries: Vec<Entry>, tokens: &Tokens) -> Self {
         let mut q = Self { heap: entries };
         for i in (0..q.heap.len() / 2).rev() {
             q.sift_down(i, tokens);
@@ -65,7 +115,7 @@ impl PairQueue {
         self.heap.is_empty()
     }
 
-    pub fn push(&mut self, entry: Entry, tokens: &[Vec<u8>]) {
+    pub fn push(&mut self, entry: Entry, tokens: &Tokens) {
         self.heap.push(entry);
         let mut i = self.heap.len() - 1;
         while i > 0 {
@@ -78,7 +128,7 @@ impl PairQueue {
         }
     }
 
-    pub fn pop(&mut self, tokens: &[Vec<u8>]) -> Option<Entry> {
+    pub fn pop(&mut self, tokens: &Tokens) -> Option<Entry> {
         if self.heap.is_empty() {
             return None;
         }
@@ -89,7 +139,7 @@ impl PairQueue {
         Some(top)
     }
 
-    fn sift_down(&mut self, mut i: usize, tokens: &[Vec<u8>]) {
+    fn sift_down(&mut self, mut i: usize, tokens: &Tokens) {
         let n = self.heap.len();
         loop {
             let l = 2 * i + 1;
@@ -118,7 +168,13 @@ mod tests {
 
     #[test]
     fn pops_by_count_then_greater_bytes() {
-        let tokens: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
+        let mut tokens = Tokens::default();
+        for b in 0u8..=255 {
+            tokens.push(vec![b]);
+        }
+        tokens.push(b"ab".to_vec());
+        tokens.push(b"abcdefghij".to_vec());
+        tokens.push(b"abcdefghi".to_vec());
         let entries = vec![
             Entry {
                 count: 5,
@@ -146,5 +202,29 @@ mod tests {
             order,
             [b(b'a', b'a'), b(b'b', b'c'), b(b'b', b'a'), b(b'a', b'z')]
         );
+    }
+
+    #[test]
+    fn prefix_compare_orders_like_bytes() {
+        let words: [&[u8]; 9] = [
+            b"a",
+            b"a\x00",
+            b"a\x00\x00",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefghi",
+            b"abcdefgh\x00",
+            b"\xff",
+            b"",
+        ];
+        let mut tokens = Tokens::default();
+        for w in words {
+            tokens.push(w.to_vec());
+        }
+        for (i, x) in words.iter().enumerate() {
+            for (j, y) in words.iter().enumerate() {
+                assert_eq!(tokens.cmp(i as u32, j as u32), x.cmp(y), "{x:?} vs {y:?}");
+            }
+        }
     }
 }
