@@ -5,7 +5,8 @@ tokenizer and the text, then times the encode call itself ``--runs`` times; we r
 the median and spread, tokens/s, the process's peak memory, and whether its ids agree
 with bpekit's (a hash of all ids). Modes:
 
-* ``memory``: the text is already a Python ``str``. 1 thread: one ``encode`` call;
+* ``memory``: the text is already a Python ``str``. 1 thread: one ``encode`` call
+  (bpekit: ``encode_to_numpy``, the array API, as gigatoken's ``encode``);
   N threads: the documents (cut after each ``<|endoftext|>``) through ``encode_batch``.
 * ``file``: from the file on disk to token ids (bpekit: ``encode_file`` to a ``.npy``;
   gigatoken: ``encode_files``; tiktoken/HF have no file API: read + encode_batch).
@@ -65,8 +66,9 @@ def load_tool(tool: str, encoding: str, tmp: Path):
 
         return tiktoken_encoding(encoding)
     if tool == "hf":
-        import bpekit
         import tokenizers
+
+        import bpekit
         from bpekit.formats.hf import save_hf
 
         path = tmp / f"{encoding}.json"
@@ -93,7 +95,9 @@ def make_call(tool: str, tok, mode: str, threads: int, path: Path, text: str, tm
                 1
             ]
         if threads == 1:
-            return lambda: np.asarray(tok.encode(text, allowed_special="all"), dtype=np.uint32)
+            # The numpy API, as gigatoken's encode returns: building a Python list of
+            # millions of ints would time CPython's int objects, not the tokenizer.
+            return lambda: tok.encode_to_numpy(text, allowed_special="all")
         return lambda: np.concatenate(
             [np.asarray(x, dtype=np.uint32) for x in tok.encode_batch(docs, threads, allowed_special="all")]
         )

@@ -20,8 +20,9 @@ import random
 import sys
 import time
 
-import bpekit
 import regex
+
+import bpekit
 from bpekit import patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]

@@ -38,8 +38,9 @@ def read_text_file(path: Path) -> str:
 def tiktoken_encoding(name: str):
     """tiktoken's encoding ``name``, built from the local rank files (no network)."""
     tiktoken = pytest.importorskip("tiktoken")
-    from bpekit.encodings import ENCODINGS, TIKTOKEN_PATTERNS
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
+
+    from bpekit.encodings import ENCODINGS, TIKTOKEN_PATTERNS
 
     spec = ENCODINGS[name]
     enc_dir = data_path("encodings")

@@ -6,11 +6,12 @@ import os
 import signal
 import threading
 
-import bpekit
 import numpy as np
 import pytest
-from bpekit.cli import main
 from conftest import bpekit_encoding, data_path
+
+import bpekit
+from bpekit.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ import functools
 import tempfile
 from pathlib import Path
 
-import bpekit
-from bpekit.reference import decode_reference, encode_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import bpekit
+from bpekit.reference import decode_reference, encode_reference
 
 SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|><|a|>"]
 

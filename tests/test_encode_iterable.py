@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from adapters import get_tokenizer
-from bpekit.formats.gpt2 import load_vocab_merges
 from conftest import bpekit_encoding, data_path
+
+from bpekit.formats.gpt2 import load_vocab_merges
 
 EOT = "<|endoftext|>"
 

@@ -3,11 +3,12 @@ HuggingFace tokenizer.json export checked with the ``tokenizers`` package on rea
 
 from __future__ import annotations
 
-import bpekit
 import pytest
+from conftest import bpekit_encoding, data_path, read_text_file
+
+import bpekit
 from bpekit.formats.hf import save_hf
 from bpekit.formats.tiktoken import load_tiktoken_bpe, save_tiktoken_bpe
-from conftest import bpekit_encoding, data_path, read_text_file
 
 
 def test_tiktoken_file_round_trip(tmp_path) -> None:

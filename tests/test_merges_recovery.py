@@ -3,10 +3,11 @@ CS336 Tokenizer built from them encodes identically (minbpe's GPT4Tokenizer idea
 
 from __future__ import annotations
 
-import bpekit
 import pytest
-from bpekit.formats.gpt2 import load_merges
 from conftest import bpekit_encoding, data_path, read_text_file
+
+import bpekit
+from bpekit.formats.gpt2 import load_merges
 
 
 def test_gpt2_recovered_merges_are_gpt2s_merges() -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 
-import bpekit
 import pytest
 from conftest import bpekit_encoding, tiktoken_encoding
+
+import bpekit
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
 

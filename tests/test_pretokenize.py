@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 
-import bpekit
 import pytest
 import regex
 from _shared_data import data_path, tiktoken_encoding
-from bpekit import _core, patterns
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+import bpekit
+from bpekit import _core, patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]
 COMPILED = {name: regex.compile(patterns.resolve(name)) for name in NAMES}

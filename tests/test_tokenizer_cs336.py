@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from adapters import get_tokenizer
-from bpekit.formats.gpt2 import load_vocab_merges
 from conftest import data_path, tiktoken_encoding
+
+from bpekit.formats.gpt2 import load_vocab_merges
 
 EOT = "<|endoftext|>"
 

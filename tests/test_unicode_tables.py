@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import regex
+
 from bpekit import _core
 
 ROOT = Path(__file__).resolve().parent.parent
