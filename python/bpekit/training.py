@@ -10,7 +10,7 @@ the same result as one ``train_bpe`` call.
 >>> _ = path.write_text("low low lower<|endoftext|>newest")
 >>> vocab, merges = train_bpe(path, 260, ["<|endoftext|>"])
 >>> merges[:2]
-[(b'l', b'o'), (b'lo', b'w')]
+[(b'o', b'w'), (b'l', b'ow')]
 >>> vocab[256]
 b'<|endoftext|>'
 """
