@@ -20,7 +20,6 @@ Every file's sha256 is checked against tiktoken's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -141,6 +140,8 @@ def _candidates(f: RankFile, path: str | os.PathLike[str] | None) -> list[Path]:
             dirs.append(p)
     dirs += [Path(d) for d in os.environ.get("BPEKIT_ENCODINGS", "").split(os.pathsep) if d]
     out += [d / n for d in dirs for n in f.names]
+    import hashlib  # lazily: OpenSSL adds ~4 MiB of RSS that training never needs
+
     out.append(_tiktoken_cache_dir() / hashlib.sha1(f.url.encode()).hexdigest())
     out += [_repo_data_dir() / n for n in f.names]
     return out
@@ -151,6 +152,8 @@ def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> by
     for p in places:
         if p.is_file():
             data = p.read_bytes()
+            import hashlib
+
             got = hashlib.sha256(data).hexdigest()
             if got != f.sha256:
                 raise ValueError(
