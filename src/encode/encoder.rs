@@ -230,8 +230,25 @@ impl Encoder {
         ws: &mut Workspace,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        self.pretok
-            .for_each_piece(text, |p| self.encode_piece(p.as_bytes(), ws, out))
+        // Pieces wait in a small ring while their cache buckets are prefetched, so
+        // the lookup of each finds its line already loaded.
+        const AHEAD: usize = 8;
+        let mut ring: [&[u8]; AHEAD] = [&[]; AHEAD];
+        let mut n = 0usize;
+        self.pretok.for_each_piece(text, |p| {
+            let piece = p.as_bytes();
+            ws.cache.prefetch(piece);
+            let slot = n % AHEAD;
+            if n >= AHEAD {
+                self.encode_piece(ring[slot], ws, out);
+            }
+            ring[slot] = piece;
+            n += 1;
+        })?;
+        for i in n.saturating_sub(AHEAD)..n {
+            self.encode_piece(ring[i % AHEAD], ws, out);
+        }
+        Ok(())
     }
 
     /// Appends the ids of `text`, recognising the special tokens in `allowed`.
