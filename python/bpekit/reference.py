@@ -194,16 +194,7 @@ def merge_word(parts: list[bytes], ranks: Mapping[tuple[bytes, bytes], int]) -> 
         best = min(pairs, key=lambda p: ranks.get(p, float("inf")))
         if best not in ranks:
             break
-        merged: list[bytes] = []
-        i = 0
-        while i < len(parts):
-            if i + 1 < len(parts) and (parts[i], parts[i + 1]) == best:
-                merged.append(parts[i] + parts[i + 1])
-                i += 2
-            else:
-                merged.append(parts[i])
-                i += 1
-        parts = merged
+        parts = list(_merge_word(tuple(parts), best))
     return parts
 
 

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from bpekit.cli.train import peak_rss_mib
+from bpekit.cli.train import add_run_options, peak_rss_mib
 from bpekit.datasets import encode_file
 from bpekit.encodings import load_tokenizer
 from bpekit.training import resolve_inputs
@@ -35,14 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help="default: uint16 when the vocabulary fits, else uint32",
     )
-    p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
-    p.add_argument(
-        "--errors",
-        default="strict",
-        choices=["strict", "replace", "ignore"],
-        help="what to do with invalid UTF-8 (default strict)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_options(p)
     return p
 
 

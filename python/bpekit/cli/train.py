@@ -29,7 +29,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that read a corpus to train."""
     p.add_argument("--pattern", default="gpt2", help="gpt2 | cl100k | o200k | a regex (default gpt2)")
+    add_run_options(p)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options of every command that reads text files: threads, UTF-8 errors, quiet."""
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     p.add_argument(
         "--errors",
