@@ -177,3 +177,18 @@ def test_cli_decode_reads_stdin(monkeypatch, capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("15496 x"))
     assert main(["decode", "-t", "gpt2"]) == 2
     assert "'x', not a token id" in capsys.readouterr().err
+
+
+def test_load_tokens_rejects_other_files(tmp_path) -> None:
+    import numpy as np
+
+    import bpekit
+
+    bad = tmp_path / "vocab.json"
+    bad.write_text('{"a": 0}')
+    with pytest.raises(ValueError, match=r"vocab\.json: not a \.npy file"):
+        bpekit.load_tokens(bad)
+    floats = tmp_path / "f.npy"
+    np.save(floats, np.zeros(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="1-D integer"):
+        bpekit.load_tokens(floats)

@@ -94,8 +94,18 @@ def encode_file(
 
 
 def load_tokens(path: PathLike) -> np.ndarray:
-    """The ids in a ``.npy`` file, memory-mapped read-only (nothing is read up front)."""
-    return np.load(os.fspath(path), mmap_mode="r")
+    """The ids in a ``.npy`` file, memory-mapped read-only (nothing is read up front).
+
+    Raises ``ValueError`` naming the file when it is not a 1-D integer ``.npy`` array.
+    """
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise ValueError(f"{os.fspath(path)}: not a .npy file (write one with bpekit encode)")
+    tokens = np.load(os.fspath(path), mmap_mode="r", allow_pickle=False)
+    if tokens.ndim != 1 or tokens.dtype.kind not in "ui":
+        got = f"{tokens.dtype} {tokens.shape}"
+        raise ValueError(f"{os.fspath(path)}: expected a 1-D integer array, got {got}")
+    return tokens
 
 
 def get_batch(
