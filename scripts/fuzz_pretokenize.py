@@ -19,6 +19,7 @@ import argparse
 import random
 import sys
 import time
+from pathlib import Path
 
 import regex
 
@@ -27,59 +28,11 @@ from bpekit import patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]
 
-WHITESPACE = [chr(c) for c in [*range(9, 14), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B)]]
-WHITESPACE += ["\u2028", "\u2029", "\u202f", "\u205f", "\u3000"]
-LOOKALIKES = ["\x1c", "\x1d", "\x1e", "\x1f", "\u180e", "\u200b", "\ufeff", "\x00", "\x7f", "\u2060"]
-MARKS = [
-    "\u0301",
-    "\u0308",
-    "\u0903",
-    "\u20dd",
-    "\u200d",
-    "\ufe0f",
-    "\ufe0e",
-    "\U000e0100",
-    "\u3099",
-    "\u0e31",
-]
-LETTERS = (
-    list("abcdefghilmorstuvxyzABDELMORSTVZ") + list("éßſİı\u212aΩωǅǈᾈʰー中日ㄱアﬁⓐдЖאبक") + ["\U0001d400"]
-)
-DIGITS = list("0123456789") + list("٣۴५৩５²³¹½Ⅻⅻ〇𝟙") + ["\U0001f10a"]
-PUNCT = list('!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~') + list("’‘“—…😀👩🇺❤€")
-SNIPPETS = [
-    "'s",
-    "'S",
-    "'t",
-    "'d",
-    "'M",
-    "'ll",
-    "'LL",
-    "'Ll",
-    "'ve",
-    "'VE",
-    "'re",
-    "'Re",
-    "'ſ",
-    "’s",
-    "'",
-    "''",
-]
-SNIPPETS += [
-    "\r\n",
-    "\r\n\r\n",
-    "\r",
-    "\n\n",
-    "//",
-    "!/",
-    " /",
-    "/\n",
-    "e\u0301",
-    "don't",
-    "camelCase",
-    "HTTPServer",
-]
-POOLS = [WHITESPACE, LOOKALIKES, MARKS, LETTERS, DIGITS, PUNCT, SNIPPETS, [" ", "  ", "a", "'", "\n"]]
+# The same weighted hard cases as tests/test_pretokenize.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _hard_cases import DIGITS, LETTERS, MARKS, NOT_WHITESPACE, PUNCT, SNIPPETS, WHITESPACE  # noqa: E402
+
+POOLS = [WHITESPACE, NOT_WHITESPACE, MARKS, LETTERS, DIGITS, PUNCT, SNIPPETS, [" ", "  ", "a", "'", "\n"]]
 
 
 def random_atom(rng: random.Random) -> str:

@@ -10,6 +10,7 @@ import re
 
 import pytest
 import regex
+from _hard_cases import ATOMS, NOT_WHITESPACE, WHITESPACE
 from _shared_data import data_path, tiktoken_encoding
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -39,60 +40,6 @@ def assert_same(name: str, text: str) -> None:
 
 # ---------------------------------------------------------------- random strings
 
-WHITESPACE = [chr(c) for c in [*range(9, 14), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B)]] + [
-    "\u2028",
-    "\u2029",
-    "\u202f",
-    "\u205f",
-    "\u3000",
-]
-NOT_WHITESPACE = ["\x1c", "\x1d", "\x1e", "\x1f", "\u180e", "\u200b", "\ufeff", "\x00", "\x7f"]
-MARKS = ["\u0301", "\u0308", "\u0903", "\u20dd", "\u200d", "\ufe0f", "\ufe0e", "\U000e0100", "\u3099"]
-# Letters incl. the long s, dotted/dotless i and the Kelvin sign (case folding), title case (ǅ ǈ ᾈ),
-# a modifier letter (ʰ), CJK, a ligature, a circled letter (So: not a letter), mathematical bold A.
-LETTERS = list("abcdeflmrstvzABCDELMRSTVZéßſİı\u212aΩωǅǈᾈʰー中日ㄱアﬁⓐ\U0001d400")
-# Digits and numbers of many scripts: Nd, superscripts and fractions (No), Roman numerals (Nl).
-DIGITS = list("0123456789٣۴५৩５²³¹½Ⅻⅻ〇𝟙\U0001f10a")
-PUNCT = list('!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~’‘“—…😀👩🇺❤€')
-SNIPPETS = [
-    "'s",
-    "'S",
-    "'t",
-    "'T",
-    "'d",
-    "'D",
-    "'m",
-    "'M",
-    "'ll",
-    "'LL",
-    "'Ll",
-    "'lL",
-    "'ve",
-    "'VE",
-    "'re",
-    "'Re",
-    "'ſ",
-    "’s",
-    "’ll",
-    "'",
-    "''",
-    "\r\n",
-    "\r\n\r\n",
-    "\r",
-    "\n\n",
-    "//",
-    "!/",
-    " /",
-    "👨\u200d👩\u200d👧",
-    "e\u0301",
-    "don't",
-    "DON'T",
-    "I'm",
-    "camelCase",
-    "HTTPServer",
-    "ǅungla",
-]
-ATOMS = WHITESPACE + NOT_WHITESPACE + MARKS + LETTERS + DIGITS + PUNCT + SNIPPETS
 
 atom = st.one_of(
     st.sampled_from(ATOMS),
