@@ -4,7 +4,8 @@
 //!   built from a CS336 merges list or from tiktoken ranks.
 //! - [`merge`]: the byte-pair merge of one piece (a scan for short pieces, a heap
 //!   over a linked list for long ones).
-//! - [`cache`]: a bounded piece -> ids cache that never allocates on a hit.
+//! - [`short`]: every short piece seen -> its ids, one cache line per lookup.
+//! - [`cache`]: a bounded cache of the other pieces that never allocates on a hit.
 //! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
 //! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
 //! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
@@ -15,6 +16,7 @@ pub mod file;
 pub mod merge;
 pub mod npy;
 pub mod ordered;
+pub mod short;
 pub mod stream;
 pub mod table;
 

@@ -30,8 +30,10 @@ use super::encoder::{Encoder, Specials, Workspace};
 use crate::error::{Error, Result};
 use crate::pretokenize::Kind;
 
-/// Cached pieces of a stream: a smaller cache, reserved once.
-const STREAM_CACHE_ENTRIES: usize = 1 << 13;
+/// The caches of a stream: small (a 128 KB short table holding 3K pieces, 8K long
+/// pieces) and reserved once, since iterating may not allocate.
+const STREAM_SHORT_PAIRS: usize = 1 << 11;
+const STREAM_LONG_ENTRIES: usize = 1 << 13;
 
 pub struct StreamEncoder {
     encoder: Arc<Encoder>,
@@ -56,7 +58,7 @@ impl StreamEncoder {
             allowed,
             disallowed,
             buf: String::with_capacity(1 << 16),
-            ws: Workspace::new(STREAM_CACHE_ENTRIES),
+            ws: Workspace::fixed(STREAM_SHORT_PAIRS, STREAM_LONG_ENTRIES),
             out: Vec::with_capacity(1 << 14),
             next_try: 0,
             newline_cuts,

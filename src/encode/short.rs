@@ -1,0 +1,443 @@
+//! The short-piece table: every piece of 1 to 15 bytes seen so far -> its ids, in one
+//! open-addressing table whose entries are self-contained for up to three ids.
+//!
+//! Why this shape (perf, en-small, gpt2, one thread): nine pieces in ten are short and
+//! encode to one id, so the lookup of a short piece is the encoder's inner loop. A
+//! general map (hashbrown plus key arenas) reads three cache lines per hit, spread
+//! over megabytes; here a 32-byte slot holds the key (the piece's bytes and length in
+//! one `u128`, compared in one instruction) and the ids, two slots share a 64-byte
+//! line, and a lookup that lands in its home pair reads exactly that line. The
+//! encoder computes the key and hash a few pieces ahead and prefetches the line, so a
+//! lookup rarely waits on memory. The table keeps every short piece (it doubles up
+//! to a limit), so after the first occurrence a piece is never merged again; large
+//! tables ask for transparent huge pages, since a random line per piece over tens of
+//! megabytes otherwise misses the TLB as well as the cache.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
+
+/// Pieces longer than this go to the long cache.
+pub const SHORT_LEN: usize = 15;
+/// Ids held in a slot; a piece with more keeps them in the table's spill arena.
+pub const SHORT_IDS: usize = 3;
+
+/// One entry: `key` as built by [`short_key`] (0: empty), the ids, and their count.
+/// `ids` and `n` are adjacent so an emit copies all four words in one store. When
+/// `n > SHORT_IDS`, `ids[0]` is where the ids start in the spill arena (runs of spaces
+/// after a newline are 4-15 ids with gpt2: 2% of the pieces of the en corpus).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct Slot {
+    key: u128,
+    ids: [u32; SHORT_IDS],
+    n: u32,
+}
+
+impl Slot {
+    /// The three id words and the count, for an emit that writes all four and then
+    /// advances by the count (no loop, no branch on the count). A count above
+    /// [`SHORT_IDS`] means the ids are spilled: see [`ShortTable::spilled`].
+    #[inline]
+    pub fn words(&self) -> ([u32; 4], usize) {
+        (
+            [self.ids[0], self.ids[1], self.ids[2], self.n],
+            self.n as usize,
+        )
+    }
+}
+
+/// Two slots in one cache line: a probe reads both at the cost of one miss.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Pair([Slot; 2]);
+
+/// The table key of `piece`: its bytes little-endian with the length in byte 15, or
+/// 0 (never a real key) when the piece is empty or longer than [`SHORT_LEN`]. Built
+/// from a few fixed-size loads rather than a variable-length copy, which compiled to
+/// a `memcpy` call per piece (perf: 16% of encoding).
+#[inline]
+pub fn short_key(piece: &[u8]) -> u128 {
+    let n = piece.len();
+    if n == 0 || n > SHORT_LEN {
+        return 0;
+    }
+    let u32_at = |i: usize| {
+        u64::from(u32::from_le_bytes([
+            piece[i],
+            piece[i + 1],
+            piece[i + 2],
+            piece[i + 3],
+        ]))
+    };
+    let u64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&piece[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    // Overlapping loads: the bytes they share are equal, so OR-ing them is exact.
+    let (lo, hi) = if n >= 8 {
+        let hi = if n > 8 {
+            u64_at(n - 8) >> ((16 - n) * 8)
+        } else {
+            0
+        };
+        (u64_at(0), hi)
+    } else if n >= 4 {
+        (u32_at(0) | (u32_at(n - 4) << ((n - 4) * 8)), 0)
+    } else {
+        let b = |i: usize| u64::from(piece[i]) << (i * 8);
+        (b(0) | b(n / 2) | b(n - 1), 0)
+    };
+    u128::from(lo) | (u128::from(hi) << 64) | ((n as u128) << 120)
+}
+
+/// [`short_key`] of the `n` bytes at the start of `window`, which holds at least 16
+/// bytes of text: one unaligned load and a mask, with no branch on the length (the
+/// length was the most mispredicted branch of encoding).
+#[inline]
+pub fn short_key_in(window: &[u8; 16], n: usize) -> u128 {
+    if n == 0 || n > SHORT_LEN {
+        return 0;
+    }
+    let mask = (1u128 << (8 * n)) - 1;
+    (u128::from_le_bytes(*window) & mask) | ((n as u128) << 120)
+}
+
+/// The hash of a key; the table uses its low bits.
+#[inline]
+pub fn short_hash(key: u128) -> u64 {
+    let lo = key as u64;
+    let hi = (key >> 64) as u64;
+    (lo.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi.wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
+        .rotate_left(29)
+}
+
+/// Zeroed, 64-byte aligned pairs; 2 MiB aligned and marked for huge pages once the
+/// table is that large (a `Box<[Pair]>` cannot over-align).
+struct Pairs {
+    ptr: NonNull<Pair>,
+    len: usize,
+}
+
+// SAFETY: `Pairs` owns its allocation exclusively, like a `Box<[Pair]>`.
+unsafe impl Send for Pairs {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for Pairs {}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back the whole 2 MiB pages inside `ptr..ptr + len` with huge
+/// pages, for large buffers written once at random (the short table) or in order
+/// (a large output): one fault per 2 MiB instead of per 4 KiB, and fewer TLB misses.
+/// Only a hint; where huge pages are off, nothing changes. Call it before the memory
+/// is first written.
+pub fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+        let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: the range lies inside memory the caller owns; madvise with
+            // MADV_HUGEPAGE changes no contents.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
+impl Pairs {
+    fn layout(len: usize) -> Layout {
+        let size = len * std::mem::size_of::<Pair>();
+        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { 64 };
+        Layout::from_size_align(size, align)
+            .unwrap_or_else(|_| handle_alloc_error(Layout::new::<Pair>()))
+    }
+
+    fn zeroed(len: usize) -> Self {
+        let layout = Self::layout(len);
+        // SAFETY: the layout's size is non-zero (len >= 1).
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<Pair>()) else {
+            handle_alloc_error(layout)
+        };
+        // Before the first write, so the pages are huge from the first fault.
+        advise_huge_pages(raw, layout.size());
+        // SAFETY: `raw` points to `layout.size()` writable bytes; all zeros is a valid
+        // (empty) `Pair`.
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        Self { ptr, len }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[Pair] {
+        // SAFETY: `ptr` holds `len` initialised pairs for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [Pair] {
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Pairs {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with this layout.
+        unsafe { dealloc(self.ptr.as_ptr().cast(), Self::layout(self.len)) };
+    }
+}
+
+impl std::fmt::Debug for Pairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pairs({})", self.len)
+    }
+}
+
+#[derive(Debug)]
+pub struct ShortTable {
+    pairs: Pairs,
+    len: usize,
+    max_pairs: usize,
+    /// The ids of pieces with more than [`SHORT_IDS`]; never grows past its capacity.
+    spill: Vec<u32>,
+}
+
+impl ShortTable {
+    /// A table of `pairs` pairs (a power of two) that may double up to `max_pairs`,
+    /// with room for `spill` ids of many-id pieces. A table with `pairs == max_pairs`
+    /// never allocates after it is made.
+    pub fn new(pairs: usize, max_pairs: usize, spill: usize) -> Self {
+        let pairs = pairs.max(1).next_power_of_two();
+        Self {
+            pairs: Pairs::zeroed(pairs),
+            len: 0,
+            max_pairs: max_pairs.max(pairs),
+            spill: Vec::with_capacity(spill),
+        }
+    }
+
+    /// The ids of a spilled entry, from the words [`Self::get_words`] gave.
+    #[inline]
+    pub fn spilled(&self, words: [u32; 4], n: usize) -> &[u32] {
+        let start = words[0] as usize;
+        &self.spill[start..start + n]
+    }
+
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        (hash as usize) & (self.pairs.len - 1)
+    }
+
+    /// Asks the CPU to start loading the line a lookup of `hash` reads first, into
+    /// L1 (`L1 = true`, a few lookups ahead) or L2 (a batch ahead).
+    #[inline]
+    pub fn prefetch<const L1: bool>(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the index is masked into the table; a prefetch never faults.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+            let p = self.pairs.ptr.as_ptr().add(self.home(hash)).cast::<i8>();
+            if L1 {
+                _mm_prefetch(p, _MM_HINT_T0);
+            } else {
+                _mm_prefetch(p, _MM_HINT_T1);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// The ids of `key` (non-zero, from [`short_key`]) as [`Slot::words`] gives
+    /// them, if the table holds it. The home pair is checked without a branch on which
+    /// of its two slots matches (a coin flip the CPU mispredicts).
+    #[inline(always)]
+    pub fn get_words(&self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
+        let [a, b] = &self.pairs.as_slice()[self.home(hash)].0;
+        let (wa, na) = a.words();
+        let (wb, nb) = b.words();
+        let hit_a = a.key == key;
+        if hit_a | (b.key == key) {
+            return Some(if hit_a { (wa, na) } else { (wb, nb) });
+        }
+        if b.key == 0 {
+            return None;
+        }
+        self.get(key, hash).map(Slot::words)
+    }
+
+    /// The slot of `key` (non-zero, from [`short_key`]) if the table holds it.
+    #[inline]
+    pub fn get(&self, key: u128, hash: u64) -> Option<&Slot> {
+        let pairs = self.pairs.as_slice();
+        let mask = pairs.len() - 1;
+        let mut i = self.home(hash);
+        loop {
+            let [a, b] = &pairs[i].0;
+            if a.key == key {
+                return Some(a);
+            }
+            if b.key == key {
+                return Some(b);
+            }
+            // Inserts fill the first free slot of the walk, so a free slot ends it.
+            if b.key == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Adds `key` (absent, non-zero) with `ids` (at least one); false if it was not
+    /// added. Past the size limit nothing is added: the first pieces of a text are
+    /// the frequent ones.
+    pub fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) -> bool {
+        debug_assert!(key != 0 && !ids.is_empty());
+        // Load at most 1/2: at 3/4, walks past the home pair made en-small 20%
+        // slower.
+        if (self.len + 1) * 2 > self.pairs.len * 2 {
+            if self.pairs.len >= self.max_pairs {
+                return false;
+            }
+            self.grow();
+        }
+        let mut slot = Slot {
+            key,
+            ids: [0; SHORT_IDS],
+            n: ids.len() as u32,
+        };
+        if ids.len() <= SHORT_IDS {
+            slot.ids[..ids.len()].copy_from_slice(ids);
+        } else {
+            let start = self.spill.len();
+            if ids.len() > self.spill.capacity() - start || start > u32::MAX as usize {
+                return false;
+            }
+            self.spill.extend_from_slice(ids);
+            slot.ids[0] = start as u32;
+        }
+        self.put(slot, hash);
+        self.len += 1;
+        true
+    }
+
+    fn put(&mut self, slot: Slot, hash: u64) {
+        let mut i = self.home(hash);
+        let pairs = self.pairs.as_mut_slice();
+        let mask = pairs.len() - 1;
+        loop {
+            for s in &mut pairs[i].0 {
+                if s.key == 0 {
+                    *s = slot;
+                    return;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bigger = Pairs::zeroed(self.pairs.len * 2);
+        let old = std::mem::replace(&mut self.pairs, bigger);
+        for pair in old.as_slice() {
+            for s in pair.0 {
+                if s.key != 0 {
+                    self.put(s, short_hash(s.key));
+                }
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.pairs.as_mut_slice().fill(Pair::default());
+        self.spill.clear();
+        self.len = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_is_bytes_and_length() {
+        for n in 1..=SHORT_LEN {
+            let piece: Vec<u8> = (0..n as u8)
+                .map(|i| i.wrapping_mul(37).wrapping_add(1))
+                .collect();
+            let mut want = [0u8; 16];
+            want[..n].copy_from_slice(&piece);
+            want[15] = n as u8;
+            assert_eq!(short_key(&piece), u128::from_le_bytes(want), "length {n}");
+        }
+        assert_eq!(short_key(b""), 0);
+        assert_eq!(short_key(&[0u8; 16]), 0);
+        // A piece of zero bytes still has a non-zero key (its length).
+        assert_ne!(short_key(&[0u8]), 0);
+        let text = *b"0123456789abcdefXYZ";
+        let window: &[u8; 16] = text[..16].try_into().unwrap();
+        for n in 0..=16 {
+            assert_eq!(short_key_in(window, n), short_key(&text[..n]), "length {n}");
+        }
+    }
+
+    fn ids_of(t: &ShortTable, piece: &[u8]) -> Option<Vec<u32>> {
+        let k = short_key(piece);
+        let (words, n) = t.get_words(k, short_hash(k))?;
+        Some(match n <= SHORT_IDS {
+            true => words[..n].to_vec(),
+            false => t.spilled(words, n).to_vec(),
+        })
+    }
+
+    #[test]
+    fn grows_keeps_everything_then_stops_at_limit() {
+        let mut t = ShortTable::new(2, 64, 100);
+        let pieces: Vec<Vec<u8>> = (0u32..200).map(|i| i.to_le_bytes().to_vec()).collect();
+        let ids = |i: usize| -> Vec<u32> { (0..1 + i % 7).map(|j| (i * 10 + j) as u32).collect() };
+        let mut added = Vec::new();
+        for (i, p) in pieces.iter().enumerate() {
+            let k = short_key(p);
+            let h = short_hash(k);
+            assert!(t.get(k, h).is_none());
+            added.push(t.insert(k, h, &ids(i)));
+        }
+        // 64 pairs at load 1/2 hold 64 pieces; spilled ids fit in 100 words.
+        assert_eq!(t.len(), added.iter().filter(|&&a| a).count());
+        assert_eq!(t.len(), 64);
+        assert!(added
+            .iter()
+            .enumerate()
+            .any(|(i, &a)| !a && ids(i).len() > SHORT_IDS));
+        for (i, p) in pieces.iter().enumerate() {
+            let want = if added[i] { Some(ids(i)) } else { None };
+            assert_eq!(ids_of(&t, p), want, "piece {i}");
+        }
+        t.clear();
+        assert!(t.is_empty());
+        assert_eq!(ids_of(&t, b"ab"), None);
+    }
+
+    #[test]
+    fn fixed_table_never_reallocates() {
+        let mut t = ShortTable::new(8, 8, 20);
+        let spill = t.spill.as_ptr();
+        for i in 0u32..100 {
+            let k = short_key(&i.to_le_bytes());
+            t.insert(k, short_hash(k), &[i; 6]);
+        }
+        assert_eq!(t.pairs.len, 8);
+        assert_eq!(t.spill.as_ptr(), spill);
+        assert_eq!(t.len(), 3); // 20 spill words hold three pieces of six ids
+    }
+}
