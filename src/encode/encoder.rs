@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::cache::PieceCache;
 use super::merge::{merge_piece, Scratch};
-use super::short::{advise_huge_pages, short_hash, short_key, short_key_in, ShortTable, SHORT_IDS};
+use super::short::{short_hash, short_key, short_key_in, ShortTable, SHORT_IDS};
 use super::table::{Bpe, NONE};
 use crate::error::{Error, Result};
 use crate::pretokenize::Pretokenizer;
@@ -94,7 +94,7 @@ impl Default for Workspace {
 }
 
 /// Pieces per batch of [`Encoder::encode_ordinary_into`].
-const BATCH: usize = 32;
+const BATCH: usize = 64;
 
 /// A batch of pieces (byte ranges of the text) and their short keys and hashes.
 struct Batch {
@@ -116,21 +116,24 @@ impl Default for Batch {
 }
 
 impl Batch {
-    /// Computes the keys and hashes and prefetches each piece's short-table line.
+    /// Adds the piece at `start..start + len` of `bytes` with its key and hash, and
+    /// prefetches its short-table line. Done as the scanner yields each piece, so
+    /// the prefetches are spread over the scan (issued in a burst once a batch was
+    /// full, they queued on the CPU's few outstanding-miss slots: 3% slower on en).
     #[inline(always)]
-    fn key(&mut self, bytes: &[u8], short: &ShortTable) {
-        for i in 0..self.len {
-            let (start, len) = self.spans[i];
-            // Away from the end of the text the key is one load and a mask.
-            let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
-                Some(window) => short_key_in(window, len),
-                None => bytes.get(start..start + len).map_or(0, short_key),
-            };
-            let hash = short_hash(key);
-            short.prefetch::<false>(hash);
-            self.keys[i] = key;
-            self.hashes[i] = hash;
-        }
+    fn push(&mut self, bytes: &[u8], start: usize, len: usize, short: &ShortTable) {
+        // Away from the end of the text the key is one load and a mask.
+        let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
+            Some(window) => short_key_in(window, len),
+            None => bytes.get(start..start + len).map_or(0, short_key),
+        };
+        let hash = short_hash(key);
+        short.prefetch(hash);
+        let i = self.len;
+        self.spans[i] = (start, len);
+        self.keys[i] = key;
+        self.hashes[i] = hash;
+        self.len += 1;
     }
 }
 
@@ -291,6 +294,29 @@ impl Encoder {
         self.encode_miss(piece, key, hash, ws, out);
     }
 
+    /// A piece the emit loop's probe did not settle: found past its home pair, with
+    /// spilled ids, long, or new.
+    #[inline(never)]
+    fn encode_slow(
+        &self,
+        piece: &[u8],
+        key: u128,
+        hash: u64,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) {
+        if key != 0 {
+            if let Some((words, n)) = ws.short.get_words(key, hash) {
+                match n <= SHORT_IDS {
+                    true => out.extend_from_slice(&words[..n]),
+                    false => out.extend_from_slice(ws.short.spilled(words, n)),
+                }
+                return;
+            }
+        }
+        self.encode_miss(piece, key, hash, ws, out);
+    }
+
     /// A piece the short table does not hold: the long cache, else the vocabulary
     /// (a whole piece that is a token) or the byte-pair merge; the result is cached.
     #[inline(never)]
@@ -328,10 +354,9 @@ impl Encoder {
 
     /// Appends the ids of `text`, which holds no special token to recognise.
     ///
-    /// Pieces are handled in batches, two batches apart: when a batch is full its
-    /// keys are computed and their short-table lines prefetched, then the batch before
-    /// it is looked up and emitted. Two tight loops instead of one per-piece closure,
-    /// and each line has a whole batch of work (~0.5 us) to arrive in.
+    /// Each piece's key is computed and its short-table line prefetched as the scanner
+    /// yields it; the pieces are looked up and emitted a batch later, so each line has
+    /// a whole batch of work (~0.5 us) to arrive in.
     pub fn encode_ordinary_into(
         &self,
         text: &str,
@@ -344,57 +369,45 @@ impl Encoder {
         self.pretok.for_each_piece(text, |p| {
             // Pieces are slices of `text`.
             let start = (p.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
-            next.spans[next.len] = (start, p.len());
-            next.len += 1;
+            next.push(bytes, start, p.len(), &ws.short);
             if next.len == BATCH {
-                next.key(bytes, &ws.short);
                 self.emit_batch(&ready, bytes, ws, out);
                 std::mem::swap(&mut next, &mut ready);
                 next.len = 0;
             }
         })?;
-        next.key(bytes, &ws.short);
         self.emit_batch(&ready, bytes, ws, out);
         self.emit_batch(&next, bytes, ws, out);
         Ok(())
     }
 
-    /// Appends the ids of a keyed batch's pieces.
-    #[inline(always)]
+    /// Appends the ids of a keyed batch's pieces. Not inlined, so that the closure
+    /// the scanner calls per piece stays small enough to be inlined into it.
+    #[inline(never)]
     fn emit_batch(&self, batch: &Batch, bytes: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
         out.reserve(BATCH * SHORT_IDS + 4);
-        const AHEAD: usize = 16;
-        for &h in &batch.hashes[..batch.len.min(AHEAD)] {
-            ws.short.prefetch::<true>(h);
-        }
         for i in 0..batch.len {
-            if let Some(&h) = batch.hashes[..batch.len].get(i + AHEAD) {
-                ws.short.prefetch::<true>(h);
-            }
             let (key, hash) = (batch.keys[i], batch.hashes[i]);
-            if key != 0 {
-                if let Some((words, n)) = ws.short.get_words(key, hash) {
-                    if n > SHORT_IDS {
-                        out.extend_from_slice(ws.short.spilled(words, n));
-                        out.reserve((batch.len - i) * SHORT_IDS + 4);
-                        continue;
-                    }
-                    let len = out.len();
-                    // SAFETY: there is room for four more words: reserved above for
-                    // the whole batch (three per piece) and again after any miss.
-                    unsafe {
-                        out.as_mut_ptr()
-                            .add(len)
-                            .cast::<[u32; 4]>()
-                            .write_unaligned(words);
-                        out.set_len(len + n);
-                    }
-                    continue;
-                }
+            let (words, n, found) = ws.short.probe_home(key, hash);
+            // The one branch of the common case: a short key found in its home pair
+            // with its ids inline. Its four words are written in any case.
+            let fast = found & (key != 0) & (n <= SHORT_IDS);
+            let len = out.len();
+            // SAFETY: there is room for four more words: reserved above for the whole
+            // batch (three per piece) and again after any slow piece; only the `n`
+            // words of a fast piece become part of the vector.
+            unsafe {
+                out.as_mut_ptr()
+                    .add(len)
+                    .cast::<[u32; 4]>()
+                    .write_unaligned(words);
+                out.set_len(len + if fast { n } else { 0 });
             }
-            let (start, len) = batch.spans[i];
-            self.encode_miss(&bytes[start..start + len], key, hash, ws, out);
-            out.reserve((batch.len - i) * SHORT_IDS + 4);
+            if !fast {
+                let (start, len) = batch.spans[i];
+                self.encode_slow(&bytes[start..start + len], key, hash, ws, out);
+                out.reserve((batch.len - i) * SHORT_IDS + 4);
+            }
         }
     }
 
@@ -476,14 +489,12 @@ impl Encoder {
     }
 }
 
-/// An empty id buffer for a text of `len` bytes. Room for one id per two bytes, so
-/// the buffer is not copied to grow (English is ~0.25-0.34 ids a byte; room never
-/// written costs nothing), in huge pages when large (faulting in a 150 MB output
-/// 4 KiB at a time was ~15% of encoding a 116 MB text).
+/// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
+/// so that it is not copied to grow (English is ~0.25-0.34 ids a byte; room never
+/// written costs nothing). Not in huge pages: that made the first run faster but the
+/// second often 40% slower (the kernel compacting memory to find 2 MiB pages).
 pub fn output_buffer(len: usize) -> Vec<u32> {
-    let mut out: Vec<u32> = Vec::with_capacity(len / 2 + 16);
-    advise_huge_pages(out.as_mut_ptr().cast(), out.capacity() * 4);
-    out
+    Vec::with_capacity(len / 2 + 16)
 }
 
 /// CPU seconds used by the calling thread (wall-clock seconds where unsupported).

@@ -92,15 +92,22 @@ pub fn short_key(piece: &[u8]) -> u128 {
 }
 
 /// [`short_key`] of the `n` bytes at the start of `window`, which holds at least 16
-/// bytes of text: one unaligned load and a mask, with no branch on the length (the
-/// length was the most mispredicted branch of encoding).
+/// bytes of text: one unaligned load and a mask from a table, with no branch on the
+/// length (the length was the most mispredicted branch of encoding).
 #[inline]
 pub fn short_key_in(window: &[u8; 16], n: usize) -> u128 {
-    if n == 0 || n > SHORT_LEN {
-        return 0;
-    }
-    let mask = (1u128 << (8 * n)) - 1;
-    (u128::from_le_bytes(*window) & mask) | ((n as u128) << 120)
+    /// The masks of the first `n` bytes and the length tag, by `n` (0 for 0 and > 15).
+    const MASKS: [(u128, u128); 17] = {
+        let mut m = [(0u128, 0u128); 17];
+        let mut n = 1;
+        while n <= SHORT_LEN {
+            m[n] = ((1u128 << (8 * n)) - 1, (n as u128) << 120);
+            n += 1;
+        }
+        m
+    };
+    let (mask, tag) = MASKS[n.min(16)];
+    (u128::from_le_bytes(*window) & mask) | tag
 }
 
 /// The hash of a key; the table uses its low bits.
@@ -127,11 +134,10 @@ unsafe impl Sync for Pairs {}
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Asks the kernel to back the whole 2 MiB pages inside `ptr..ptr + len` with huge
-/// pages, for large buffers written once at random (the short table) or in order
-/// (a large output): one fault per 2 MiB instead of per 4 KiB, and fewer TLB misses.
-/// Only a hint; where huge pages are off, nothing changes. Call it before the memory
-/// is first written.
-pub fn advise_huge_pages(ptr: *mut u8, len: usize) {
+/// pages: one fault per 2 MiB instead of per 4 KiB, and far fewer TLB misses for a
+/// table read at random. Only a hint; where huge pages are off, nothing changes.
+/// Call it before the memory is first written.
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
     #[cfg(target_os = "linux")]
     {
         let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
@@ -230,23 +236,31 @@ impl ShortTable {
         (hash as usize) & (self.pairs.len - 1)
     }
 
-    /// Asks the CPU to start loading the line a lookup of `hash` reads first, into
-    /// L1 (`L1 = true`, a few lookups ahead) or L2 (a batch ahead).
+    /// Asks the CPU to start loading the line a lookup of `hash` reads first.
     #[inline]
-    pub fn prefetch<const L1: bool>(&self, hash: u64) {
+    pub fn prefetch(&self, hash: u64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the index is masked into the table; a prefetch never faults.
         unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-            let p = self.pairs.ptr.as_ptr().add(self.home(hash)).cast::<i8>();
-            if L1 {
-                _mm_prefetch(p, _MM_HINT_T0);
-            } else {
-                _mm_prefetch(p, _MM_HINT_T1);
-            }
+            let p = self.pairs.ptr.as_ptr().add(self.home(hash));
+            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = hash;
+    }
+
+    /// The emit loop's probe: `key`'s words and count from its home pair, and whether
+    /// it was there, with no branch at all (the words of a miss are another entry's).
+    /// `key` 0 matches an empty slot: the caller rejects it on its own.
+    #[inline(always)]
+    pub fn probe_home(&self, key: u128, hash: u64) -> ([u32; 4], usize, bool) {
+        let [a, b] = &self.pairs.as_slice()[self.home(hash)].0;
+        let (wa, na) = a.words();
+        let (wb, nb) = b.words();
+        let hit_a = a.key == key;
+        let hit_b = b.key == key;
+        let (words, n) = if hit_a { (wa, na) } else { (wb, nb) };
+        (words, n, hit_a | hit_b)
     }
 
     /// The ids of `key` (non-zero, from [`short_key`]) as [`Slot::words`] gives
