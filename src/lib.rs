@@ -7,6 +7,7 @@ pub mod corpus;
 pub mod count;
 pub mod encode;
 pub mod error;
+pub mod hugemem;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;

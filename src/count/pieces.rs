@@ -18,6 +18,7 @@
 //! (86% of them), a larger first table, a stronger hash for the hashbrown version.
 
 use super::FxMap;
+use crate::hugemem::ZeroedBuf;
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = 15;
@@ -27,10 +28,9 @@ const LAG: usize = 16;
 #[derive(Default)]
 pub struct PieceCounts<'a> {
     short: ShortTable,
-    /// Short pieces whose slot is being prefetched, oldest first from `next`; each is
-    /// counted `LAG` pieces later, when its slot has arrived in cache.
+    /// Short pieces whose slot is being prefetched, each counted `LAG` pieces later,
+    /// when its slot has arrived in cache; key 0 marks a free entry.
     ring: [(u128, usize); LAG],
-    queued: usize,
     next: usize,
     long: FxMap<&'a [u8], u64>,
 }
@@ -44,37 +44,36 @@ impl<'a> PieceCounts<'a> {
             *self.long.entry(piece).or_insert(0) += 1;
             return;
         }
-        if self.short.needs_room(LAG) {
+        // Once per turn of the ring: room for the queued keys and the next turn's.
+        if self.next == 0 && self.short.needs_room(2 * LAG) {
             self.flush();
-            self.short.make_room(LAG);
+            self.short.make_room(2 * LAG);
         }
         let key = pack(text, piece);
         let home = self.short.home(key);
         self.short.prefetch(home);
-        if self.queued < LAG {
-            self.ring[self.queued] = (key, home);
-            self.queued += 1;
-        } else {
-            let (old, old_home) = std::mem::replace(&mut self.ring[self.next], (key, home));
-            self.next = (self.next + 1) % LAG;
+        let (old, old_home) = std::mem::replace(&mut self.ring[self.next], (key, home));
+        self.next = (self.next + 1) % LAG;
+        if old != 0 {
             self.short.add_at(old, 1, old_home);
         }
     }
 
     /// Counts the queued pieces.
     fn flush(&mut self) {
-        for k in 0..self.queued {
-            let (key, home) = self.ring[(self.next + k) % LAG];
-            self.short.add_at(key, 1, home);
+        for k in 0..LAG {
+            let (key, home) = std::mem::take(&mut self.ring[(self.next + k) % LAG]);
+            if key != 0 {
+                self.short.add_at(key, 1, home);
+            }
         }
-        self.queued = 0;
         self.next = 0;
     }
 
     /// Number of distinct pieces, give or take the last few still queued (merging
     /// uses it to pick the biggest table).
     pub fn approx_len(&self) -> usize {
-        self.short.len + self.queued + self.long.len()
+        self.short.len + self.ring.iter().filter(|(k, _)| *k != 0).count() + self.long.len()
     }
 
     /// Adds `other`'s counts to these.
@@ -115,8 +114,18 @@ fn pack(text: &[u8], piece: &[u8]) -> u128 {
         .get(offset..)
         .filter(|rest| rest.as_ptr() == piece.as_ptr())
         .and_then(|rest| rest.first_chunk::<16>());
+    /// The mask of the first `n` bytes, by `n`.
+    const MASKS: [u128; SHORT + 1] = {
+        let mut m = [0u128; SHORT + 1];
+        let mut n = 1;
+        while n <= SHORT {
+            m[n] = (1u128 << (8 * n)) - 1;
+            n += 1;
+        }
+        m
+    };
     let word = match window {
-        Some(window) => u128::from_le_bytes(*window) & ((1u128 << (8 * len)) - 1),
+        Some(window) => u128::from_le_bytes(*window) & MASKS[len],
         None => {
             let mut buf = [0u8; 16];
             buf[..len].copy_from_slice(piece);
@@ -127,16 +136,17 @@ fn pack(text: &[u8], piece: &[u8]) -> u128 {
 }
 
 /// Open addressing with linear probing; key 0 marks an empty slot (a packed key has
-/// its length, at least 1, in the top byte). At most half full.
+/// its length, at least 1, in the top byte). At most half full. In huge pages once
+/// large (`hugemem`): en-small's 116K pieces fill 8 MB.
 struct ShortTable {
-    slots: Vec<(u128, u64)>,
+    slots: ZeroedBuf<(u128, u64)>,
     len: usize,
 }
 
 impl Default for ShortTable {
     fn default() -> Self {
         Self {
-            slots: vec![(0, 0); 1 << 12],
+            slots: ZeroedBuf::new(1 << 16),
             len: 0,
         }
     }
@@ -166,7 +176,7 @@ impl ShortTable {
     #[inline(always)]
     fn prefetch(&self, i: usize) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(slot) = self.slots.get(i) {
+        if let Some(slot) = self.slots.as_slice().get(i) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             // SAFETY: a prefetch is only a hint: it never faults and changes nothing,
             // and the pointer comes from a live reference anyway.
@@ -178,9 +188,10 @@ impl ShortTable {
 
     #[inline(always)]
     fn add_at(&mut self, key: u128, n: u64, mut i: usize) {
-        let mask = self.slots.len() - 1;
+        let slots = self.slots.as_mut_slice();
+        let mask = slots.len() - 1;
         loop {
-            let slot = &mut self.slots[i];
+            let slot = &mut slots[i];
             if slot.0 == key {
                 slot.1 += n;
                 return;
@@ -195,10 +206,10 @@ impl ShortTable {
     }
 
     fn grow(&mut self) {
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); 0]);
-        self.slots = vec![(0, 0); old.len() * 2];
+        let bigger = ZeroedBuf::new(self.slots.len() * 2);
+        let old = std::mem::replace(&mut self.slots, bigger);
         self.len = 0;
-        for (key, n) in old {
+        for &(key, n) in old.as_slice() {
             if key != 0 {
                 let home = self.home(key);
                 self.add_at(key, n, home);
@@ -207,7 +218,7 @@ impl ShortTable {
     }
 
     fn occupied(&self) -> impl Iterator<Item = &(u128, u64)> {
-        self.slots.iter().filter(|(key, _)| *key != 0)
+        self.slots.as_slice().iter().filter(|(key, _)| *key != 0)
     }
 }
 

@@ -13,8 +13,7 @@
 //! tables ask for transparent huge pages, since a random line per piece over tens of
 //! megabytes otherwise misses the TLB as well as the cache.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
-use std::ptr::NonNull;
+use crate::hugemem::{Zeroable, ZeroedBuf};
 
 /// Pieces longer than this go to the long cache.
 pub const SHORT_LEN: usize = 15;
@@ -119,91 +118,12 @@ pub fn short_hash(key: u128) -> u64 {
         .rotate_left(29)
 }
 
-/// Zeroed, 64-byte aligned pairs; 2 MiB aligned and marked for huge pages once the
-/// table is that large (a `Box<[Pair]>` cannot over-align).
-struct Pairs {
-    ptr: NonNull<Pair>,
-    len: usize,
-}
-
-// SAFETY: `Pairs` owns its allocation exclusively, like a `Box<[Pair]>`.
-unsafe impl Send for Pairs {}
-// SAFETY: shared access only reads.
-unsafe impl Sync for Pairs {}
-
-const HUGE_PAGE: usize = 2 << 20;
-
-/// Asks the kernel to back the whole 2 MiB pages inside `ptr..ptr + len` with huge
-/// pages: one fault per 2 MiB instead of per 4 KiB, and far fewer TLB misses for a
-/// table read at random. Only a hint; where huge pages are off, nothing changes.
-/// Call it before the memory is first written.
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
-        let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
-        if end > start {
-            // SAFETY: the range lies inside memory the caller owns; madvise with
-            // MADV_HUGEPAGE changes no contents.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, len);
-}
-
-impl Pairs {
-    fn layout(len: usize) -> Layout {
-        let size = len * std::mem::size_of::<Pair>();
-        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { 64 };
-        Layout::from_size_align(size, align)
-            .unwrap_or_else(|_| handle_alloc_error(Layout::new::<Pair>()))
-    }
-
-    fn zeroed(len: usize) -> Self {
-        let layout = Self::layout(len);
-        // SAFETY: the layout's size is non-zero (len >= 1).
-        let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<Pair>()) else {
-            handle_alloc_error(layout)
-        };
-        // Before the first write, so the pages are huge from the first fault.
-        advise_huge_pages(raw, layout.size());
-        // SAFETY: `raw` points to `layout.size()` writable bytes; all zeros is a valid
-        // (empty) `Pair`.
-        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
-        Self { ptr, len }
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[Pair] {
-        // SAFETY: `ptr` holds `len` initialised pairs for the life of `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    #[inline]
-    fn as_mut_slice(&mut self) -> &mut [Pair] {
-        // SAFETY: as above, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for Pairs {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with this layout.
-        unsafe { dealloc(self.ptr.as_ptr().cast(), Self::layout(self.len)) };
-    }
-}
-
-impl std::fmt::Debug for Pairs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Pairs({})", self.len)
-    }
-}
+// SAFETY: all-zero bytes are a valid `Pair`: two empty slots.
+unsafe impl Zeroable for Pair {}
 
 #[derive(Debug)]
 pub struct ShortTable {
-    pairs: Pairs,
+    pairs: ZeroedBuf<Pair>,
     len: usize,
     max_pairs: usize,
     /// The ids of pieces with more than [`SHORT_IDS`]; never grows past its capacity.
@@ -217,7 +137,7 @@ impl ShortTable {
     pub fn new(pairs: usize, max_pairs: usize, spill: usize) -> Self {
         let pairs = pairs.max(1).next_power_of_two();
         Self {
-            pairs: Pairs::zeroed(pairs),
+            pairs: ZeroedBuf::new(pairs),
             len: 0,
             max_pairs: max_pairs.max(pairs),
             spill: Vec::with_capacity(spill),
@@ -233,7 +153,7 @@ impl ShortTable {
 
     #[inline]
     fn home(&self, hash: u64) -> usize {
-        (hash as usize) & (self.pairs.len - 1)
+        (hash as usize) & (self.pairs.len() - 1)
     }
 
     /// Asks the CPU to start loading the line a lookup of `hash` reads first.
@@ -242,7 +162,7 @@ impl ShortTable {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the index is masked into the table; a prefetch never faults.
         unsafe {
-            let p = self.pairs.ptr.as_ptr().add(self.home(hash));
+            let p = self.pairs.as_ptr().add(self.home(hash));
             std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -310,8 +230,8 @@ impl ShortTable {
         debug_assert!(key != 0 && !ids.is_empty());
         // Load at most 1/2: at 3/4, walks past the home pair made en-small 20%
         // slower.
-        if (self.len + 1) * 2 > self.pairs.len * 2 {
-            if self.pairs.len >= self.max_pairs {
+        if (self.len + 1) * 2 > self.pairs.len() * 2 {
+            if self.pairs.len() >= self.max_pairs {
                 return false;
             }
             self.grow();
@@ -353,7 +273,7 @@ impl ShortTable {
 
     #[cold]
     fn grow(&mut self) {
-        let bigger = Pairs::zeroed(self.pairs.len * 2);
+        let bigger = ZeroedBuf::new(self.pairs.len() * 2);
         let old = std::mem::replace(&mut self.pairs, bigger);
         for pair in old.as_slice() {
             for s in pair.0 {
@@ -450,7 +370,7 @@ mod tests {
             let k = short_key(&i.to_le_bytes());
             t.insert(k, short_hash(k), &[i; 6]);
         }
-        assert_eq!(t.pairs.len, 8);
+        assert_eq!(t.pairs.len(), 8);
         assert_eq!(t.spill.as_ptr(), spill);
         assert_eq!(t.len(), 3); // 20 spill words hold three pieces of six ids
     }

@@ -1,0 +1,135 @@
+//! Large zeroed tables in huge pages.
+//!
+//! The encoder's short-piece table and the counter's piece table are tens of MB read
+//! at random, one line per piece: with 4 KiB pages nearly every lookup of a rare
+//! piece also misses the TLB, and filling the table faults once per 4 KiB. Memory
+//! that is 2 MiB aligned and advised before its first write gets huge pages where
+//! the kernel allows them (a `Vec` or `Box<[T]>` can neither over-align nor advise
+//! in time).
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
+
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Types for which all-zero bytes are a valid value.
+///
+/// # Safety
+/// Implementors guarantee that a value whose bytes are all zero is valid.
+pub unsafe trait Zeroable: Copy {}
+
+// SAFETY: integers and tuples of them are valid as zeros (padding included).
+unsafe impl Zeroable for (u128, u64) {}
+
+/// Asks the kernel to back the whole 2 MiB pages inside `ptr..ptr + len` with huge
+/// pages. Only a hint; where huge pages are off, nothing changes. Call it before the
+/// memory is first written.
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+        let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: the range lies inside memory the caller owns; madvise with
+            // MADV_HUGEPAGE changes no contents.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
+/// A fixed-length, zero-initialised buffer of `T`: 64-byte aligned, and 2 MiB
+/// aligned and advised into huge pages once it is that large.
+pub struct ZeroedBuf<T: Zeroable> {
+    ptr: NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: `ZeroedBuf` owns its allocation exclusively, like a `Box<[T]>`.
+unsafe impl<T: Zeroable + Send> Send for ZeroedBuf<T> {}
+// SAFETY: shared access only reads.
+unsafe impl<T: Zeroable + Sync> Sync for ZeroedBuf<T> {}
+
+impl<T: Zeroable> ZeroedBuf<T> {
+    fn layout(len: usize) -> Layout {
+        let size = len.max(1) * std::mem::size_of::<T>().max(1);
+        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { 64 };
+        let align = align.max(std::mem::align_of::<T>());
+        Layout::from_size_align(size, align)
+            .unwrap_or_else(|_| handle_alloc_error(Layout::new::<T>()))
+    }
+
+    /// `len` zeroed values.
+    pub fn new(len: usize) -> Self {
+        let layout = Self::layout(len);
+        // SAFETY: the layout's size is non-zero.
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
+            handle_alloc_error(layout)
+        };
+        // Before the first write, so the pages are huge from the first fault.
+        advise_huge_pages(raw, layout.size());
+        // SAFETY: `raw` points to `layout.size()` writable bytes, and all zeros is a
+        // valid `T` (`Zeroable`).
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        Self { ptr, len }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialised values for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroable> Drop for ZeroedBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr.as_ptr().cast(), Self::layout(self.len)) };
+    }
+}
+
+impl<T: Zeroable> std::fmt::Debug for ZeroedBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ZeroedBuf({})", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroed_and_aligned() {
+        for len in [1, 3, 1 << 17] {
+            let mut b = ZeroedBuf::<(u128, u64)>::new(len);
+            assert_eq!(b.len(), len);
+            assert!(b.as_slice().iter().all(|&(k, v)| k == 0 && v == 0));
+            assert_eq!(b.as_ptr() as usize % 64, 0);
+            b.as_mut_slice()[len - 1] = (7, 8);
+            assert_eq!(b.as_slice()[len - 1], (7, 8));
+        }
+    }
+}
