@@ -87,7 +87,10 @@ pub fn count_pretokens(
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
     let work = || {
-        let mut local = ChunkCounts::default();
+        let mut local = ChunkCounts {
+            borrowed: PieceCounts::for_text_len(total / threads),
+            ..ChunkCounts::default()
+        };
         let outcome = (|| -> Result<()> {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -138,15 +141,18 @@ pub fn count_pretokens(
             *owned.entry(k).or_insert(0) += v;
         }
     }
-    let mut words: FxMap<Box<[u8]>, u64> = owned;
-    words.reserve(merged.approx_len());
-    // Nearly always a new key here: one probe with `entry` beats `add_owned`'s two.
-    merged.for_each(|k, v| *words.entry(k.into()).or_insert(0) += v);
-    Ok(WordCounts::from_map(
-        words,
+    let mut words = WordCounts::new(
         pretokenizer.pattern().to_owned(),
         specials.tokens().to_vec(),
-    ))
+    );
+    let n = merged.approx_len();
+    words.reserve(n, n * 8);
+    // The merged table's pieces are distinct: appended without hashing.
+    merged.for_each(|k, v| words.push_distinct(k, v));
+    for (k, v) in owned {
+        words.add_word(&k, v);
+    }
+    Ok(words)
 }
 
 /// Adds `n` to `key`'s count, copying the key only when it is new.

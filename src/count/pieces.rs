@@ -23,7 +23,7 @@ use crate::hugemem::ZeroedBuf;
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = 15;
 /// How many pieces ahead a slot is prefetched.
-const LAG: usize = 16;
+const LAG: usize = 32;
 
 #[derive(Default)]
 pub struct PieceCounts<'a> {
@@ -36,18 +36,34 @@ pub struct PieceCounts<'a> {
 }
 
 impl<'a> PieceCounts<'a> {
+    /// Counts sized for about `bytes` bytes of text, so the table rarely grows (each
+    /// doubling rehashes everything and zeroes new memory). English has about one
+    /// distinct piece per 160 bytes over tens of MB (en-small: 116,748 in 18.8 MB) and
+    /// the table is kept at most half full.
+    pub fn for_text_len(bytes: usize) -> Self {
+        let slots = (bytes / 80).next_power_of_two().clamp(1 << 16, 1 << 20);
+        Self {
+            short: ShortTable {
+                slots: ZeroedBuf::new(slots),
+                len: 0,
+            },
+            ..Self::default()
+        }
+    }
+
     /// Counts one occurrence of `piece`, a slice of `text` (when it is, its key is one
     /// unaligned 16-byte load from `text` instead of a copy).
+    /// The rare cases are out of line so that this stays small enough to be inlined
+    /// into the scanner's loop.
     #[inline(always)]
     pub fn add(&mut self, text: &[u8], piece: &'a [u8]) {
         if piece.len() > SHORT {
-            *self.long.entry(piece).or_insert(0) += 1;
+            self.add_long(piece);
             return;
         }
         // Once per turn of the ring: room for the queued keys and the next turn's.
         if self.next == 0 && self.short.needs_room(2 * LAG) {
-            self.flush();
-            self.short.make_room(2 * LAG);
+            self.grow();
         }
         let key = pack(text, piece);
         let home = self.short.home(key);
@@ -57,6 +73,19 @@ impl<'a> PieceCounts<'a> {
         if old != 0 {
             self.short.add_at(old, 1, old_home);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add_long(&mut self, piece: &'a [u8]) {
+        *self.long.entry(piece).or_insert(0) += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.flush();
+        self.short.make_room(2 * LAG);
     }
 
     /// Counts the queued pieces.
