@@ -8,6 +8,7 @@ pub mod count;
 pub mod encode;
 pub mod error;
 pub mod hugemem;
+pub mod piecekey;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;

@@ -19,9 +19,10 @@
 
 use super::FxMap;
 use crate::hugemem::ZeroedBuf;
+use crate::piecekey::{key_at, KEY_LEN};
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
-const SHORT: usize = 15;
+const SHORT: usize = KEY_LEN;
 /// How many pieces ahead a slot is prefetched.
 const LAG: usize = 32;
 
@@ -65,7 +66,7 @@ impl<'a> PieceCounts<'a> {
         if self.next == 0 && self.short.needs_room(2 * LAG) {
             self.grow();
         }
-        let key = pack(text, piece);
+        let key = key_at(text, piece);
         let home = self.short.home(key);
         self.short.prefetch(home);
         let (old, old_home) = std::mem::replace(&mut self.ring[self.next], (key, home));
@@ -130,38 +131,6 @@ impl<'a> PieceCounts<'a> {
             f(piece, n);
         }
     }
-}
-
-/// The piece's bytes, zero-padded, with its length in the top byte (so pieces that
-/// differ only by trailing NULs get different keys, and no key is 0).
-#[inline(always)]
-fn pack(text: &[u8], piece: &[u8]) -> u128 {
-    let len = piece.len();
-    debug_assert!((1..=SHORT).contains(&len));
-    let offset = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let window = text
-        .get(offset..)
-        .filter(|rest| rest.as_ptr() == piece.as_ptr())
-        .and_then(|rest| rest.first_chunk::<16>());
-    /// The mask of the first `n` bytes, by `n`.
-    const MASKS: [u128; SHORT + 1] = {
-        let mut m = [0u128; SHORT + 1];
-        let mut n = 1;
-        while n <= SHORT {
-            m[n] = (1u128 << (8 * n)) - 1;
-            n += 1;
-        }
-        m
-    };
-    let word = match window {
-        Some(window) => u128::from_le_bytes(*window) & MASKS[len],
-        None => {
-            let mut buf = [0u8; 16];
-            buf[..len].copy_from_slice(piece);
-            u128::from_le_bytes(buf)
-        }
-    };
-    word | ((len as u128) << 120)
 }
 
 /// Open addressing with linear probing; key 0 marks an empty slot (a packed key has

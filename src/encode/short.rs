@@ -15,8 +15,8 @@
 
 use crate::hugemem::{Zeroable, ZeroedBuf};
 
-/// Pieces longer than this go to the long cache.
-pub const SHORT_LEN: usize = 15;
+pub use crate::piecekey::{key_in as short_key_in, key_of as short_key, KEY_LEN as SHORT_LEN};
+
 /// Ids held in a slot; a piece with more keeps them in the table's spill arena.
 pub const SHORT_IDS: usize = 3;
 
@@ -49,65 +49,6 @@ impl Slot {
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(64))]
 struct Pair([Slot; 2]);
-
-/// The table key of `piece`: its bytes little-endian with the length in byte 15, or
-/// 0 (never a real key) when the piece is empty or longer than [`SHORT_LEN`]. Built
-/// from a few fixed-size loads rather than a variable-length copy, which compiled to
-/// a `memcpy` call per piece (perf: 16% of encoding).
-#[inline]
-pub fn short_key(piece: &[u8]) -> u128 {
-    let n = piece.len();
-    if n == 0 || n > SHORT_LEN {
-        return 0;
-    }
-    let u32_at = |i: usize| {
-        u64::from(u32::from_le_bytes([
-            piece[i],
-            piece[i + 1],
-            piece[i + 2],
-            piece[i + 3],
-        ]))
-    };
-    let u64_at = |i: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&piece[i..i + 8]);
-        u64::from_le_bytes(b)
-    };
-    // Overlapping loads: the bytes they share are equal, so OR-ing them is exact.
-    let (lo, hi) = if n >= 8 {
-        let hi = if n > 8 {
-            u64_at(n - 8) >> ((16 - n) * 8)
-        } else {
-            0
-        };
-        (u64_at(0), hi)
-    } else if n >= 4 {
-        (u32_at(0) | (u32_at(n - 4) << ((n - 4) * 8)), 0)
-    } else {
-        let b = |i: usize| u64::from(piece[i]) << (i * 8);
-        (b(0) | b(n / 2) | b(n - 1), 0)
-    };
-    u128::from(lo) | (u128::from(hi) << 64) | ((n as u128) << 120)
-}
-
-/// [`short_key`] of the `n` bytes at the start of `window`, which holds at least 16
-/// bytes of text: one unaligned load and a mask from a table, with no branch on the
-/// length (the length was the most mispredicted branch of encoding).
-#[inline]
-pub fn short_key_in(window: &[u8; 16], n: usize) -> u128 {
-    /// The masks of the first `n` bytes and the length tag, by `n` (0 for 0 and > 15).
-    const MASKS: [(u128, u128); 17] = {
-        let mut m = [(0u128, 0u128); 17];
-        let mut n = 1;
-        while n <= SHORT_LEN {
-            m[n] = ((1u128 << (8 * n)) - 1, (n as u128) << 120);
-            n += 1;
-        }
-        m
-    };
-    let (mask, tag) = MASKS[n.min(16)];
-    (u128::from_le_bytes(*window) & mask) | tag
-}
 
 /// The hash of a key; the table uses its low bits.
 #[inline]
@@ -302,28 +243,6 @@ impl ShortTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn key_is_bytes_and_length() {
-        for n in 1..=SHORT_LEN {
-            let piece: Vec<u8> = (0..n as u8)
-                .map(|i| i.wrapping_mul(37).wrapping_add(1))
-                .collect();
-            let mut want = [0u8; 16];
-            want[..n].copy_from_slice(&piece);
-            want[15] = n as u8;
-            assert_eq!(short_key(&piece), u128::from_le_bytes(want), "length {n}");
-        }
-        assert_eq!(short_key(b""), 0);
-        assert_eq!(short_key(&[0u8; 16]), 0);
-        // A piece of zero bytes still has a non-zero key (its length).
-        assert_ne!(short_key(&[0u8]), 0);
-        let text = *b"0123456789abcdefXYZ";
-        let window: &[u8; 16] = text[..16].try_into().unwrap();
-        for n in 0..=16 {
-            assert_eq!(short_key_in(window, n), short_key(&text[..n]), "length {n}");
-        }
-    }
 
     fn ids_of(t: &ShortTable, piece: &[u8]) -> Option<Vec<u32>> {
         let k = short_key(piece);
