@@ -42,7 +42,7 @@ impl<'a> PieceCounts<'a> {
     /// distinct piece per 160 bytes over tens of MB (en-small: 116,748 in 18.8 MB) and
     /// the table is kept at most half full.
     pub fn for_text_len(bytes: usize) -> Self {
-        let slots = (bytes / 80).next_power_of_two().clamp(1 << 16, 1 << 20);
+        let slots = (bytes / 80).next_power_of_two().clamp(1 << 12, 1 << 20);
         Self {
             short: ShortTable {
                 slots: ZeroedBuf::new(slots),
@@ -144,7 +144,7 @@ struct ShortTable {
 impl Default for ShortTable {
     fn default() -> Self {
         Self {
-            slots: ZeroedBuf::new(1 << 16),
+            slots: ZeroedBuf::new(1 << 12),
             len: 0,
         }
     }
