@@ -267,35 +267,14 @@ impl Encoder {
         }
     }
 
-    /// Appends the ids of one pre-token.
-    #[inline]
+    /// Appends the ids of one pre-token (outside the batched loop: for profiling).
     pub fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
         let key = short_key(piece);
-        self.encode_keyed(piece, key, short_hash(key), ws, out);
+        self.encode_slow(piece, key, short_hash(key), ws, out);
     }
 
-    /// [`Self::encode_piece`] with the short key and hash already computed.
-    #[inline(always)]
-    fn encode_keyed(
-        &self,
-        piece: &[u8],
-        key: u128,
-        hash: u64,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) {
-        if key != 0 {
-            if let Some(words) = ws.short.get_words(key, hash) {
-                // Four words written, the count kept: no loop, no branch on the count.
-                out.extend_from_slice(&words.0[..words.1]);
-                return;
-            }
-        }
-        self.encode_miss(piece, key, hash, ws, out);
-    }
-
-    /// A piece the emit loop's probe did not settle: found past its home pair, with
-    /// spilled ids, long, or new.
+    /// A piece the emit loop's probe did not settle (found past its home pair, with
+    /// spilled ids, long, or new), or any piece outside that loop.
     #[inline(never)]
     fn encode_slow(
         &self,
@@ -583,6 +562,22 @@ mod tests {
             e.decode_bytes(&[999]),
             Err(Error::UnknownTokenId { id: 999 })
         ));
+    }
+
+    #[test]
+    fn encode_piece_handles_spilled_ids() {
+        // Regression: a cached piece of more than three ids (spilled) made the
+        // unbatched path slice past the slot's inline ids and panic.
+        let e = encoder(&[]);
+        let mut ws = Workspace::new();
+        for _ in 0..2 {
+            let mut out = Vec::new();
+            e.encode_piece(b"abcdef", &mut ws, &mut out);
+            assert_eq!(
+                out,
+                b"abcdef".iter().map(|&b| u32::from(b)).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
