@@ -47,7 +47,7 @@ impl<'a> PieceCounts<'a> {
         let slots = (bytes / 80).next_power_of_two().clamp(1 << 12, 1 << 20);
         Self {
             short: ShortTable {
-                slots: ZeroedBuf::new(slots),
+                slots: ZeroedBuf::huge(slots),
                 len: 0,
             },
             ..Self::default()
@@ -146,7 +146,7 @@ struct ShortTable {
 impl Default for ShortTable {
     fn default() -> Self {
         Self {
-            slots: ZeroedBuf::new(1 << 12),
+            slots: ZeroedBuf::huge(1 << 12),
             len: 0,
         }
     }
@@ -206,7 +206,7 @@ impl ShortTable {
     }
 
     fn grow(&mut self) {
-        let bigger = ZeroedBuf::new(self.slots.len() * 2);
+        let bigger = ZeroedBuf::huge(self.slots.len() * 2);
         let old = std::mem::replace(&mut self.slots, bigger);
         self.len = 0;
         for &(key, n) in old.as_slice() {

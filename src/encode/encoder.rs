@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::prelude::*;
 
+use super::batched::Batch;
 use super::cache::PieceCache;
 use super::merge::{merge_piece, Scratch};
-use super::short::{short_hash, short_key, short_key_in, ShortTable, SHORT_IDS};
+use super::short::{short_hash, short_key, ShortTable, SHORT_IDS};
 use super::table::{Bpe, NONE};
 use crate::error::{Error, Result};
 use crate::pretokenize::Pretokenizer;
@@ -90,50 +91,6 @@ impl Workspace {
 impl Default for Workspace {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// Pieces per batch of [`Encoder::encode_ordinary_into`].
-const BATCH: usize = 64;
-
-/// A batch of pieces (byte ranges of the text) and their short keys and hashes.
-struct Batch {
-    spans: [(usize, usize); BATCH],
-    keys: [u128; BATCH],
-    hashes: [u64; BATCH],
-    len: usize,
-}
-
-impl Default for Batch {
-    fn default() -> Self {
-        Self {
-            spans: [(0, 0); BATCH],
-            keys: [0; BATCH],
-            hashes: [0; BATCH],
-            len: 0,
-        }
-    }
-}
-
-impl Batch {
-    /// Adds the piece at `start..start + len` of `bytes` with its key and hash, and
-    /// prefetches its short-table line. Done as the scanner yields each piece, so
-    /// the prefetches are spread over the scan (issued in a burst once a batch was
-    /// full, they queued on the CPU's few outstanding-miss slots: 3% slower on en).
-    #[inline(always)]
-    fn push(&mut self, bytes: &[u8], start: usize, len: usize, short: &ShortTable) {
-        // Away from the end of the text the key is one load and a mask.
-        let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
-            Some(window) => short_key_in(window, len),
-            None => bytes.get(start..start + len).map_or(0, short_key),
-        };
-        let hash = short_hash(key);
-        short.prefetch(hash);
-        let i = self.len;
-        self.spans[i] = (start, len);
-        self.keys[i] = key;
-        self.hashes[i] = hash;
-        self.len += 1;
     }
 }
 
@@ -276,7 +233,7 @@ impl Encoder {
     /// A piece the emit loop's probe did not settle (found past its home pair, with
     /// spilled ids, long, or new), or any piece outside that loop.
     #[inline(never)]
-    fn encode_slow(
+    pub(super) fn encode_slow(
         &self,
         piece: &[u8],
         key: u128,
@@ -333,9 +290,9 @@ impl Encoder {
 
     /// Appends the ids of `text`, which holds no special token to recognise.
     ///
-    /// Each piece's key is computed and its short-table line prefetched as the scanner
-    /// yields it; the pieces are looked up and emitted a batch later, so each line has
-    /// a whole batch of work (~0.5 us) to arrive in.
+    /// The scanner only records each piece's range; full batches go through
+    /// [`Encoder::step`], which keys and prefetches one batch while it emits the one
+    /// before, so each table line has a whole batch of work (~0.5 us) to arrive in.
     pub fn encode_ordinary_into(
         &self,
         text: &str,
@@ -343,51 +300,20 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let bytes = text.as_bytes();
-        let mut next = Batch::default();
-        let mut ready = Batch::default();
-        self.pretok.for_each_piece(text, |p| {
-            // Pieces are slices of `text`.
-            let start = (p.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
-            next.push(bytes, start, p.len(), &ws.short);
-            if next.len == BATCH {
-                self.emit_batch(&ready, bytes, ws, out);
+        let (mut a, mut b) = (Batch::default(), Batch::default());
+        // The batches trade places by reference: by value, a swap copies 2.5 KB.
+        let (mut next, mut ready) = (&mut a, &mut b);
+        self.pretok.for_each_span(text, |start, end| {
+            if next.push(start, end) {
+                self.step(bytes, next, ready, ws, out);
                 std::mem::swap(&mut next, &mut ready);
-                next.len = 0;
+                next.clear();
             }
         })?;
-        self.emit_batch(&ready, bytes, ws, out);
-        self.emit_batch(&next, bytes, ws, out);
+        self.step(bytes, next, ready, ws, out);
+        ready.clear();
+        self.step(bytes, ready, next, ws, out);
         Ok(())
-    }
-
-    /// Appends the ids of a keyed batch's pieces. Not inlined, so that the closure
-    /// the scanner calls per piece stays small enough to be inlined into it.
-    #[inline(never)]
-    fn emit_batch(&self, batch: &Batch, bytes: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
-        out.reserve(BATCH * SHORT_IDS + 4);
-        for i in 0..batch.len {
-            let (key, hash) = (batch.keys[i], batch.hashes[i]);
-            let (words, n, found) = ws.short.probe_home(key, hash);
-            // The one branch of the common case: a short key found in its home pair
-            // with its ids inline. Its four words are written in any case.
-            let fast = found & (key != 0) & (n <= SHORT_IDS);
-            let len = out.len();
-            // SAFETY: there is room for four more words: reserved above for the whole
-            // batch (three per piece) and again after any slow piece; only the `n`
-            // words of a fast piece become part of the vector.
-            unsafe {
-                out.as_mut_ptr()
-                    .add(len)
-                    .cast::<[u32; 4]>()
-                    .write_unaligned(words);
-                out.set_len(len + if fast { n } else { 0 });
-            }
-            if !fast {
-                let (start, len) = batch.spans[i];
-                self.encode_slow(&bytes[start..start + len], key, hash, ws, out);
-                out.reserve((batch.len - i) * SHORT_IDS + 4);
-            }
-        }
     }
 
     /// Appends the ids of `text`, recognising the special tokens in `allowed`.

@@ -6,10 +6,12 @@
 //!   over a linked list for long ones).
 //! - [`short`]: every short piece seen -> its ids, one cache line per lookup.
 //! - [`cache`]: a bounded cache of the other pieces that never allocates on a hit.
+//! - [`batched`]: the inner loop: pieces keyed, prefetched, looked up and emitted.
 //! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
 //! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
 //! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
 
+pub mod batched;
 pub mod cache;
 pub mod encoder;
 pub mod file;

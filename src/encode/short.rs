@@ -9,9 +9,8 @@
 //! line, and a lookup that lands in its home pair reads exactly that line. The
 //! encoder computes the key and hash a few pieces ahead and prefetches the line, so a
 //! lookup rarely waits on memory. The table keeps every short piece (it doubles up
-//! to a limit), so after the first occurrence a piece is never merged again; large
-//! tables ask for transparent huge pages, since a random line per piece over tens of
-//! megabytes otherwise misses the TLB as well as the cache.
+//! to a limit), so after the first occurrence a piece is never merged again. It is
+//! in ordinary pages: huge pages made warm lookups 10% slower on the test VM.
 
 use crate::hugemem::{Zeroable, ZeroedBuf};
 
@@ -57,6 +56,40 @@ pub fn short_hash(key: u128) -> u64 {
     let hi = (key >> 64) as u64;
     (lo.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi.wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
         .rotate_left(29)
+}
+
+/// The pair probe in SSE2 registers. Plain Rust compiled the choice between the two
+/// slots into a branch (which of them holds a piece is a coin flip, so it was
+/// mispredicted half the time) or a select of addresses followed by a dependent load.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use super::Pair;
+    use std::arch::x86_64::*;
+
+    /// All ones where the 128-bit `a` and `b` are equal, else all zeros.
+    #[inline(always)]
+    unsafe fn eq128(a: __m128i, b: __m128i) -> __m128i {
+        let e = _mm_cmpeq_epi32(a, b);
+        let e = _mm_and_si128(e, _mm_shuffle_epi32::<0b01_00_11_10>(e));
+        _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e))
+    }
+
+    /// # Safety
+    /// The CPU must have SSE2 (every x86_64 CPU does).
+    #[inline(always)]
+    pub unsafe fn probe_pair(pair: &Pair, key: &u128) -> ([u32; 4], bool) {
+        let p = (pair as *const Pair).cast::<__m128i>();
+        let k = _mm_loadu_si128((key as *const u128).cast());
+        // A slot is its key then its words: 16 + 16 bytes.
+        let hit_a = eq128(_mm_load_si128(p), k);
+        let hit_b = eq128(_mm_load_si128(p.add(2)), k);
+        let words = _mm_or_si128(
+            _mm_and_si128(hit_a, _mm_load_si128(p.add(1))),
+            _mm_andnot_si128(hit_a, _mm_load_si128(p.add(3))),
+        );
+        let found = _mm_movemask_epi8(_mm_or_si128(hit_a, hit_b)) != 0;
+        (std::mem::transmute::<__m128i, [u32; 4]>(words), found)
+    }
 }
 
 // SAFETY: all-zero bytes are a valid `Pair`: two empty slots.
@@ -110,18 +143,26 @@ impl ShortTable {
         let _ = hash;
     }
 
-    /// The emit loop's probe: `key`'s words and count from its home pair, and whether
-    /// it was there, with no branch at all (the words of a miss are another entry's).
-    /// `key` 0 matches an empty slot: the caller rejects it on its own.
+    /// The emit loop's probe: the words ([`Slot::words`]) of `key` from its home pair,
+    /// and whether it was there, with no branch at all: the words of a miss are
+    /// another entry's. `key` must not be 0 (it would match an empty slot).
     #[inline(always)]
-    pub fn probe_home(&self, key: u128, hash: u64) -> ([u32; 4], usize, bool) {
-        let [a, b] = &self.pairs.as_slice()[self.home(hash)].0;
-        let (wa, na) = a.words();
-        let (wb, nb) = b.words();
-        let hit_a = a.key == key;
-        let hit_b = b.key == key;
-        let (words, n) = if hit_a { (wa, na) } else { (wb, nb) };
-        (words, n, hit_a | hit_b)
+    pub fn probe_home(&self, key: &u128, hash: u64) -> ([u32; 4], bool) {
+        let home = self.home(hash);
+        // SAFETY: `home` is masked by `len - 1` and `len` is a power of two.
+        let pair = unsafe { self.pairs.as_slice().get_unchecked(home) };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe {
+            sse2::probe_pair(pair, key)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let [a, b] = &pair.0;
+            let hit_a = a.key == *key;
+            let (words, _) = if hit_a { a.words() } else { b.words() };
+            (words, hit_a | (b.key == *key))
+        }
     }
 
     /// The ids of `key` (non-zero, from [`short_key`]) as [`Slot::words`] gives

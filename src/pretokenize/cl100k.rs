@@ -66,9 +66,10 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
     ws_before_nonspace(b, i, end)
 }
 
-/// Splits `text`, calling `f` with each piece (`None` if a scanner broke its promise).
+/// Splits `text`, calling `f(start, end)` with each piece's byte range (`None` if a
+/// scanner broke its promise).
 #[inline(always)]
-pub fn scan<'t>(text: &'t str, f: impl FnMut(&'t str)) -> Option<()> {
+pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
     scan_blocks(text, f, block_starts, piece_end)
 }
 

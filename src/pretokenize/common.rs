@@ -101,17 +101,20 @@ pub fn is_other(class: u8) -> bool {
     class & (L | N | WS) == 0
 }
 
-/// Splits `text`, calling `f` with each piece: 64-byte blocks of ASCII at once where
-/// possible (`block_starts`), else one piece at a time with `piece_end`. `None` if a
-/// scanner broke its promise (an empty piece or one not on character boundaries).
+/// Splits `text`, calling `f(start, end)` with each piece's byte range: 64-byte
+/// blocks of ASCII at once where possible (`block_starts`), else one piece at a time
+/// with `piece_end`. `None` if a scanner broke its promise (an empty piece or one not
+/// on character boundaries).
 ///
 /// `block_starts(b, w)` gives the piece starts in `b[w..w + 64]` as bits, given that a
 /// piece starts at `w` (bit 0), or `Err(i)`: no block before byte `i`. Only the
 /// pieces between two starts are emitted: the last one may run past the block.
+/// Ranges rather than `&str` pieces: the encoder needs only the offsets, and a block's
+/// boundaries are ASCII bytes, so only `piece_end`'s need checking.
 #[inline(always)]
-pub fn scan_blocks<'t>(
-    text: &'t str,
-    mut f: impl FnMut(&'t str),
+pub fn scan_blocks(
+    text: &str,
+    mut f: impl FnMut(usize, usize),
     block_starts: impl Fn(&[u8], usize) -> Result<u64, usize>,
     piece_end: impl Fn(&[u8], usize) -> usize,
 ) -> Option<()> {
@@ -127,7 +130,7 @@ pub fn scan_blocks<'t>(
                     let mut from = start;
                     while rest != 0 {
                         let to = start + rest.trailing_zeros() as usize;
-                        f(text.get(from..to)?);
+                        f(from, to);
                         from = to;
                         rest &= rest - 1;
                     }
@@ -139,7 +142,10 @@ pub fn scan_blocks<'t>(
             }
         }
         let end = piece_end(b, start);
-        f(text.get(start..end).filter(|p| !p.is_empty())?);
+        if end <= start || !text.is_char_boundary(end) {
+            return None;
+        }
+        f(start, end);
         start = end;
     }
     Some(())

@@ -82,15 +82,32 @@ impl Pretokenizer {
         &self.pattern
     }
 
-    /// Calls `f` with each piece of `text`, in order; the pieces concatenate to `text`.
-    pub fn for_each_piece<'t, F: FnMut(&'t str)>(&self, text: &'t str, f: F) -> Result<()> {
+    /// Calls `f(start, end)` with the byte range of each piece of `text`, in order.
+    /// With a named pattern the pieces are contiguous and cover `text`; a custom
+    /// pattern skips what it does not match, as `regex.findall` does.
+    pub fn for_each_span<F: FnMut(usize, usize)>(&self, text: &str, mut f: F) -> Result<()> {
         match (self.kind, &self.regex) {
-            (_, Some(regex)) => regex.for_each_piece(text, f),
+            (_, Some(regex)) => regex.for_each_piece(text, |p| {
+                let start = (p.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+                f(start, start + p.len());
+            }),
             (Kind::Gpt2, None) => gpt2::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::Cl100k, None) => cl100k::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::O200k, None) => o200k::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::Custom, None) => Err(Error::invalid("custom pattern without a regex")),
         }
+    }
+
+    /// Calls `f` with each piece of `text`, in order.
+    #[inline(always)]
+    pub fn for_each_piece<'t, F: FnMut(&'t str)>(&self, text: &'t str, mut f: F) -> Result<()> {
+        self.for_each_span(text, |start, end| {
+            // Every span is on character boundaries (checked by the scanners' scalar
+            // path; block boundaries are ASCII bytes), so `get` always succeeds.
+            if let Some(piece) = text.get(start..end) {
+                f(piece);
+            }
+        })
     }
 
     /// All pieces of `text` (for inspection and tests; hot paths use `for_each_piece`).
