@@ -181,8 +181,11 @@ pub fn count_text<'t>(
     let mut result = Ok(());
     specials.split(text, |seg| {
         if let (Segment::Text(t), Ok(())) = (seg, &result) {
-            result = pretokenizer.for_each_piece(t, |piece| {
-                counts.add(text.as_bytes(), piece.as_bytes());
+            let bytes = t.as_bytes();
+            result = pretokenizer.for_each_span(t, |start, end| {
+                if let Some(piece) = bytes.get(start..end) {
+                    counts.add(text.as_bytes(), piece);
+                }
             });
         }
     });

@@ -275,7 +275,7 @@ mod tests {
         let mut total = 0;
         a.for_each(|k, n| {
             let i: usize = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
-            assert_eq!(n, if i % 3 == 0 { 3 } else { 1 });
+            assert_eq!(n, if i.is_multiple_of(3) { 3 } else { 1 });
             total += n;
         });
         assert_eq!(total, 20_000 + 2 * 6_667);

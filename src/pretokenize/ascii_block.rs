@@ -20,17 +20,44 @@ pub struct Masks {
     pub apostrophe: u64,
 }
 
-/// The masks of `block`.
-#[inline(always)]
-pub fn masks(block: &[u8; 64]) -> Masks {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: SSE2 is part of the x86_64 baseline, so the CPU has it.
-        unsafe { sse2::masks(block) }
+/// A way to compute the [`Masks`] of a block. The scanners are generic over it so
+/// that each kernel is inlined into a copy of the whole scan loop compiled for its
+/// instruction set (see `pretokenize::scan_named`).
+pub trait Classify {
+    fn masks(block: &[u8; 64]) -> Masks;
+}
+
+/// The kernel every CPU of the target has: SSE2 on x86_64, else one byte at a time.
+pub struct Baseline;
+
+impl Classify for Baseline {
+    #[inline(always)]
+    fn masks(block: &[u8; 64]) -> Masks {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: SSE2 is part of the x86_64 baseline, so the CPU has it.
+            unsafe { sse2::masks(block) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            scalar_masks(block)
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        scalar_masks(block)
+}
+
+/// AVX-512BW: one compare into a mask register per class for all 64 bytes (SSE2
+/// needs four compares and four mask moves per class). Only for code compiled with
+/// `avx512f,avx512bw` enabled, on a CPU that has them.
+#[cfg(target_arch = "x86_64")]
+pub struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl Classify for Avx512 {
+    #[inline(always)]
+    fn masks(block: &[u8; 64]) -> Masks {
+        // SAFETY: `Avx512` is only used inside functions compiled with AVX-512BW,
+        // which run only after the CPU was checked for it.
+        unsafe { avx512::masks(block) }
     }
 }
 
@@ -110,6 +137,46 @@ mod sse2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::Masks;
+    use std::arch::x86_64::*;
+
+    /// Bytes `x` with `x - low` below `count` (unsigned): `low..low + count`.
+    #[inline(always)]
+    unsafe fn in_range(x: __m512i, low: u8, count: u8) -> u64 {
+        _mm512_cmplt_epu8_mask(
+            _mm512_sub_epi8(x, _mm512_set1_epi8(low as i8)),
+            _mm512_set1_epi8(count as i8),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn eq(x: __m512i, c: u8) -> u64 {
+        _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c as i8))
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512BW, and the caller be compiled with them
+    /// (so that the intrinsics are inlined).
+    #[inline(always)]
+    pub unsafe fn masks(block: &[u8; 64]) -> Masks {
+        let x = _mm512_loadu_si512(block.as_ptr().cast());
+        let folded = _mm512_or_si512(x, _mm512_set1_epi8(0x20));
+        let space = eq(x, b' ');
+        Masks {
+            non_ascii: _mm512_movepi8_mask(x),
+            letter: in_range(folded, b'a', 26),
+            upper: in_range(x, b'A', 26),
+            digit: in_range(x, b'0', 10),
+            ws: space | in_range(x, 9, 5),
+            space,
+            newline: eq(x, b'\r') | eq(x, b'\n'),
+            apostrophe: eq(x, b'\''),
+        }
+    }
+}
+
 /// A block of 64 plain-ASCII bytes with its class masks, as the `block_starts` of the
 /// scanners see it.
 pub struct Block {
@@ -131,14 +198,14 @@ pub fn prev(x: u64) -> u64 {
 /// fewer than 65 bytes are left, else `Err(i)` with `i` the block's last non-ASCII byte
 /// (in CJK or Cyrillic text that skips whole blocks, not one character).
 #[inline(always)]
-pub fn load(b: &[u8], w: usize) -> Result<Block, usize> {
+pub fn load<C: Classify>(b: &[u8], w: usize) -> Result<Block, usize> {
     let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
         return Err(b.len());
     };
     let Some(&after) = b.get(w + 64) else {
         return Err(b.len());
     };
-    let m = masks(block);
+    let m = C::masks(block);
     if m.non_ascii != 0 {
         return Err(w + 63 - m.non_ascii.leading_zeros() as usize);
     }
@@ -257,11 +324,24 @@ mod tests {
 
     #[test]
     fn simd_masks_equal_scalar_masks() {
-        for start in 0..=192u8 {
-            let block: [u8; 64] = std::array::from_fn(|k| start.wrapping_add(k as u8));
-            assert_eq!(masks(&block), scalar_masks(&block), "{start}");
+        let mut blocks: Vec<[u8; 64]> = (0..=255u8)
+            .map(|start| std::array::from_fn(|k| start.wrapping_add(k as u8)))
+            .collect();
+        blocks.push(*b"It's 12 o'clock\t\r\n  x\x0b\x0c\x1c{z}[a]@`/:09AZaz\x7f\xff\xc3\xa9 the end. don't 'LL!");
+        for block in &blocks {
+            let want = scalar_masks(block);
+            assert_eq!(Baseline::masks(block), want);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW (and so AVX-512F).
+                assert_eq!(unsafe { avx512_masks(block) }, want);
+            }
         }
-        let text = *b"It's 12 o'clock\t\r\n  x\x0b\x0c\x1c{z}[a]@`/:09AZaz\x7f\xff\xc3\xa9 the end. don't 'LL!";
-        assert_eq!(masks(&text), scalar_masks(&text));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn avx512_masks(block: &[u8; 64]) -> Masks {
+        Avx512::masks(block)
     }
 }

@@ -13,6 +13,7 @@
 
 use super::ascii_block::{
     digit_group_starts, line_break_runs, load, punctuation_and_word_starts, whitespace_starts,
+    Classify,
 };
 use super::common::{
     contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
@@ -68,9 +69,17 @@ pub fn piece_end(b: &[u8], i: usize) -> usize {
 
 /// Splits `text`, calling `f(start, end)` with each piece's byte range (`None` if a
 /// scanner broke its promise).
+// Closures, not the functions themselves: passed as fn items they were called
+// through a shim that was not inlined into the AVX-512 copy of the loop.
+#[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
-    scan_blocks(text, f, block_starts, piece_end)
+pub fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+    scan_blocks(
+        text,
+        f,
+        |b, w| block_starts::<C>(b, w),
+        |b, i| piece_end(b, i),
+    )
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
@@ -91,8 +100,8 @@ pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
 /// A whitespace run that reaches past the block (where it ends decides its pieces)
 /// ends the block's starts where it begins.
 #[inline(always)]
-fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let blk = load(b, w)?;
+fn block_starts<C: Classify>(b: &[u8], w: usize) -> Result<u64, usize> {
+    let blk = load::<C>(b, w)?;
     let (mut starts, after_lone_other) = punctuation_and_word_starts(&blk);
     // A lone `'` before letters is a contraction when they allow.
     let mut quotes = (after_lone_other >> 1) & blk.m.apostrophe;

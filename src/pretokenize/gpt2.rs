@@ -13,7 +13,7 @@
 //! on this project's 2-core test machine); the block path has no per-character
 //! branch and about doubles that. cl100k and o200k do the same.
 
-use super::ascii_block::{load, prev, whitespace_starts};
+use super::ascii_block::{load, prev, whitespace_starts, Classify};
 use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};
 use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
@@ -68,9 +68,17 @@ fn whitespace(b: &[u8], i: usize) -> usize {
 
 /// Splits `text`, calling `f(start, end)` with each piece's byte range (`None` if a
 /// scanner broke its promise).
+// Closures, not the functions themselves: passed as fn items they were called
+// through a shim that was not inlined into the AVX-512 copy of the loop.
+#[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
-    scan_blocks(text, f, block_starts, piece_end)
+pub fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+    scan_blocks(
+        text,
+        f,
+        |b, w| block_starts::<C>(b, w),
+        |b, i| piece_end(b, i),
+    )
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts
@@ -86,8 +94,8 @@ pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
 /// - an apostrophe that starts a piece and is followed by `s d m t ll ve re` ends
 ///   its piece after those letters (a contraction).
 #[inline(always)]
-fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let blk = load(b, w)?;
+fn block_starts<C: Classify>(b: &[u8], w: usize) -> Result<u64, usize> {
+    let blk = load::<C>(b, w)?;
     let m = &blk.m;
     let run_starts =
         (m.letter & !prev(m.letter)) | (m.digit & !prev(m.digit)) | (blk.other & !prev(blk.other));

@@ -26,6 +26,7 @@ mod unicode_tables;
 mod tests;
 
 use crate::error::{Error, Result};
+use ascii_block::{Baseline, Classify};
 use regex_engine::RegexSplitter;
 
 /// Which engine splits the text.
@@ -43,6 +44,7 @@ pub struct Pretokenizer {
     pattern: String,
     /// Only for `Kind::Custom`: the scanners need no compiled regex.
     regex: Option<RegexSplitter>,
+    simd: Simd,
 }
 
 impl Pretokenizer {
@@ -70,6 +72,7 @@ impl Pretokenizer {
             kind,
             pattern: text.to_owned(),
             regex,
+            simd: Simd::detect(),
         })
     }
 
@@ -91,11 +94,32 @@ impl Pretokenizer {
                 let start = (p.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
                 f(start, start + p.len());
             }),
-            (Kind::Gpt2, None) => gpt2::scan(text, f).ok_or_else(|| scanner_bug(text)),
-            (Kind::Cl100k, None) => cl100k::scan(text, f).ok_or_else(|| scanner_bug(text)),
-            (Kind::O200k, None) => o200k::scan(text, f).ok_or_else(|| scanner_bug(text)),
             (Kind::Custom, None) => Err(Error::invalid("custom pattern without a regex")),
+            (kind, None) => {
+                let scanned = match self.simd {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: `Simd::Avx512` is only chosen on a CPU that has it.
+                    Simd::Avx512 => unsafe { scan_avx512(kind, text, f) },
+                    _ => scan_named::<Baseline>(kind, text, f),
+                };
+                scanned.ok_or_else(|| scanner_bug(text))
+            }
         }
+    }
+
+    /// The same pre-tokenizer using the block kernel `simd` (for tests and
+    /// benchmarks; the default is the best the CPU has). A kernel the CPU lacks
+    /// falls back to the baseline.
+    pub fn with_simd(mut self, simd: Simd) -> Self {
+        self.simd = match simd {
+            Simd::Baseline => Simd::Baseline,
+            Simd::Avx512 => Simd::detect(),
+        };
+        self
+    }
+
+    pub fn simd(&self) -> Simd {
+        self.simd
     }
 
     /// Calls `f` with each piece of `text`, in order.
@@ -116,6 +140,54 @@ impl Pretokenizer {
         self.for_each_piece(text, |p| out.push(p))?;
         Ok(out)
     }
+}
+
+/// The instruction set of the scanners' block kernel ([`ascii_block::Classify`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    /// SSE2 on x86_64 (every such CPU has it), plain code elsewhere.
+    Baseline,
+    /// AVX-512BW: about 1.1x the baseline scan on English (`benchmarks/RESULTS.md`).
+    Avx512,
+}
+
+impl Simd {
+    /// The best kernel this CPU runs.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("popcnt")
+        {
+            return Simd::Avx512;
+        }
+        Simd::Baseline
+    }
+}
+
+/// The scanner of a named pattern with block kernel `C`, inlined with the caller's
+/// callback into one loop.
+#[inline(always)]
+fn scan_named<C: Classify>(kind: Kind, text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+    match kind {
+        Kind::Gpt2 => gpt2::scan::<C>(text, f),
+        Kind::Cl100k => cl100k::scan::<C>(text, f),
+        Kind::O200k => o200k::scan::<C>(text, f),
+        Kind::Custom => None,
+    }
+}
+
+/// [`scan_named`] compiled for AVX-512 (with BMI for the bit scans), callback included.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512BW, BMI1, BMI2 and LZCNT ([`Simd::detect`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn scan_avx512(kind: Kind, text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+    scan_named::<ascii_block::Avx512>(kind, text, f)
 }
 
 /// The error for a scanner that broke its promise (a piece that is empty or not on

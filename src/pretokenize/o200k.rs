@@ -19,7 +19,8 @@
 //! plain ASCII at once, and `piece_end` serves everything else.
 
 use super::ascii_block::{
-    digit_group_starts, line_break_runs, load, prev, punctuation_and_word_starts, whitespace_starts,
+    digit_group_starts, line_break_runs, load, prev, punctuation_and_word_starts,
+    whitespace_starts, Classify,
 };
 use super::common::{
     contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
@@ -110,9 +111,17 @@ fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
 
 /// Splits `text`, calling `f(start, end)` with each piece's byte range (`None` if a
 /// scanner broke its promise).
+// Closures, not the functions themselves: passed as fn items they were called
+// through a shim that was not inlined into the AVX-512 copy of the loop.
+#[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
-    scan_blocks(text, f, block_starts, piece_end)
+pub fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+    scan_blocks(
+        text,
+        f,
+        |b, w| block_starts::<C>(b, w),
+        |b, i| piece_end(b, i),
+    )
 }
 
 /// Where pieces start in `b[w..w + 64]` (bit k: at `w + k`), given that one starts at
@@ -124,8 +133,8 @@ pub fn scan(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
 /// - a punctuation run takes `[\r\n/]*` after it; the first time that happens the
 ///   block ends right after what it took (what follows starts afresh there).
 #[inline(always)]
-fn block_starts(b: &[u8], w: usize) -> Result<u64, usize> {
-    let blk = load(b, w)?;
+fn block_starts<C: Classify>(b: &[u8], w: usize) -> Result<u64, usize> {
+    let blk = load::<C>(b, w)?;
     let m = &blk.m;
     // Where the first punctuation run takes line breaks: everything from there on is
     // redone by the next block, which starts right after what it took.

@@ -49,17 +49,22 @@ const NAMED: [(&str, &str); 3] = [
     ("o200k", patterns::O200K),
 ];
 
-/// Each scanner with its pattern on the regex engine, compiled once.
+/// Each scanner, with each block kernel this CPU has, and its pattern on the regex
+/// engine, compiled once.
 fn engines() -> Vec<(Pretokenizer, RegexSplitter)> {
-    NAMED
-        .iter()
-        .map(|(name, pattern)| {
-            (
-                Pretokenizer::new(name).unwrap(),
-                RegexSplitter::new(pattern).unwrap(),
-            )
-        })
-        .collect()
+    let mut kernels = vec![Simd::Baseline];
+    if Simd::detect() != Simd::Baseline {
+        kernels.push(Simd::detect());
+    }
+    let mut out = Vec::new();
+    for (name, pattern) in NAMED {
+        for &simd in &kernels {
+            let scanner = Pretokenizer::new(name).unwrap().with_simd(simd);
+            assert_eq!(scanner.simd(), simd);
+            out.push((scanner, RegexSplitter::new(pattern).unwrap()));
+        }
+    }
+    out
 }
 
 /// Panics with the first difference between each scanner and the regex engine on `text`.
@@ -68,7 +73,13 @@ fn check(engines: &[(Pretokenizer, RegexSplitter)], text: &str) {
         let got = scanner.pieces(text).unwrap();
         let mut want = Vec::new();
         regex.for_each_piece(text, |p| want.push(p)).unwrap();
-        assert_eq!(got, want, "{:?} on {text:?}", scanner.kind());
+        assert_eq!(
+            got,
+            want,
+            "{:?} {:?} on {text:?}",
+            scanner.kind(),
+            scanner.simd()
+        );
     }
 }
 

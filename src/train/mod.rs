@@ -107,7 +107,7 @@ pub fn train(
                 );
             }
         }
-        if merges.len() % REPORT_EVERY == 0 {
+        if merges.len().is_multiple_of(REPORT_EVERY) {
             progress.set_done(merges.len() as u64);
             progress.check()?;
         }
