@@ -12,22 +12,28 @@
 //!   one branch per piece is "was it found at home with at most three ids".
 
 use super::encoder::{Encoder, Workspace};
-use super::short::{short_hash, short_key, short_key_in, SHORT_IDS, SHORT_LEN};
+use super::short::{short_hash, short_key, short_key_in, ShortTable, SHORT_IDS, SHORT_LEN};
 
 /// Pieces per batch.
 pub const BATCH: usize = 64;
 
-/// The loop's key of every piece longer than [`SHORT_LEN`]: no entry has it, since a
-/// real key's top byte is its length (1 to 15).
-const LONG_KEY_FLAG: u128 = 1 << 127;
+/// Flags in the top bits of the loop's keys, which no entry has (a real key's top
+/// byte is its length, 1 to 15): a piece longer than [`SHORT_LEN`], and a special
+/// token (its id in the low bits). Both miss the probe and go the slow way.
+const LONG_KEY: u128 = 1 << 127;
+const SPECIAL_KEY: u128 = 1 << 126;
 
-/// A batch of pieces: their byte ranges, then (once keyed) their keys and hashes.
+/// A batch of pieces: their byte ranges (a special token's is `(SPECIAL_START, id)`),
+/// then (once keyed) their keys and hashes.
 pub struct Batch {
     spans: [(usize, usize); BATCH],
     keys: [u128; BATCH],
     hashes: [u64; BATCH],
     len: usize,
 }
+
+/// The start of a special token's span, which no text piece has.
+const SPECIAL_START: usize = usize::MAX;
 
 impl Default for Batch {
     fn default() -> Self {
@@ -41,14 +47,19 @@ impl Default for Batch {
 }
 
 impl Batch {
-    /// Records a piece; true when the batch is full.
+    /// Records the piece at `start..end` of the text; true when the batch is full.
     #[inline(always)]
     pub fn push(&mut self, start: usize, end: usize) -> bool {
-        if let Some(span) = self.spans.get_mut(self.len) {
-            *span = (start, end);
+        if let Some(slot) = self.spans.get_mut(self.len) {
+            *slot = (start, end);
             self.len += 1;
         }
         self.len == BATCH
+    }
+
+    /// Records a special token (a piece of its own); true when the batch is full.
+    pub fn push_special(&mut self, id: u32) -> bool {
+        self.push(SPECIAL_START, id as usize)
     }
 
     pub fn clear(&mut self) {
@@ -56,7 +67,97 @@ impl Batch {
     }
 }
 
+/// The loop's key of a piece less than 16 bytes from the end of the text, or of a
+/// special token.
+#[cold]
+#[inline(never)]
+fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
+    if start == SPECIAL_START {
+        return SPECIAL_KEY | end as u128;
+    }
+    match bytes.get(start..end).map_or(0, short_key) {
+        0 => LONG_KEY,
+        key => key,
+    }
+}
+
+impl Batch {
+    /// Keys piece `i` and prefetches its table line.
+    #[inline(always)]
+    fn key(&mut self, i: usize, bytes: &[u8], short: &ShortTable) {
+        let (start, end) = self.spans[i];
+        let len = end.wrapping_sub(start);
+        // Away from the end of the text the key is one load and a mask.
+        let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
+            Some(window) => short_key_in(window, len) | (u128::from(len > SHORT_LEN) << 127),
+            None => rare_key(bytes, start, end),
+        };
+        let hash = short_hash(key);
+        short.prefetch(hash);
+        self.keys[i] = key;
+        self.hashes[i] = hash;
+    }
+}
+
+/// Where the emit writes: `out`'s buffer and length, kept in registers between slow
+/// pieces (through `out` they were reloaded after every store).
+struct Emit {
+    dst: *mut u32,
+    written: usize,
+}
+
+impl Emit {
+    /// Room for four words at every write (a fast piece adds at most three) for
+    /// `pieces` more pieces.
+    #[inline(always)]
+    fn open(out: &mut Vec<u32>, pieces: usize) -> Self {
+        out.reserve(pieces * SHORT_IDS + 4);
+        Self {
+            dst: out.as_mut_ptr(),
+            written: out.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn close(&self, out: &mut Vec<u32>) {
+        // SAFETY: every word below `written` was written, within the capacity.
+        unsafe { out.set_len(self.written) };
+    }
+}
+
 impl Encoder {
+    /// Emits piece `i` of `batch` (keyed) onto `out`, of which `emit` holds the end.
+    #[inline(always)]
+    fn emit(
+        &self,
+        batch: &Batch,
+        i: usize,
+        bytes: &[u8],
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+        emit: &mut Emit,
+    ) {
+        let (words, found) = ws.short.probe_home(&batch.keys[i], batch.hashes[i]);
+        let n = words.count();
+        let fast = found & (n <= SHORT_IDS);
+        // SAFETY: `written + 4 <= capacity`, as `Emit::open` reserved. Only the `n`
+        // words of a fast piece become part of the vector.
+        unsafe { words.write(emit.dst.add(emit.written)) };
+        emit.written += if fast { n } else { 0 };
+        if !fast {
+            emit.close(out);
+            let (start, end) = batch.spans[i];
+            let key = batch.keys[i];
+            if key & SPECIAL_KEY != 0 {
+                out.push(end as u32);
+            } else {
+                let key = if key & LONG_KEY != 0 { 0 } else { key };
+                self.encode_slow(&bytes[start..end], key, batch.hashes[i], ws, out);
+            }
+            *emit = Emit::open(out, batch.len - i - 1);
+        }
+    }
+
     /// Keys and prefetches the pieces of `next` while it emits those of `ready`
     /// (keyed by the previous step) onto `out`; then `ready` is done and `next`
     /// becomes the batch to emit.
@@ -70,50 +171,18 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) {
         let (n_new, n_old) = (next.len, ready.len);
-        // Room for four words at every write: a fast piece adds at most three.
-        out.reserve(n_old * SHORT_IDS + 4);
-        let mut written = out.len();
-        let mut dst = out.as_mut_ptr();
-        for i in 0..n_new.max(n_old) {
-            if i < n_new {
-                let (start, end) = next.spans[i];
-                let len = end - start;
-                // Away from the end of the text the key is one load and a mask.
-                let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
-                    Some(window) => short_key_in(window, len),
-                    None => bytes.get(start..end).map_or(0, short_key),
-                };
-                let key = key | (u128::from(len > SHORT_LEN) << 127);
-                let hash = short_hash(key);
-                ws.short.prefetch(hash);
-                next.keys[i] = key;
-                next.hashes[i] = hash;
-            }
-            if i < n_old {
-                let (words, found) = ws.short.probe_home(&ready.keys[i], ready.hashes[i]);
-                let n = words[3] as usize;
-                let fast = found & (n <= SHORT_IDS);
-                // SAFETY: `written + 4 <= capacity`: reserved above for the whole
-                // batch and again after any slow piece. Only the `n` words of a fast
-                // piece become part of the vector.
-                unsafe { dst.add(written).cast::<[u32; 4]>().write_unaligned(words) };
-                written += if fast { n } else { 0 };
-                if !fast {
-                    // SAFETY: every word below `written` was written.
-                    unsafe { out.set_len(written) };
-                    let (start, end) = ready.spans[i];
-                    let key = match ready.keys[i] & LONG_KEY_FLAG {
-                        0 => ready.keys[i],
-                        _ => 0,
-                    };
-                    self.encode_slow(&bytes[start..end], key, ready.hashes[i], ws, out);
-                    out.reserve((n_old - i) * SHORT_IDS + 4);
-                    written = out.len();
-                    dst = out.as_mut_ptr();
-                }
-            }
+        let both = n_new.min(n_old);
+        let mut emit = Emit::open(out, n_old);
+        for i in 0..both {
+            next.key(i, bytes, &ws.short);
+            self.emit(ready, i, bytes, ws, out, &mut emit);
         }
-        // SAFETY: every word below `written` was written.
-        unsafe { out.set_len(written) };
+        for i in both..n_new {
+            next.key(i, bytes, &ws.short);
+        }
+        for i in both..n_old {
+            self.emit(ready, i, bytes, ws, out, &mut emit);
+        }
+        emit.close(out);
     }
 }

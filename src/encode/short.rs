@@ -13,6 +13,8 @@
 //! in ordinary pages: huge pages made warm lookups 10% slower on the test VM.
 
 use crate::hugemem::{Zeroable, ZeroedBuf};
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{__m128i, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128};
 
 pub use crate::piecekey::{key_in as short_key_in, key_of as short_key, KEY_LEN as SHORT_LEN};
 
@@ -44,18 +46,55 @@ impl Slot {
     }
 }
 
+/// A slot's three id words and count as the emit loop's probe gives them: kept in a
+/// vector register on x86_64 (as a `[u32; 4]` the compiler split its store in three).
+#[derive(Clone, Copy)]
+pub struct Words(
+    #[cfg(target_arch = "x86_64")] __m128i,
+    #[cfg(not(target_arch = "x86_64"))] [u32; 4],
+);
+
+impl Words {
+    /// The id count (more than [`SHORT_IDS`]: the ids are spilled).
+    #[inline(always)]
+    pub fn count(self) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe {
+            _mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(self.0)) as u32 as usize
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self.0[3] as usize
+        }
+    }
+
+    /// Writes the four words at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writing four `u32`s.
+    #[inline(always)]
+    pub unsafe fn write(self, dst: *mut u32) {
+        #[cfg(target_arch = "x86_64")]
+        _mm_storeu_si128(dst.cast(), self.0);
+        #[cfg(not(target_arch = "x86_64"))]
+        dst.cast::<[u32; 4]>().write_unaligned(self.0);
+    }
+}
+
 /// Two slots in one cache line: a probe reads both at the cost of one miss.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(64))]
 struct Pair([Slot; 2]);
 
-/// The hash of a key; the table uses its low bits.
+/// The hash of a key; the table uses its low bits. A folded multiply (the high and
+/// low halves of one 64x64-bit product, XORed): one multiply where two were used.
 #[inline]
 pub fn short_hash(key: u128) -> u64 {
-    let lo = key as u64;
-    let hi = (key >> 64) as u64;
-    (lo.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi.wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
-        .rotate_left(29)
+    let lo = key as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    let hi = (key >> 64) as u64 ^ 0xc2b2_ae3d_27d4_eb4f;
+    let product = u128::from(lo) * u128::from(hi);
+    product as u64 ^ (product >> 64) as u64
 }
 
 /// The pair probe in SSE2 registers. Plain Rust compiled the choice between the two
@@ -63,7 +102,7 @@ pub fn short_hash(key: u128) -> u64 {
 /// mispredicted half the time) or a select of addresses followed by a dependent load.
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
-    use super::Pair;
+    use super::{Pair, Words};
     use std::arch::x86_64::*;
 
     /// All ones where the 128-bit `a` and `b` are equal, else all zeros.
@@ -77,7 +116,7 @@ mod sse2 {
     /// # Safety
     /// The CPU must have SSE2 (every x86_64 CPU does).
     #[inline(always)]
-    pub unsafe fn probe_pair(pair: &Pair, key: &u128) -> ([u32; 4], bool) {
+    pub unsafe fn probe_pair(pair: &Pair, key: &u128) -> (Words, bool) {
         let p = (pair as *const Pair).cast::<__m128i>();
         let k = _mm_loadu_si128((key as *const u128).cast());
         // A slot is its key then its words: 16 + 16 bytes.
@@ -88,7 +127,7 @@ mod sse2 {
             _mm_andnot_si128(hit_a, _mm_load_si128(p.add(3))),
         );
         let found = _mm_movemask_epi8(_mm_or_si128(hit_a, hit_b)) != 0;
-        (std::mem::transmute::<__m128i, [u32; 4]>(words), found)
+        (Words(words), found)
     }
 }
 
@@ -147,7 +186,7 @@ impl ShortTable {
     /// and whether it was there, with no branch at all: the words of a miss are
     /// another entry's. `key` must not be 0 (it would match an empty slot).
     #[inline(always)]
-    pub fn probe_home(&self, key: &u128, hash: u64) -> ([u32; 4], bool) {
+    pub fn probe_home(&self, key: &u128, hash: u64) -> (Words, bool) {
         let home = self.home(hash);
         // SAFETY: `home` is masked by `len - 1` and `len` is a power of two.
         let pair = unsafe { self.pairs.as_slice().get_unchecked(home) };
@@ -161,7 +200,7 @@ impl ShortTable {
             let [a, b] = &pair.0;
             let hit_a = a.key == *key;
             let (words, _) = if hit_a { a.words() } else { b.words() };
-            (words, hit_a | (b.key == *key))
+            (Words(words), hit_a | (b.key == *key))
         }
     }
 
