@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::encoder::Encoder;
 use super::npy;
@@ -144,6 +145,9 @@ fn write_npy(
         .collect();
     let mut count = 0u64;
     let mut bytes_out = Vec::new();
+    // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
+    // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
+    let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
     ordered_map(
         chunks.len(),
         threads,
@@ -153,7 +157,10 @@ fn write_npy(
             progress.check()?;
             let (s, range) = &chunks[i];
             let text = corpus::decode(&sources[*s], range.clone(), options.utf8)?;
-            let mut ids = Vec::with_capacity(range.len() / 3 + 16);
+            let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
+            let mut ids = spare.unwrap_or_default();
+            ids.clear();
+            ids.reserve(range.len() / 2 + 16);
             encoder.encode_into(&text, allowed, ws, &mut ids)?;
             progress.add(range.len() as u64);
             Ok(ids)
@@ -165,6 +172,9 @@ fn write_npy(
             // Done with these bytes: keep the mapped file out of resident memory.
             let (s, range) = &chunks[i];
             sources[*s].release(range.clone());
+            if let Ok(mut spare) = spare_buffers.lock() {
+                spare.push(ids);
+            }
             Ok(())
         },
     )?;
