@@ -6,7 +6,10 @@ code point, and on every file of ../shared/data."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import regex
@@ -119,6 +122,39 @@ def test_long_inputs(name):
     text = ("The quick brown fox's 12345 jumps!!\r\n\r\n   über ǅ 中文  \t" * 2000) + " " * 5000
     assert_same(name, text)
     assert_same(name, "a" * 100_000 + "1" * 100_001 + "!" * 100_002 + " " * 100_003 + "b")
+
+
+BASELINE_CHECK = """
+import json, sys
+import regex
+import bpekit
+from bpekit import _core, patterns
+assert _core.scanner_kernel() == "baseline", _core.scanner_kernel()
+text = sys.stdin.read()
+bad = [n for n in ["gpt2", "cl100k", "o200k"]
+       if bpekit.pretokenize(text, n) != regex.findall(patterns.resolve(n), text)]
+print(json.dumps(bad))
+"""
+
+
+def test_baseline_kernel_when_forced():
+    """The SSE2 block kernel (what CPUs without AVX-512 run) is the one in use with
+    BPEKIT_SIMD=baseline, and gives the regex's pieces on mixed ASCII-heavy text."""
+    assert _core.scanner_kernel() in ("avx512", "baseline")
+    text = (
+        "The quick brown fox's 12345 jumps!!\r\n\r\n   über ǅ 中文  \t It'S camelCase/path\n" * 500
+    ) + " " * 70
+    env = dict(os.environ, BPEKIT_SIMD="baseline")
+    proc = subprocess.run(
+        [sys.executable, "-c", BASELINE_CHECK],
+        input=text,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
 
 
 def test_pretokenize_api():

@@ -9,8 +9,11 @@
 //!
 //! Each scanner has `piece_end(bytes, start) -> end` for any text and
 //! `block_starts` for 64 bytes of plain ASCII at once (`common::scan_blocks` drives
-//! both): the pieces are byte ranges of the input, found without allocating. Character classes come from `unicode_tables.rs`, generated
-//! from the pinned `regex` package by `scripts/gen_unicode_tables.py`.
+//! both): the pieces are byte ranges of the input (`for_each_span`), found without
+//! allocating. The block's class masks come from a kernel picked at run time
+//! ([`Simd`]): the whole scan loop, with the caller's callback inlined, is compiled
+//! once per kernel. Character classes come from `unicode_tables.rs`, generated from
+//! the pinned `regex` package by `scripts/gen_unicode_tables.py`.
 
 mod ascii_block;
 mod cl100k;
@@ -113,7 +116,7 @@ impl Pretokenizer {
     pub fn with_simd(mut self, simd: Simd) -> Self {
         self.simd = match simd {
             Simd::Baseline => Simd::Baseline,
-            Simd::Avx512 => Simd::detect(),
+            Simd::Avx512 => Simd::best(),
         };
         self
     }
@@ -152,8 +155,28 @@ pub enum Simd {
 }
 
 impl Simd {
-    /// The best kernel this CPU runs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Baseline => "baseline",
+            Simd::Avx512 => "avx512",
+        }
+    }
+}
+
+impl Simd {
+    /// The kernel the scanners use: the best this CPU runs, unless the environment
+    /// variable `BPEKIT_SIMD=baseline` asks for the baseline (to compare the kernels,
+    /// or to rule one out). Read once per process.
     pub fn detect() -> Self {
+        static CHOSEN: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| match std::env::var("BPEKIT_SIMD").as_deref() {
+            Ok("baseline") => Simd::Baseline,
+            _ => Simd::best(),
+        })
+    }
+
+    /// The best kernel this CPU runs.
+    pub fn best() -> Self {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")

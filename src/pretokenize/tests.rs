@@ -53,8 +53,8 @@ const NAMED: [(&str, &str); 3] = [
 /// engine, compiled once.
 fn engines() -> Vec<(Pretokenizer, RegexSplitter)> {
     let mut kernels = vec![Simd::Baseline];
-    if Simd::detect() != Simd::Baseline {
-        kernels.push(Simd::detect());
+    if Simd::best() != Simd::Baseline {
+        kernels.push(Simd::best());
     }
     let mut out = Vec::new();
     for (name, pattern) in NAMED {

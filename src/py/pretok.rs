@@ -32,6 +32,13 @@ fn pretokenizer_engine(pattern: &str) -> PyResult<&'static str> {
     })
 }
 
+/// The block kernel the scanners use in this process: "avx512" or "baseline" (SSE2 on
+/// x86_64); `BPEKIT_SIMD=baseline` in the environment forces the baseline.
+#[pyfunction]
+fn scanner_kernel() -> &'static str {
+    crate::pretokenize::Simd::detect().name()
+}
+
 /// The scanners' class of each code point in `start..stop`, as `regex` names them:
 /// one little-endian u16 per code point, bit 0 `\p{L}`, 1 `\p{N}`, 2 `\p{Lu}`,
 /// 3 `\p{Ll}`, 4 `\p{Lt}`, 5 `\p{Lm}`, 6 `\p{Lo}`, 7 `\p{M}`, 8 `\s`. For the
@@ -82,6 +89,7 @@ fn _time_pretokenize(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenizer_engine, m)?)?;
+    m.add_function(wrap_pyfunction!(scanner_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(_char_classes, m)?)?;
     m.add_function(wrap_pyfunction!(_time_pretokenize, m)?)?;
     m.add("UNICODE_VERSION", unicode::UNICODE_VERSION)?;
