@@ -68,6 +68,8 @@ def main() -> None:
 
     data = corpora(args.bench_dir)
     print(f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {machine()}")
+    # BPEKIT_SIMD=baseline in the environment times the SSE2 kernel instead.
+    print(f"scanner block kernel: {_core.scanner_kernel()}")
     print("corpus sizes: " + ", ".join(f"{k} {len(v) / 1e6:.1f} MB" for k, v in data.items()))
     print()
     print(f"{'pattern':8s} {'engine':8s} " + " ".join(f"{k:>10s}" for k in data) + "   (MB/s, 1 thread)")
