@@ -21,6 +21,8 @@ pub unsafe trait Zeroable: Copy {}
 
 // SAFETY: integers and tuples of them are valid as zeros (padding included).
 unsafe impl Zeroable for (u128, u64) {}
+// SAFETY: any bit pattern is a valid `u64`.
+unsafe impl Zeroable for u64 {}
 
 /// Asks the kernel to back the whole 2 MiB pages inside `ptr..ptr + len` with huge
 /// pages. Only a hint; where huge pages are off, nothing changes. Call it before the

@@ -11,6 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::pairs::PairTable;
 use super::table::{Bpe, NONE};
 
 /// Pieces up to this many bytes use the scan.
@@ -20,8 +21,8 @@ pub const HEAP_THRESHOLD: usize = 128;
 #[derive(Default, Debug)]
 pub struct Scratch {
     parts: Vec<u32>,
-    /// `(rank, merged id)` of the pair starting at each part; `rank == NONE` if none.
-    ranks: Vec<(u32, u32)>,
+    /// Rank of the pair starting at each part; `NONE` if none.
+    ranks: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
     heap: BinaryHeap<Reverse<(u32, u32, u32, u32)>>,
@@ -37,25 +38,37 @@ pub fn merge_piece(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out:
     }
 }
 
+/// `rank` if it is below `max_rank`, else `NONE`.
 #[inline]
-fn rank_of(bpe: &Bpe, left: u32, right: u32, max_rank: u32) -> (u32, u32) {
-    match bpe.pair(left, right) {
-        Some((rank, id)) if rank < max_rank => (rank, id),
-        _ => (NONE, NONE),
+fn below(rank: u32, max_rank: u32) -> u32 {
+    if rank < max_rank {
+        rank
+    } else {
+        NONE
     }
 }
 
+#[inline]
+fn rank_of(pairs: &PairTable, left: u32, right: u32, max_rank: u32) -> u32 {
+    below(pairs.rank(left, right), max_rank)
+}
+
 fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+    let pairs = bpe.pairs();
     let parts = &mut s.parts;
     let ranks = &mut s.ranks;
     parts.clear();
     parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
     ranks.clear();
-    ranks.extend(parts.windows(2).map(|w| rank_of(bpe, w[0], w[1], max_rank)));
+    ranks.extend(
+        piece
+            .windows(2)
+            .map(|w| below(pairs.byte_rank(w[0], w[1]), max_rank)),
+    );
     loop {
         let mut best = NONE;
         let mut at = 0;
-        for (i, &(r, _)) in ranks.iter().enumerate() {
+        for (i, &r) in ranks.iter().enumerate() {
             if r < best {
                 best = r;
                 at = i;
@@ -64,20 +77,21 @@ fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
         if best == NONE {
             break;
         }
-        parts[at] = ranks[at].1;
+        parts[at] = pairs.merged_id(best);
         parts.remove(at + 1);
         ranks.remove(at);
         if at + 1 < parts.len() {
-            ranks[at] = rank_of(bpe, parts[at], parts[at + 1], max_rank);
+            ranks[at] = rank_of(pairs, parts[at], parts[at + 1], max_rank);
         }
         if at > 0 {
-            ranks[at - 1] = rank_of(bpe, parts[at - 1], parts[at], max_rank);
+            ranks[at - 1] = rank_of(pairs, parts[at - 1], parts[at], max_rank);
         }
     }
     out.extend_from_slice(parts);
 }
 
 fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+    let pairs = bpe.pairs();
     let n = piece.len();
     let Scratch {
         parts,
@@ -95,7 +109,7 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
     heap.clear();
     let push = |heap: &mut BinaryHeap<_>, parts: &[u32], at: u32, right: u32| {
         let (l, r) = (parts[at as usize], parts[right as usize]);
-        let (rank, _) = rank_of(bpe, l, r, max_rank);
+        let rank = rank_of(pairs, l, r, max_rank);
         if rank != NONE {
             heap.push(Reverse((rank, at, l, r)));
         }
@@ -104,20 +118,17 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
     let mut initial = std::mem::take(heap).into_vec();
     initial.extend((0..n.saturating_sub(1)).filter_map(|i| {
         let (l, r) = (parts[i], parts[i + 1]);
-        let (rank, _) = rank_of(bpe, l, r, max_rank);
+        let rank = rank_of(pairs, l, r, max_rank);
         (rank != NONE).then_some(Reverse((rank, i as u32, l, r)))
     }));
     *heap = BinaryHeap::from(initial);
-    while let Some(Reverse((_, at, l, r))) = heap.pop() {
+    while let Some(Reverse((rank, at, l, r))) = heap.pop() {
         let right = next[at as usize];
         // Stale entry: a neighbour merged since it was pushed.
         if parts[at as usize] != l || right == NONE || parts[right as usize] != r {
             continue;
         }
-        let Some((_, merged)) = bpe.pair(l, r) else {
-            continue;
-        };
-        parts[at as usize] = merged;
+        parts[at as usize] = pairs.merged_id(rank);
         parts[right as usize] = NONE;
         let after = next[right as usize];
         next[at as usize] = after;

@@ -14,6 +14,7 @@
 
 use rustc_hash::FxBuildHasher;
 
+use super::pairs::{PairTable, MAX_IDS};
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 
@@ -26,7 +27,7 @@ pub fn pair_key(left: u32, right: u32) -> u64 {
 }
 
 /// A byte-level BPE vocabulary ready to merge.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Bpe {
     /// Bytes of each id (special tokens included); `None` for ids the vocab skips.
     tokens: Vec<Option<Box<[u8]>>>,
@@ -34,8 +35,8 @@ pub struct Bpe {
     ids: FxMap<Box<[u8]>, u32>,
     /// Id of each single byte.
     byte_ids: [u32; 256],
-    /// `(left, right)` -> `(rank, merged id)`.
-    pairs: FxMap<u64, (u32, u32)>,
+    /// `(left, right)` -> rank, and rank -> merged id.
+    pairs: PairTable,
     /// Look a whole piece up before merging it (tiktoken's rule).
     whole_piece_lookup: bool,
     /// The merges list this table came from, as ids `(left, right)` in rank order
@@ -58,6 +59,8 @@ impl Bpe {
     ) -> Result<Self> {
         let mut bpe = Self::from_vocab(vocab, special_ids, false)?;
         let mut merge_ids = Vec::with_capacity(merges.len());
+        let mut merged_ids = Vec::with_capacity(merges.len());
+        let mut pairs = FxMap::with_capacity_and_hasher(merges.len(), FxBuildHasher);
         for (rank, (a, b)) in merges.iter().enumerate() {
             let find = |bytes: &[u8], what: &str| {
                 bpe.ids.get(bytes).copied().ok_or_else(|| {
@@ -74,11 +77,15 @@ impl Bpe {
             let merged = find(&[a.as_slice(), b.as_slice()].concat(), "result")?;
             let rank = u32::try_from(rank).map_err(|_| Error::invalid("too many merges"))?;
             // A repeated merge keeps its first (lowest) rank.
-            bpe.pairs
-                .entry(pair_key(left, right))
-                .or_insert((rank, merged));
+            pairs.entry(pair_key(left, right)).or_insert(rank);
             merge_ids.push((left, right));
+            merged_ids.push(merged);
         }
+        let pairs: Vec<(u32, u32, u32)> = pairs
+            .into_iter()
+            .map(|(k, rank)| ((k >> 32) as u32, k as u32, rank))
+            .collect();
+        bpe.pairs = PairTable::new(&pairs, Some(merged_ids), &bpe.byte_ids)?;
         bpe.merges = Some(merge_ids);
         Ok(bpe)
     }
@@ -91,18 +98,24 @@ impl Bpe {
         for (token, &id) in &bpe.ids {
             for k in 1..token.len() {
                 if let (Some(&l), Some(&r)) = (bpe.ids.get(&token[..k]), bpe.ids.get(&token[k..])) {
-                    pairs.insert(pair_key(l, r), (id, id));
+                    pairs.insert(pair_key(l, r), id);
                 }
             }
         }
-        bpe.pairs = pairs;
+        let pairs: Vec<(u32, u32, u32)> = pairs
+            .into_iter()
+            .map(|(k, rank)| ((k >> 32) as u32, k as u32, rank))
+            .collect();
+        bpe.pairs = PairTable::new(&pairs, None, &bpe.byte_ids)?;
         Ok(bpe)
     }
 
     fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, special_ids: &[u32], whole: bool) -> Result<Self> {
         let max_id = vocab.iter().map(|(i, _)| *i).max().unwrap_or(0);
-        if max_id == NONE {
-            return Err(Error::invalid(format!("token id {max_id} is too large")));
+        if max_id as usize >= MAX_IDS {
+            return Err(Error::invalid(format!(
+                "token id {max_id} is too large: vocabularies of up to {MAX_IDS} tokens are supported"
+            )));
         }
         let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; max_id as usize + 1];
         for (id, bytes) in vocab {
@@ -135,7 +148,7 @@ impl Bpe {
             tokens,
             ids,
             byte_ids,
-            pairs: FxMap::default(),
+            pairs: PairTable::new(&[], None, &byte_ids)?,
             whole_piece_lookup: whole,
             merges: None,
         })
@@ -144,6 +157,12 @@ impl Bpe {
     /// Adds a special token's bytes at `id` (it must be free or hold the same bytes).
     pub fn set_special(&mut self, id: u32, bytes: &[u8]) -> Result<()> {
         let idx = id as usize;
+        if idx >= MAX_IDS {
+            return Err(Error::invalid(format!(
+                "special token {}: id {id} is too large (ids must be below {MAX_IDS})",
+                show(bytes)
+            )));
+        }
         if idx >= self.tokens.len() {
             self.tokens.resize(idx + 1, None);
         }
@@ -193,9 +212,17 @@ impl Bpe {
         self.byte_ids[b as usize]
     }
 
-    #[inline]
+    /// `(rank, merged id)` of merging `left` and `right`, if they merge.
     pub fn pair(&self, left: u32, right: u32) -> Option<(u32, u32)> {
-        self.pairs.get(&pair_key(left, right)).copied()
+        match self.pairs.rank(left, right) {
+            NONE => None,
+            rank => Some((rank, self.pairs.merged_id(rank))),
+        }
+    }
+
+    #[inline]
+    pub fn pairs(&self) -> &PairTable {
+        &self.pairs
     }
 
     pub fn whole_piece_lookup(&self) -> bool {

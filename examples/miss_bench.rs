@@ -1,0 +1,58 @@
+//! Times the encoder's miss path on the distinct pieces of a text, in first-seen
+//! order (what a cold encode pays per new piece): `miss_bench RANKS PATTERN TEXT`.
+
+use std::collections::HashSet;
+
+use bpekit::encode::merge::{merge_piece, Scratch};
+use bpekit::encode::table::NONE;
+use bpekit::encode::Bpe;
+
+#[path = "common/ranks.rs"]
+mod ranks;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        return Err("usage: miss_bench RANKS PATTERN TEXT".into());
+    }
+    let bpe = Bpe::from_ranks(ranks::load(&args[1])?)?;
+    let text = std::fs::read_to_string(&args[3])?;
+    let pretok = bpekit::pretokenize::Pretokenizer::new(&args[2])?;
+    let mut seen = HashSet::new();
+    let mut pieces: Vec<&[u8]> = Vec::new();
+    pretok.for_each_piece(&text, |p| {
+        if seen.insert(p) {
+            pieces.push(p.as_bytes());
+        }
+    })?;
+    let short = pieces.iter().filter(|p| p.len() <= 15).count();
+    println!("{} distinct pieces, {short} of 1-15 bytes", pieces.len());
+    for _ in 0..3 {
+        let t0 = std::time::Instant::now();
+        let whole = pieces.iter().filter(|p| bpe.id_of(p).is_some()).count();
+        let t_whole = t0.elapsed().as_secs_f64();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut n_ids = 0;
+        let t0 = std::time::Instant::now();
+        for p in &pieces {
+            out.clear();
+            merge_piece(&bpe, p, NONE, &mut scratch, &mut out);
+            n_ids += out.len();
+        }
+        let t_merge = t0.elapsed().as_secs_f64();
+        let n = pieces.len() as f64;
+        println!(
+            "whole lookup {:.0} ns/piece ({whole} whole), merge {:.0} ns/piece",
+            t_whole / n * 1e9,
+            t_merge / n * 1e9
+        );
+        let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+        println!(
+            "{:.2} bytes, {:.2} ids per piece",
+            bytes as f64 / n,
+            n_ids as f64 / n
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! The pair table: `(left, right)` -> the rank of their merge, built once per
+//! vocabulary and read by every piece that no cache holds yet.
+//!
+//! Why this shape (`examples/miss_bench.rs`, the 526k distinct pieces of the 116 MB
+//! English corpus, in the order they first occur): merging them is the cost of a
+//! cold encode, and nearly all of it is pair lookups that miss the L1 cache. A
+//! hashbrown map of `u64 -> (rank, id)` read a control group and then a 16-byte
+//! bucket: two dependent loads in tables of 5 MB (gpt2) to 40 MB (o200k, whose
+//! tiktoken ranks give 1.4M pairs, one per split of each token). Here:
+//!
+//! - the first lookups of a piece are between single bytes, and read a dense
+//!   256 x 256 grid indexed by the bytes themselves (256 KB, warm in L2);
+//! - every other lookup reads one `u64` slot (`rank | left | right` packed) of a
+//!   linear-probing table at load under 0.7, so it nearly always touches one line;
+//! - the merged id is looked up only for the pair that merges (for tiktoken ranks
+//!   it is the rank itself).
+
+use crate::error::{Error, Result};
+use crate::hugemem::ZeroedBuf;
+
+use super::table::NONE;
+
+/// Bits of an id in a packed slot: ids must be below `2^21 - 1`.
+const ID_BITS: u32 = 21;
+const KEY_MASK: u64 = (1 << (2 * ID_BITS)) - 1;
+/// A free slot. Its key bits are `(2^21 - 1, 2^21 - 1)`, which no pair of valid ids
+/// has, so a lookup's key comparison never matches it.
+const EMPTY: u64 = u64::MAX;
+/// The most ids a vocabulary may have (ids `0 .. MAX_IDS`).
+pub const MAX_IDS: usize = (1 << ID_BITS) - 1;
+
+#[inline]
+fn packed_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << ID_BITS) | u64::from(right)
+}
+
+#[derive(Debug)]
+pub struct PairTable {
+    /// Rank of merging the tokens of bytes `a` and `b`, at `a << 8 | b` (`NONE`: none).
+    byte_pairs: Box<[u32]>,
+    /// `rank << 42 | left << 21 | right`, or [`EMPTY`], stored XOR [`EMPTY`] so that
+    /// zeroed (huge) pages are free slots.
+    slots: ZeroedBuf<u64>,
+    /// `64 - log2(slots.len())`: the hash keeps the top bits of a product.
+    shift: u32,
+    /// The id each rank's merge makes; `None` when the rank is the id (tiktoken).
+    merged: Option<Vec<u32>>,
+}
+
+impl PairTable {
+    /// From `(left, right, rank)` with no pair twice; `merged[rank]` is the id that
+    /// rank makes (`None`: the rank is the id). `byte_ids` are the ids of the bytes.
+    pub fn new(
+        pairs: &[(u32, u32, u32)],
+        merged: Option<Vec<u32>>,
+        byte_ids: &[u32; 256],
+    ) -> Result<Self> {
+        let too_big = |what: &str, n: u32| {
+            Error::invalid(format!(
+                "{what} {n} is too large: vocabularies of up to {MAX_IDS} tokens are supported"
+            ))
+        };
+        let n_slots = (pairs.len() * 10 / 7 + 1).next_power_of_two().max(16);
+        let mut table = Self {
+            byte_pairs: vec![NONE; 1 << 16].into_boxed_slice(),
+            slots: ZeroedBuf::huge(n_slots),
+            shift: 64 - n_slots.trailing_zeros(),
+            merged,
+        };
+        for &(left, right, rank) in pairs {
+            for id in [left, right] {
+                if id as usize >= MAX_IDS {
+                    return Err(too_big("token id", id));
+                }
+            }
+            // Ranks are below 2^22 - 1 with ids below 2^21 - 1, so a slot never
+            // equals EMPTY.
+            if rank as usize >= 2 * MAX_IDS {
+                return Err(too_big("merge rank", rank));
+            }
+            let key = packed_key(left, right);
+            let mut i = table.home(key);
+            let slots = table.slots.as_mut_slice();
+            while slots[i] != 0 {
+                i = (i + 1) & (n_slots - 1);
+            }
+            slots[i] = ((u64::from(rank) << (2 * ID_BITS)) | key) ^ EMPTY;
+        }
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let rank = table.rank(byte_ids[a as usize], byte_ids[b as usize]);
+                table.byte_pairs[(usize::from(a) << 8) | usize::from(b)] = rank;
+            }
+        }
+        Ok(table)
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The rank of merging `left` and `right` (valid ids), or `NONE`.
+    #[inline]
+    pub fn rank(&self, left: u32, right: u32) -> u32 {
+        debug_assert!((left as usize) < MAX_IDS && (right as usize) < MAX_IDS);
+        let key = packed_key(left, right) & KEY_MASK;
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            // SAFETY: `i` is masked into the table, whose length is a power of two.
+            let slot = unsafe { *self.slots.as_slice().get_unchecked(i) } ^ EMPTY;
+            if slot & KEY_MASK == key {
+                return (slot >> (2 * ID_BITS)) as u32;
+            }
+            if slot == EMPTY {
+                return NONE;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The rank of merging the tokens of the single bytes `a` and `b`, or `NONE`.
+    #[inline]
+    pub fn byte_rank(&self, a: u8, b: u8) -> u32 {
+        self.byte_pairs[(usize::from(a) << 8) | usize::from(b)]
+    }
+
+    /// The id a merge of rank `rank` (a rank the table gave) makes.
+    #[inline]
+    pub fn merged_id(&self, rank: u32) -> u32 {
+        match &self.merged {
+            Some(ids) => ids[rank as usize],
+            None => rank,
+        }
+    }
+
+    /// Number of pairs held.
+    pub fn len(&self) -> usize {
+        self.slots.as_slice().iter().filter(|&&s| s != 0).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The left and right ids of a packed slot (for tests and debugging).
+#[cfg(test)]
+fn unpack(slot: u64) -> (u32, u32) {
+    (
+        ((slot >> ID_BITS) & ((1 << ID_BITS) - 1)) as u32,
+        (slot & ((1 << ID_BITS) - 1)) as u32,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity_bytes() -> [u32; 256] {
+        std::array::from_fn(|b| b as u32)
+    }
+
+    #[test]
+    fn finds_every_pair_and_nothing_else() {
+        let pairs: Vec<(u32, u32, u32)> = (0..5000u32)
+            .map(|i| (i * 7 % 3001, i * 13 % 4099 + 300, i))
+            .collect();
+        let t = PairTable::new(&pairs, None, &identity_bytes()).unwrap();
+        assert_eq!(t.len(), pairs.len());
+        for &(l, r, rank) in &pairs {
+            assert_eq!(t.rank(l, r), rank);
+            assert_eq!(t.merged_id(rank), rank);
+        }
+        assert_eq!(t.rank(5, 5), NONE);
+        assert_eq!(t.rank(MAX_IDS as u32 - 1, MAX_IDS as u32 - 1), NONE);
+        for &s in t.slots.as_slice().iter().filter(|&&s| s != 0) {
+            let (l, r) = unpack(s ^ EMPTY);
+            assert!(pairs.iter().any(|&(a, b, _)| (a, b) == (l, r)));
+        }
+    }
+
+    #[test]
+    fn byte_grid_follows_byte_ids() {
+        // Byte b has id 255 - b; the pair of ids (155, 154) is bytes (100, 101).
+        let byte_ids: [u32; 256] = std::array::from_fn(|b| 255 - b as u32);
+        let t = PairTable::new(&[(155, 154, 0)], Some(vec![256]), &byte_ids).unwrap();
+        assert_eq!(t.byte_rank(100, 101), 0);
+        assert_eq!(t.merged_id(0), 256);
+        assert_eq!(t.byte_rank(101, 100), NONE);
+    }
+
+    #[test]
+    fn the_largest_ids_and_ranks_fit_and_larger_ones_are_errors() {
+        let top = MAX_IDS as u32 - 1;
+        let t = PairTable::new(&[(top, top, 2 * top)], None, &identity_bytes()).unwrap();
+        assert_eq!(t.rank(top, top), 2 * top);
+        let e = PairTable::new(&[(top + 1, 0, 0)], None, &identity_bytes()).unwrap_err();
+        assert!(e.to_string().contains("token id 2097151"), "{e}");
+    }
+}
