@@ -1,44 +1,21 @@
 //! Encodes a text file with a `.tiktoken` rank file, for profiling the encoder apart
 //! from Python: `cargo run --release --example encode_bench -- RANKS PATTERN TEXT [RUNS]`
 //! (PATTERN: gpt2, cl100k or o200k). Prints MB/s of thread CPU time per run; the
-//! first run fills the piece caches. `SCAN=1` also times the pre-tokenizer alone.
+//! first run fills the piece caches. `SCAN=1` also times the pre-tokenizer alone;
+//! `THREADS=n` encodes `n` parts on `n` threads and prints wall-clock MB/s, each
+//! thread with its own short table, or one shared table with `SHARED=1`.
 
 use bpekit::encode::encoder::{Encoder, Specials};
 
-/// Decodes standard base64 (the `.tiktoken` token column).
-fn base64(s: &str) -> Result<Vec<u8>, String> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => Ok(c - b'A'),
-        b'a'..=b'z' => Ok(c - b'a' + 26),
-        b'0'..=b'9' => Ok(c - b'0' + 52),
-        b'+' => Ok(62),
-        b'/' => Ok(63),
-        _ => Err(format!("bad base64 {s:?}")),
-    };
-    let digits = s.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for &c in digits {
-        acc = (acc << 6) | u32::from(val(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Ok(out)
-}
+#[path = "common/ranks.rs"]
+mod ranks;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
         return Err("usage: encode_bench RANKS PATTERN TEXT [RUNS]".into());
     }
-    let mut ranks = Vec::new();
-    for line in std::fs::read_to_string(&args[1])?.lines() {
-        let (tok, rank) = line.split_once(' ').ok_or("bad rank line")?;
-        ranks.push((base64(tok)?, rank.parse::<u32>()?));
-    }
+    let ranks = ranks::load(&args[1])?;
     let text = std::fs::read_to_string(&args[3])?;
     let runs: usize = args.get(4).map_or(Ok(5), |s| s.parse())?;
     if std::env::var_os("SCAN").is_some() {
@@ -47,11 +24,60 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let encoder = Encoder::from_ranks(ranks, Vec::new(), &args[2])?;
     let none = Specials::default();
     let mb = text.len() as f64 / 1e6;
+    if let Some(threads) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
+        return parallel(&encoder, &text, threads, runs);
+    }
     for _ in 0..runs {
         let t0 = cpu_seconds();
         let ids = encoder.encode(&text, &none)?;
         let s = cpu_seconds() - t0;
         println!("{:.1} MB/s, {} ids", mb / s, ids.len());
+    }
+    Ok(())
+}
+
+/// `THREADS=n`: the text cut at newlines into `n` parts, each encoded on its own
+/// thread with its own workspace, every run; prints wall-clock MB/s of all parts
+/// together, to tell the encoder's own scaling from the file pipeline's.
+fn parallel(
+    encoder: &Encoder,
+    text: &str,
+    threads: usize,
+    runs: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    for k in (1..=threads).rev() {
+        let want = rest.len() / k;
+        let cut = rest[want..].find('\n').map_or(rest.len(), |i| want + i + 1);
+        parts.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    let none = Specials::default();
+    let shared = std::env::var_os("SHARED").is_some();
+    let mut leases: Vec<_> = parts
+        .iter()
+        .map(|_| match shared {
+            true => encoder.lease_shared(),
+            false => encoder.lease(),
+        })
+        .collect();
+    for _ in 0..runs {
+        let t0 = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for (part, ws) in parts.iter().zip(leases.iter_mut()) {
+                let none = &none;
+                s.spawn(move || {
+                    let mut out = Vec::with_capacity(part.len() / 2);
+                    encoder.encode_into(part, none, ws, &mut out)
+                });
+            }
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        println!(
+            "{:.1} MB/s wall, {threads} threads",
+            text.len() as f64 / 1e6 / secs
+        );
     }
     Ok(())
 }

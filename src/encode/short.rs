@@ -12,6 +12,9 @@
 //! to a limit), so after the first occurrence a piece is never merged again. It is
 //! in ordinary pages: huge pages made warm lookups 10% slower on the test VM.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
 use crate::hugemem::{Zeroable, ZeroedBuf};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m128i, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128};
@@ -97,6 +100,87 @@ pub fn short_hash(key: u128) -> u64 {
     product as u64 ^ (product >> 64) as u64
 }
 
+/// Reading and writing lines that other threads may be reading or filling.
+///
+/// A table shared by the threads of a file encode is read with no lock while one
+/// thread at a time fills free slots. On x86_64 each slot's 16-byte halves are
+/// moved by single aligned SSE instructions, written ids first and key last, and a
+/// line is read keys first: x86 keeps stores in order and loads in order, and CPUs
+/// with AVX move aligned 16 bytes atomically (Intel SDM 8.1.1, AMD APM 7.3.2), so a
+/// reader that sees a key sees its ids. The moves are inline assembly, outside
+/// Rust's memory model, so the compiler neither splits nor reorders them. Elsewhere
+/// the plain reads and writes are only used by one thread ([`ShortTable::share`]
+/// is x86_64 only).
+mod line {
+    use super::{Pair, Slot};
+
+    /// The two keys and the two slots' words of the line at `p`.
+    pub struct Line {
+        pub keys: [u128; 2],
+        pub words: [[u32; 4]; 2],
+    }
+
+    /// # Safety
+    /// `p` must point to a live `Pair`.
+    #[inline(always)]
+    pub unsafe fn load(p: *const Pair) -> Line {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let [ka, kb, wa, wb] = super::sse2::load_line(p);
+            // SAFETY: plain 16-byte values.
+            let (ka, kb, wa, wb) = unsafe {
+                use std::mem::transmute;
+                (
+                    transmute::<std::arch::x86_64::__m128i, u128>(ka),
+                    transmute::<std::arch::x86_64::__m128i, u128>(kb),
+                    transmute::<std::arch::x86_64::__m128i, [u32; 4]>(wa),
+                    transmute::<std::arch::x86_64::__m128i, [u32; 4]>(wb),
+                )
+            };
+            Line {
+                keys: [ka, kb],
+                words: [wa, wb],
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let [a, b] = unsafe { std::ptr::read(p) }.0;
+            Line {
+                keys: [a.key, b.key],
+                words: [a.words().0, b.words().0],
+            }
+        }
+    }
+
+    /// Writes `slot` at `p`: ids and count first, then the key that publishes them.
+    ///
+    /// # Safety
+    /// `p` must point to a live, 32-byte aligned `Slot` that no other thread writes.
+    #[inline]
+    pub unsafe fn store(p: *mut Slot, slot: Slot) {
+        let (words, _) = slot.words();
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            use std::arch::x86_64::__m128i;
+            let words: __m128i = std::mem::transmute(words);
+            let key: __m128i = std::mem::transmute(slot.key);
+            std::arch::asm!(
+                "movdqa xmmword ptr [{p} + 16], {words}",
+                "movdqa xmmword ptr [{p}], {key}",
+                p = in(reg) p,
+                words = in(xmm_reg) words,
+                key = in(xmm_reg) key,
+                options(nostack, preserves_flags),
+            );
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unsafe {
+            let _ = words;
+            std::ptr::write(p, slot);
+        }
+    }
+}
+
 /// The pair probe in SSE2 registers. Plain Rust compiled the choice between the two
 /// slots into a branch (which of them holds a piece is a coin flip, so it was
 /// mispredicted half the time) or a select of addresses followed by a dependent load.
@@ -113,18 +197,43 @@ mod sse2 {
         _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e))
     }
 
+    /// Key A, key B, words A, words B of the line at `p`, loaded in that order (see
+    /// the `line` module).
+    ///
     /// # Safety
-    /// The CPU must have SSE2 (every x86_64 CPU does).
+    /// `p` must point to a live `Pair` (64-byte aligned).
     #[inline(always)]
-    pub unsafe fn probe_pair(pair: &Pair, key: &u128) -> (Words, bool) {
-        let p = (pair as *const Pair).cast::<__m128i>();
+    pub unsafe fn load_line(p: *const Pair) -> [__m128i; 4] {
+        let (ka, kb, wa, wb): (__m128i, __m128i, __m128i, __m128i);
+        // SAFETY: four aligned 16-byte loads inside the caller's `Pair`.
+        unsafe {
+            std::arch::asm!(
+                "movdqa {ka}, xmmword ptr [{p}]",
+                "movdqa {kb}, xmmword ptr [{p} + 32]",
+                "movdqa {wa}, xmmword ptr [{p} + 16]",
+                "movdqa {wb}, xmmword ptr [{p} + 48]",
+                p = in(reg) p,
+                ka = out(xmm_reg) ka,
+                kb = out(xmm_reg) kb,
+                wa = out(xmm_reg) wa,
+                wb = out(xmm_reg) wb,
+                options(nostack, preserves_flags, readonly, pure),
+            );
+        }
+        [ka, kb, wa, wb]
+    }
+
+    /// # Safety
+    /// `p` must point to a live `Pair`; the CPU must have SSE2 (every x86_64 does).
+    #[inline(always)]
+    pub unsafe fn probe_pair(p: *const Pair, key: &u128) -> (Words, bool) {
+        let [key_a, key_b, words_a, words_b] = load_line(p);
         let k = _mm_loadu_si128((key as *const u128).cast());
-        // A slot is its key then its words: 16 + 16 bytes.
-        let hit_a = eq128(_mm_load_si128(p), k);
-        let hit_b = eq128(_mm_load_si128(p.add(2)), k);
+        let hit_a = eq128(key_a, k);
+        let hit_b = eq128(key_b, k);
         let words = _mm_or_si128(
-            _mm_and_si128(hit_a, _mm_load_si128(p.add(1))),
-            _mm_andnot_si128(hit_a, _mm_load_si128(p.add(3))),
+            _mm_and_si128(hit_a, words_a),
+            _mm_andnot_si128(hit_a, words_b),
         );
         let found = _mm_movemask_epi8(_mm_or_si128(hit_a, hit_b)) != 0;
         (Words(words), found)
@@ -134,13 +243,160 @@ mod sse2 {
 // SAFETY: all-zero bytes are a valid `Pair`: two empty slots.
 unsafe impl Zeroable for Pair {}
 
+/// What the handles of one table share: the lines and the spill arena, whose
+/// capacities never change (growing makes a new store).
+struct Store {
+    pairs: ZeroedBuf<Pair>,
+    /// Entries held.
+    len: AtomicUsize,
+    /// Set when an insert found the table at its load limit.
+    full: AtomicBool,
+    /// Kept when the table grows.
+    spill: Arc<Spill>,
+    /// Held while a handle of a shared table inserts.
+    insert_lock: Mutex<()>,
+}
+
+/// The ids of pieces with more than [`SHORT_IDS`]. Writers reserve their range with
+/// an atomic add (the stores of a grown table and its predecessor share it), then
+/// write it before they publish the slot that points to it.
+struct Spill {
+    words: Box<[AtomicU32]>,
+    len: AtomicUsize,
+}
+
+impl Spill {
+    fn new(capacity: usize) -> Self {
+        // Zeroed by the allocator (fresh pages, untouched until used), unlike a
+        // `Box<[AtomicU32]>` built value by value.
+        let zeros: Box<[u32]> = vec![0u32; capacity].into_boxed_slice();
+        // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`.
+        let words = unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU32]) };
+        Self {
+            words,
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reserves `n` words; their start, or `None` when they do not fit.
+    fn reserve(&self, n: usize) -> Option<usize> {
+        let cap = self.words.len().min(u32::MAX as usize);
+        self.len
+            .fetch_update(Relaxed, Relaxed, |len| (len + n <= cap).then_some(len + n))
+            .ok()
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("pairs", &self.pairs.len())
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    fn new(pairs: usize, spill: Arc<Spill>) -> Self {
+        Self {
+            pairs: ZeroedBuf::new(pairs),
+            len: AtomicUsize::new(0),
+            full: AtomicBool::new(false),
+            spill,
+            insert_lock: Mutex::new(()),
+        }
+    }
+
+    #[inline(always)]
+    fn line(&self, i: usize) -> *const Pair {
+        debug_assert!(i < self.pairs.len());
+        // SAFETY: callers mask `i` into the table.
+        unsafe { self.pairs.as_ptr().add(i) }
+    }
+
+    /// The slot of `key` if the store holds it: its line index and slot (0 or 1).
+    fn find(&self, key: u128, home: usize) -> Option<(usize, usize, [u32; 4])> {
+        let mask = self.pairs.len() - 1;
+        let mut i = home;
+        loop {
+            // SAFETY: `i` is masked into the table.
+            let line = unsafe { line::load(self.line(i)) };
+            for s in 0..2 {
+                if line.keys[s] == key {
+                    return Some((i, s, line.words[s]));
+                }
+            }
+            // Inserts fill the first free slot of the walk, so a free slot ends it.
+            if line.keys[1] == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Writes `slot` into the first free slot of its walk. The caller holds the
+    /// insert lock, or the only handle.
+    fn put(&self, slot: Slot, home: usize) {
+        let mask = self.pairs.len() - 1;
+        let mut i = home;
+        loop {
+            // SAFETY: `i` is masked into the table.
+            let line = unsafe { line::load(self.line(i)) };
+            if let Some(s) = line.keys.iter().position(|&k| k == 0) {
+                // SAFETY: slot `s` of line `i` is free and only this writer fills it;
+                // slots are 32 bytes into a 64-byte aligned line.
+                unsafe { line::store(self.line(i).cast_mut().cast::<Slot>().add(s), slot) };
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Adds `key` with `ids` if there is room (at most one entry per pair, and the
+    /// spill's capacity); true if the key is in the store afterwards. The caller holds
+    /// the insert lock, or the only handle.
+    fn insert(&self, key: u128, hash: u64, ids: &[u32]) -> bool {
+        let home = (hash as usize) & (self.pairs.len() - 1);
+        if self.find(key, home).is_some() {
+            return true;
+        }
+        // Load at most 1/2: at 3/4, walks past the home pair made en-small 20%
+        // slower.
+        let len = self.len.load(Relaxed);
+        if len + 1 > self.pairs.len() {
+            self.full.store(true, Relaxed);
+            return false;
+        }
+        let mut slot = Slot {
+            key,
+            ids: [0; SHORT_IDS],
+            n: ids.len() as u32,
+        };
+        if ids.len() <= SHORT_IDS {
+            slot.ids[..ids.len()].copy_from_slice(ids);
+        } else {
+            let Some(start) = self.spill.reserve(ids.len()) else {
+                return false;
+            };
+            for (word, &id) in self.spill.words[start..].iter().zip(ids) {
+                word.store(id, Relaxed);
+            }
+            slot.ids[0] = start as u32;
+        }
+        self.put(slot, home);
+        self.len.store(len + 1, Relaxed);
+        true
+    }
+}
+
+/// A handle on a short table: the owner's (which may grow it), or one of the
+/// handles of a table shared by several threads ([`ShortTable::share`]).
 #[derive(Debug)]
 pub struct ShortTable {
-    pairs: ZeroedBuf<Pair>,
-    len: usize,
+    store: Arc<Store>,
     max_pairs: usize,
-    /// The ids of pieces with more than [`SHORT_IDS`]; never grows past its capacity.
-    spill: Vec<u32>,
+    /// Other threads read this store: inserts take its lock, and it never grows.
+    shared: bool,
 }
 
 impl ShortTable {
@@ -149,24 +405,53 @@ impl ShortTable {
     /// never allocates after it is made.
     pub fn new(pairs: usize, max_pairs: usize, spill: usize) -> Self {
         let pairs = pairs.max(1).next_power_of_two();
+        let spill = Arc::new(Spill::new(spill));
         Self {
-            pairs: ZeroedBuf::new(pairs),
-            len: 0,
+            store: Arc::new(Store::new(pairs, spill)),
             max_pairs: max_pairs.max(pairs),
-            spill: Vec::with_capacity(spill),
+            shared: false,
         }
     }
 
-    /// The ids of a spilled entry, from the words [`Self::get_words`] gave.
-    #[inline]
-    pub fn spilled(&self, words: [u32; 4], n: usize) -> &[u32] {
-        let start = words[0] as usize;
-        &self.spill[start..start + n]
+    /// Whether tables can be shared between threads on this machine: x86_64 with
+    /// AVX, whose aligned 16-byte moves are atomic (see the `line` module).
+    pub fn can_share() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
     }
 
+    /// A handle for another thread on this table, which from now on never grows;
+    /// `None` where tables cannot be shared ([`Self::can_share`]).
+    pub fn share(&mut self) -> Option<Self> {
+        if !Self::can_share() {
+            return None;
+        }
+        self.shared = true;
+        Some(Self {
+            store: Arc::clone(&self.store),
+            max_pairs: self.max_pairs,
+            shared: true,
+        })
+    }
+
+    /// The ids of a spilled entry, from the words [`Self::get_words`] gave, appended
+    /// to `out`.
     #[inline]
+    pub fn extend_spilled(&self, words: [u32; 4], n: usize, out: &mut Vec<u32>) {
+        let start = words[0] as usize;
+        let words = &self.store.spill.words[start..start + n];
+        out.extend(words.iter().map(|w| w.load(Relaxed)));
+    }
+
+    #[inline(always)]
     fn home(&self, hash: u64) -> usize {
-        (hash as usize) & (self.pairs.len() - 1)
+        (hash as usize) & (self.store.pairs.len() - 1)
     }
 
     /// Asks the CPU to start loading the line a lookup of `hash` reads first.
@@ -175,7 +460,7 @@ impl ShortTable {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the index is masked into the table; a prefetch never faults.
         unsafe {
-            let p = self.pairs.as_ptr().add(self.home(hash));
+            let p = self.store.line(self.home(hash));
             std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -187,136 +472,121 @@ impl ShortTable {
     /// another entry's. `key` must not be 0 (it would match an empty slot).
     #[inline(always)]
     pub fn probe_home(&self, key: &u128, hash: u64) -> (Words, bool) {
-        let home = self.home(hash);
-        // SAFETY: `home` is masked by `len - 1` and `len` is a power of two.
-        let pair = unsafe { self.pairs.as_slice().get_unchecked(home) };
+        let p = self.store.line(self.home(hash));
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE2 is part of the x86_64 baseline.
+        // SAFETY: `p` is a line of the table; SSE2 is part of the x86_64 baseline.
         unsafe {
-            sse2::probe_pair(pair, key)
+            sse2::probe_pair(p, key)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let [a, b] = &pair.0;
-            let hit_a = a.key == *key;
-            let (words, _) = if hit_a { a.words() } else { b.words() };
-            (Words(words), hit_a | (b.key == *key))
+            // SAFETY: `p` is a line of the table.
+            let line = unsafe { line::load(p) };
+            let hit_a = line.keys[0] == *key;
+            let words = if hit_a { line.words[0] } else { line.words[1] };
+            (Words(words), hit_a | (line.keys[1] == *key))
         }
     }
 
     /// The ids of `key` (non-zero, from [`short_key`]) as [`Slot::words`] gives
-    /// them, if the table holds it. The home pair is checked without a branch on which
-    /// of its two slots matches (a coin flip the CPU mispredicts).
-    #[inline(always)]
-    pub fn get_words(&self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
-        let [a, b] = &self.pairs.as_slice()[self.home(hash)].0;
-        let (wa, na) = a.words();
-        let (wb, nb) = b.words();
-        let hit_a = a.key == key;
-        if hit_a | (b.key == key) {
-            return Some(if hit_a { (wa, na) } else { (wb, nb) });
-        }
-        if b.key == 0 {
-            return None;
-        }
-        self.get(key, hash).map(Slot::words)
-    }
-
-    /// The slot of `key` (non-zero, from [`short_key`]) if the table holds it.
+    /// them, if the table holds it.
     #[inline]
-    pub fn get(&self, key: u128, hash: u64) -> Option<&Slot> {
-        let pairs = self.pairs.as_slice();
-        let mask = pairs.len() - 1;
-        let mut i = self.home(hash);
-        loop {
-            let [a, b] = &pairs[i].0;
-            if a.key == key {
-                return Some(a);
-            }
-            if b.key == key {
-                return Some(b);
-            }
-            // Inserts fill the first free slot of the walk, so a free slot ends it.
-            if b.key == 0 {
-                return None;
-            }
-            i = (i + 1) & mask;
-        }
+    pub fn get_words(&self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
+        let (_, _, words) = self.store.find(key, self.home(hash))?;
+        Some((words, words[3] as usize))
     }
 
-    /// Adds `key` (absent, non-zero) with `ids` (at least one); false if it was not
-    /// added. Past the size limit nothing is added: the first pieces of a text are
-    /// the frequent ones.
+    /// Adds `key` (non-zero) with `ids` (at least one); false if it was not added.
+    /// Past the size limit nothing is added: the first pieces of a text are the
+    /// frequent ones. A handle of a shared table inserts under the table's lock.
     pub fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) -> bool {
         debug_assert!(key != 0 && !ids.is_empty());
-        // Load at most 1/2: at 3/4, walks past the home pair made en-small 20%
-        // slower.
-        if (self.len + 1) * 2 > self.pairs.len() * 2 {
-            if self.pairs.len() >= self.max_pairs {
+        if self.shared {
+            let Ok(_guard) = self.store.insert_lock.lock() else {
                 return false;
-            }
+            };
+            return self.store.insert(key, hash, ids);
+        }
+        let full = self.store.len.load(Relaxed) + 1 > self.store.pairs.len();
+        if full && self.store.pairs.len() < self.max_pairs {
             self.grow();
         }
-        let mut slot = Slot {
-            key,
-            ids: [0; SHORT_IDS],
-            n: ids.len() as u32,
-        };
-        if ids.len() <= SHORT_IDS {
-            slot.ids[..ids.len()].copy_from_slice(ids);
-        } else {
-            let start = self.spill.len();
-            if ids.len() > self.spill.capacity() - start || start > u32::MAX as usize {
-                return false;
-            }
-            self.spill.extend_from_slice(ids);
-            slot.ids[0] = start as u32;
-        }
-        self.put(slot, hash);
-        self.len += 1;
-        true
+        self.store.insert(key, hash, ids)
     }
 
-    fn put(&mut self, slot: Slot, hash: u64) {
-        let mut i = self.home(hash);
-        let pairs = self.pairs.as_mut_slice();
-        let mask = pairs.len() - 1;
-        loop {
-            for s in &mut pairs[i].0 {
-                if s.key == 0 {
-                    *s = slot;
-                    return;
-                }
-            }
-            i = (i + 1) & mask;
+    /// Whether an insert found this table full while it could still grow: a shared
+    /// table is replaced by a larger copy ([`Self::grown`]) between chunks.
+    pub fn wants_growth(&self) -> bool {
+        self.store.full.load(Relaxed) && self.store.pairs.len() < self.max_pairs
+    }
+
+    /// A copy of this shared table, twice the size, made while other threads may
+    /// still read and insert (an entry added meanwhile may be left out: it is a
+    /// cache). Handles on the old table keep it alive until they are replaced.
+    pub fn grown(&self) -> Self {
+        Self {
+            store: Arc::new(self.store.doubled()),
+            max_pairs: self.max_pairs,
+            shared: self.shared,
         }
     }
 
     #[cold]
     fn grow(&mut self) {
-        let bigger = ZeroedBuf::new(self.pairs.len() * 2);
-        let old = std::mem::replace(&mut self.pairs, bigger);
-        for pair in old.as_slice() {
-            for s in pair.0 {
-                if s.key != 0 {
-                    self.put(s, short_hash(s.key));
+        self.store = Arc::new(self.store.doubled());
+    }
+
+    /// Pairs in the table now.
+    pub fn capacity_pairs(&self) -> usize {
+        self.store.pairs.len()
+    }
+}
+
+impl Store {
+    /// A store of twice the pairs holding this one's entries, with the same spill.
+    fn doubled(&self) -> Self {
+        let old = self;
+        let bigger = Store::new(old.pairs.len() * 2, Arc::clone(&old.spill));
+        let mut copied = 0;
+        for i in 0..old.pairs.len() {
+            // SAFETY: `i` is a line of the old table; lines are read as the `line`
+            // module allows while other threads fill free slots.
+            let line = unsafe { line::load(old.line(i)) };
+            for s in 0..2 {
+                let key = line.keys[s];
+                if key != 0 {
+                    let [a, b, c, n] = line.words[s];
+                    let slot = Slot {
+                        key,
+                        ids: [a, b, c],
+                        n,
+                    };
+                    bigger.put(slot, (short_hash(key) as usize) & (bigger.pairs.len() - 1));
+                    copied += 1;
                 }
             }
         }
+        bigger.len.store(copied, Relaxed);
+        bigger
     }
+}
 
+impl ShortTable {
+    /// Empties the table; a handle of a shared table gets a fresh table of its own.
     pub fn clear(&mut self) {
-        self.pairs.as_mut_slice().fill(Pair::default());
-        self.spill.clear();
-        self.len = 0;
+        *self = Self::new(
+            self.store.pairs.len(),
+            self.max_pairs,
+            self.store.spill.words.len(),
+        );
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.store.len.load(Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 }
 
@@ -329,7 +599,11 @@ mod tests {
         let (words, n) = t.get_words(k, short_hash(k))?;
         Some(match n <= SHORT_IDS {
             true => words[..n].to_vec(),
-            false => t.spilled(words, n).to_vec(),
+            false => {
+                let mut v = Vec::new();
+                t.extend_spilled(words, n, &mut v);
+                v
+            }
         })
     }
 
@@ -342,7 +616,7 @@ mod tests {
         for (i, p) in pieces.iter().enumerate() {
             let k = short_key(p);
             let h = short_hash(k);
-            assert!(t.get(k, h).is_none());
+            assert!(t.get_words(k, h).is_none());
             added.push(t.insert(k, h, &ids(i)));
         }
         // 64 pairs at load 1/2 hold 64 pieces; spilled ids fit in 100 words.
@@ -362,15 +636,95 @@ mod tests {
     }
 
     #[test]
+    fn shared_handles_insert_and_read_concurrently() {
+        if !ShortTable::can_share() {
+            return;
+        }
+        let mut owner = ShortTable::new(1 << 12, 1 << 12, 1 << 12);
+        let handles: Vec<ShortTable> = (0..4).map(|_| owner.share().unwrap()).collect();
+        // Each id list is a function of the piece, so every reader can check what
+        // it finds, whichever thread inserted it (and some pieces spill).
+        let ids = |i: u32| -> Vec<u32> { (0..1 + i % 5).map(|j| i * 8 + j).collect() };
+        std::thread::scope(|s| {
+            for (t, mut h) in handles.into_iter().enumerate() {
+                s.spawn(move || {
+                    for round in 0..3u32 {
+                        for i in 0..1500u32 {
+                            // Threads walk the pieces in different orders.
+                            let i = (i * (2 * t as u32 + 1) + round * 7) % 1500;
+                            let k = short_key(&i.to_le_bytes());
+                            let h_ = short_hash(k);
+                            match ids_of(&h, &i.to_le_bytes()) {
+                                Some(found) => assert_eq!(found, ids(i), "piece {i}"),
+                                None => assert!(h.insert(k, h_, &ids(i))),
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(owner.len(), 1500);
+        for i in 0..1500u32 {
+            assert_eq!(ids_of(&owner, &i.to_le_bytes()), Some(ids(i)));
+        }
+        // A shared table no longer grows: past its load limit inserts fail.
+        let k = short_key(b"one more");
+        let before = owner.capacity_pairs();
+        for i in 0..5000u32 {
+            let k = short_key(&(i + 100_000).to_le_bytes());
+            owner.insert(k, short_hash(k), &[1]);
+        }
+        assert_eq!(owner.capacity_pairs(), before);
+        assert!(!owner.insert(k, short_hash(k), &[1]));
+    }
+
+    #[test]
+    fn a_full_shared_table_is_grown_by_copy() {
+        if !ShortTable::can_share() {
+            return;
+        }
+        let mut owner = ShortTable::new(16, 64, 100);
+        let mut handle = owner.share().unwrap();
+        let ids = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| i * 8 + j).collect() };
+        let added: Vec<u32> = (0..40u32)
+            .filter(|&i| {
+                let k = short_key(&i.to_le_bytes());
+                handle.insert(k, short_hash(k), &ids(i))
+            })
+            .collect();
+        assert_eq!(added.len(), 16);
+        assert!(owner.wants_growth() && handle.wants_growth());
+        let mut bigger = owner.grown();
+        assert_eq!(bigger.capacity_pairs(), 32);
+        assert!(!bigger.wants_growth());
+        let mut handle2 = bigger.share().unwrap();
+        for &i in &added {
+            assert_eq!(ids_of(&handle2, &i.to_le_bytes()), Some(ids(i)));
+        }
+        // The copy takes new entries; spilled ids of both tables stay apart.
+        for i in 40..50u32 {
+            let k = short_key(&i.to_le_bytes());
+            assert!(handle2.insert(k, short_hash(k), &ids(i)));
+        }
+        for i in added.iter().copied().chain(40..50) {
+            assert_eq!(
+                ids_of(&handle2, &i.to_le_bytes()),
+                Some(ids(i)),
+                "piece {i}"
+            );
+        }
+    }
+
+    #[test]
     fn fixed_table_never_reallocates() {
         let mut t = ShortTable::new(8, 8, 20);
-        let spill = t.spill.as_ptr();
+        let spill = t.store.spill.words.as_ptr();
         for i in 0u32..100 {
             let k = short_key(&i.to_le_bytes());
             t.insert(k, short_hash(k), &[i; 6]);
         }
-        assert_eq!(t.pairs.len(), 8);
-        assert_eq!(t.spill.as_ptr(), spill);
+        assert_eq!(t.capacity_pairs(), 8);
+        assert_eq!(t.store.spill.words.as_ptr(), spill);
         assert_eq!(t.len(), 3); // 20 spill words hold three pieces of six ids
     }
 }
