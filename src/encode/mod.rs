@@ -18,6 +18,7 @@ pub mod file;
 pub mod merge;
 pub mod npy;
 pub mod ordered;
+pub mod outfile;
 pub mod pairs;
 pub mod short;
 pub mod stream;
