@@ -19,18 +19,46 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from bpekit._progress import ProgressBar
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import resolve_inputs
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# numpy is imported only where an array is made or a numpy dtype is given: importing
+# it starts OpenBLAS's threads, which spin for ~0.1 s of CPU; on a 2-core machine
+# that is taken from the encoder's threads (perf, a cold 2-thread `bpekit encode`).
+
 __all__ = ["encode_file", "get_batch", "load_tokens", "pick_dtype"]
 
 PathLike = str | os.PathLike[str]
+
+_ID_BYTES = {"uint16": 2, "uint32": 4}
+
+
+def _id_dtype_name(n_vocab: int, dtype: npt.DTypeLike | None) -> str:
+    """``"uint16"`` or ``"uint32"``: picked for ``n_vocab``, or ``dtype`` checked.
+
+    >>> _id_dtype_name(50257, None), _id_dtype_name(50257, "uint32")
+    ('uint16', 'uint32')
+    """
+    if dtype is None:
+        return "uint16" if n_vocab <= 1 << 16 else "uint32"
+    if isinstance(dtype, str) and dtype in _ID_BYTES:
+        name = dtype
+    else:
+        import numpy as np
+
+        name = np.dtype(dtype).name
+    if name not in _ID_BYTES:
+        raise ValueError(f"dtype must be uint16 or uint32, not {name}")
+    if name == "uint16" and n_vocab > 1 << 16:
+        raise ValueError(f"uint16 cannot hold the ids of a {n_vocab}-token vocabulary; use uint32")
+    return name
 
 
 def pick_dtype(n_vocab: int, dtype: npt.DTypeLike | None = None) -> np.dtype[Any]:
@@ -39,14 +67,9 @@ def pick_dtype(n_vocab: int, dtype: npt.DTypeLike | None = None) -> np.dtype[Any
     >>> pick_dtype(50257).name, pick_dtype(200019).name
     ('uint16', 'uint32')
     """
-    if dtype is None:
-        return np.dtype(np.uint16 if n_vocab <= 1 << 16 else np.uint32)
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
-        raise ValueError(f"dtype must be uint16 or uint32, not {dt}")
-    if dt == np.uint16 and n_vocab > 1 << 16:
-        raise ValueError(f"uint16 cannot hold the ids of a {n_vocab}-token vocabulary; use uint32")
-    return dt
+    import numpy as np
+
+    return np.dtype(_id_dtype_name(n_vocab, dtype))
 
 
 def encode_file(
@@ -75,14 +98,14 @@ def encode_file(
     files = resolve_inputs(inputs)
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
-    dt = pick_dtype(tok.n_vocab, dtype)
+    itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]
     out = os.fspath(output)
     bar = ProgressBar("encoding", unit="bytes") if progress else None
     try:
         return tok._core.encode_files(
             [os.fspath(f) for f in files],
             out,
-            dt.itemsize,
+            itemsize,
             num_threads=num_threads,
             errors=errors,
             chunk_size=chunk_size,
@@ -98,6 +121,8 @@ def load_tokens(path: PathLike) -> np.ndarray:
 
     Raises ``ValueError`` naming the file when it is not a 1-D integer ``.npy`` array.
     """
+    import numpy as np
+
     with open(path, "rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise ValueError(f"{os.fspath(path)}: not a .npy file (write one with bpekit encode)")
@@ -121,6 +146,8 @@ def get_batch(
     data loader). Returns int64 torch tensors on ``device`` when torch is installed,
     else int64 numpy arrays (then ``device`` must be ``"cpu"``).
     """
+    import numpy as np
+
     data = np.asarray(tokens)
     if data.ndim != 1:
         raise ValueError(f"tokens must be 1-D, got shape {data.shape}")
