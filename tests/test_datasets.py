@@ -57,6 +57,51 @@ def test_encode_file_equals_encode(docs_dir, tmp_path, name: str, threads: int) 
     assert bpekit.load_tokens(out).tolist() == _expected(tok, [files[2], files[0]])
 
 
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_two_threads_grow_the_shared_table(tmp_path, name: str) -> None:
+    # 70k distinct short words: the threads' shared piece table (32k pairs at first)
+    # fills up and is replaced by larger copies between chunks while both encode.
+    def word(i: int) -> str:
+        letters = ""
+        while True:
+            letters += chr(ord("a") + i % 26)
+            i //= 26
+            if i == 0:
+                return letters
+
+    text = " ".join(word(i) + ("\n" if i % 13 == 0 else "") for i in range(70_000)) * 2
+    (tmp_path / "w.txt").write_text(text, encoding="utf-8")
+    tok = bpekit_encoding(name)
+    out = tmp_path / "w.npy"
+    bpekit.encode_file(tmp_path / "w.txt", out, tok, num_threads=2, chunk_size=8_192)
+    assert bpekit.load_tokens(out).tolist() == tok.encode(text)
+    batch = tok.encode_batch(text.split("\n"), num_threads=2)
+    assert batch == [tok.encode(t) for t in text.split("\n")]
+
+
+def test_encode_file_does_not_import_numpy() -> None:
+    # numpy's import starts OpenBLAS threads that spin for ~0.1 s of CPU, taken from
+    # the encoder's threads on a small machine; encoding files must not need it.
+    import subprocess
+    import sys
+
+    code = "import sys, bpekit; bpekit.encode_file; import bpekit.cli.encode; print('numpy' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "False"
+
+
+def test_dtype_by_name_or_numpy_type(tmp_path) -> None:
+    tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], [])
+    (tmp_path / "x.txt").write_text("abc", encoding="utf-8")
+    for dtype, want in [("uint32", np.uint32), (np.uint16, np.uint16), ("<u4", np.uint32)]:
+        bpekit.encode_file(tmp_path / "x.txt", tmp_path / "x.npy", tok, dtype=dtype)
+        tokens = bpekit.load_tokens(tmp_path / "x.npy")
+        assert tokens.dtype == want and tokens.tolist() == [97, 98, 99]
+    with pytest.raises(ValueError, match="uint16 or uint32, not int64"):
+        bpekit.encode_file(tmp_path / "x.txt", tmp_path / "y.npy", tok, dtype="int64")
+
+
 def test_special_tokens_kept_and_dtype_checked(tmp_path) -> None:
     tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
     (tmp_path / "x.txt").write_text("ab<|endoftext|>c", encoding="utf-8")

@@ -424,8 +424,12 @@ impl Encoder {
             texts
                 .par_iter()
                 .map_init(
-                    || self.lease(),
+                    || match rayon::current_num_threads() {
+                        1 => self.lease(),
+                        _ => self.lease_shared(),
+                    },
                     |ws, t| {
+                        self.refresh_shared(ws);
                         let mut out = Vec::with_capacity(t.as_ref().len() / 3 + 1);
                         self.encode_into(t.as_ref(), allowed, ws, &mut out)?;
                         Ok(out)
