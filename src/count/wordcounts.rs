@@ -72,6 +72,27 @@ impl WordCounts {
         }
     }
 
+    /// Appends an arena of words that are all new and distinct: word `i` is
+    /// `bytes[ends[i - 1]..ends[i]]` (counting hands its shards over this way).
+    pub(crate) fn append_distinct_arena(
+        &mut self,
+        bytes: Vec<u8>,
+        ends: Vec<usize>,
+        counts: Vec<u64>,
+    ) {
+        debug_assert_eq!(ends.len(), counts.len());
+        debug_assert!(self.index.get().is_none());
+        if self.counts.is_empty() {
+            // The first part is moved, not copied.
+            (self.bytes, self.ends, self.counts) = (bytes, ends, counts);
+            return;
+        }
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&bytes);
+        self.ends.extend(ends.iter().map(|&e| base + e));
+        self.counts.extend_from_slice(&counts);
+    }
+
     /// Reserves room for `words` more words of `bytes` bytes in all.
     pub fn reserve(&mut self, words: usize, bytes: usize) {
         self.bytes.reserve(bytes);
