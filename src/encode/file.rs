@@ -150,7 +150,11 @@ fn write_npy(
         chunks.len(),
         threads,
         threads * CHUNKS_AHEAD_PER_THREAD,
-        || encoder.lease(),
+        // Threads share one short table, so a piece merged by one is a hit for all.
+        || match threads {
+            1 => encoder.lease(),
+            _ => encoder.lease_shared(),
+        },
         |i, ws| {
             progress.check()?;
             let (s, range) = &chunks[i];
