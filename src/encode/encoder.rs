@@ -264,6 +264,13 @@ impl Encoder {
         }
     }
 
+    /// How many pieces the shared short table holds (0 when none was made).
+    #[cfg(test)]
+    pub(crate) fn shared_table_len(&self) -> usize {
+        let master = self.shared_short.lock().unwrap_or_else(|p| p.into_inner());
+        master.as_ref().map_or(0, ShortTable::len)
+    }
+
     /// A handle on the shared short table, made (or grown, if it filled up) first.
     fn shared_handle(&self) -> Option<ShortTable> {
         let mut master = self.shared_short.lock().ok()?;

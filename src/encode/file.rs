@@ -188,6 +188,8 @@ fn write_npy(
 mod tests {
     use super::*;
 
+    use crate::encode::short::ShortTable;
+
     #[test]
     fn file_equals_encode_and_cancel_leaves_nothing() {
         let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
@@ -221,6 +223,11 @@ mod tests {
             .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
             .collect();
         assert_eq!(ids, expected);
+        // Regression: the workers of a 2-thread encode lease the shared table (they
+        // used to keep one table each, merging the same pieces twice).
+        if ShortTable::can_share() {
+            assert!(e.shared_table_len() > 0);
+        }
 
         let cancelled = Progress::new();
         cancelled.cancel();
