@@ -127,7 +127,9 @@ def test_invalid_utf8_names_file_and_offset(tmp_path) -> None:
 
 def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
     tok = bpekit_encoding("cl100k_base")
-    big = data_path("corpora", "dict_gcide.txt")
+    # 8 x 40 MB: seconds of work, so the signal lands mid-encode however fast it
+    # gets (one copy alone once finished before the signal came).
+    big = [data_path("corpora", "dict_gcide.txt")] * 8
     out = tmp_path / "tokens.npy"
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()

@@ -141,6 +141,24 @@ def test_interrupt_from_progress_callback_stops_promptly(tmp_path: Path) -> None
     assert time.perf_counter() - start < 1.5  # a full run takes about 5 s
 
 
+def _wait_until_counting(proc: subprocess.Popen[bytes]) -> None:
+    """Waits until the child runs its counting thread (its second thread), then a bit.
+
+    A fixed delay raced the child's start-up on a loaded machine: a SIGINT that comes
+    while Python is still importing can be swallowed by C code that clears errors.
+    """
+    tasks = Path(f"/proc/{proc.pid}/task")
+    deadline = time.monotonic() + 20
+    while tasks.exists() and time.monotonic() < deadline and proc.poll() is None:
+        if len(list(tasks.iterdir())) >= 2:
+            break
+        time.sleep(0.01)
+    else:
+        if not tasks.exists():
+            time.sleep(1.5)  # no /proc here: fall back to a fixed delay
+    time.sleep(0.2)
+
+
 def test_ctrl_c_on_cli_writes_nothing(tmp_path: Path) -> None:
     path = _slow_corpus(tmp_path)
     out = tmp_path / "out"
@@ -163,7 +181,7 @@ def test_ctrl_c_on_cli_writes_nothing(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    time.sleep(1.5)
+    _wait_until_counting(proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
