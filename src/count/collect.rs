@@ -28,42 +28,27 @@ pub(super) struct ShardWords {
     pub counts: Vec<u64>,
 }
 
-/// Builds a `ShardWords`.
-struct ShardWriter {
-    words: ShardWords,
-}
-
-impl ShardWriter {
+impl ShardWords {
     /// Room for `words` words of 8 bytes on average and `more_bytes` more bytes.
     fn with_capacity(words: usize, more_bytes: usize) -> Self {
         Self {
-            words: ShardWords {
-                // Most pieces are under 8 bytes; past that the array grows.
-                bytes: huge_vec(words * 8 + more_bytes + 16),
-                ends: huge_vec(words),
-                counts: huge_vec(words),
-            },
+            // Most pieces are under 8 bytes; past that the array grows.
+            bytes: huge_vec(words * 8 + more_bytes + 16),
+            ends: huge_vec(words),
+            counts: huge_vec(words),
         }
     }
 
-    /// Appends the piece of `key` (a `piecekey` key) with its count when `keep`.
-    /// The key's 16 bytes are stored whole and the bytes past the piece cut off
-    /// again: one move, where copying only the piece's bytes was a `memcpy` call.
+    /// Appends the piece of `key` (a `piecekey` key) with its count. The key's 16
+    /// bytes are stored whole and the bytes past the piece cut off again: one move,
+    /// where copying only the piece's bytes was a `memcpy` call.
     #[inline(always)]
-    fn push_if(&mut self, key: u128, count: u64, keep: bool) {
-        if !keep {
-            return;
-        }
-        let w = &mut self.words;
-        let end = w.bytes.len() + usize::from((key >> 120) as u8);
-        w.bytes.extend_from_slice(&key.to_le_bytes());
-        w.bytes.truncate(end);
-        w.ends.push(end);
-        w.counts.push(count);
-    }
-
-    fn finish(self) -> ShardWords {
-        self.words
+    fn push(&mut self, key: u128, count: u64) {
+        let end = self.bytes.len() + usize::from((key >> 120) as u8);
+        self.bytes.extend_from_slice(&key.to_le_bytes());
+        self.bytes.truncate(end);
+        self.ends.push(end);
+        self.counts.push(count);
     }
 }
 
@@ -111,14 +96,16 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
     // At most the sum of the tables' keys in this shard, which is about this.
     let keys: usize = tables.iter().map(ShortTable::len).sum();
     let mut out = if shard == 0 {
-        ShardWriter::with_capacity(keys + extra.0, extra.1)
+        ShardWords::with_capacity(keys + extra.0, extra.1)
     } else {
-        ShardWriter::with_capacity((keys >> bits) + 64, 0)
+        ShardWords::with_capacity((keys >> bits) + 64, 0)
     };
     if let [table] = tables {
         // One table: its keys are distinct already.
         table.shard_slots(shard, bits).for_each(|&(key, count)| {
-            out.push_if(key, count, key != 0 && shard_of(key, bits) == shard);
+            if key != 0 && shard_of(key, bits) == shard {
+                out.push(key, count);
+            }
         });
     } else if tables.len() <= MAX_LOOKUP_TABLES {
         let smallest = tables.iter().map(ShortTable::slot_count).min().unwrap_or(0);
@@ -138,7 +125,7 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
                             return;
                         }
                         let total = count + after.iter().map(|t| t.get(key)).sum::<u64>();
-                        out.push_if(key, total, true);
+                        out.push(key, total);
                     });
             }
         }
@@ -152,11 +139,13 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
                 }
             });
         }
-        merged
-            .shard_slots(0, 0)
-            .for_each(|&(key, count)| out.push_if(key, count, key != 0));
+        merged.shard_slots(0, 0).for_each(|&(key, count)| {
+            if key != 0 {
+                out.push(key, count);
+            }
+        });
     }
-    out.finish()
+    out
 }
 
 #[cfg(test)]

@@ -99,12 +99,6 @@ impl<'a> PieceCounts<'a> {
         self.next = 0;
     }
 
-    /// Number of distinct pieces, give or take the last few still queued (merging
-    /// uses it to pick the biggest table).
-    pub fn approx_len(&self) -> usize {
-        self.short.len + self.ring.iter().filter(|(k, _)| *k != 0).count() + self.long.len()
-    }
-
     /// The table of short pieces and the map of long ones, every queued piece counted.
     pub(super) fn into_tables(mut self) -> (ShortTable, FxMap<&'a [u8], u64>) {
         self.flush();
