@@ -171,6 +171,7 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) {
         let (n_new, n_old) = (next.len, ready.len);
+        ws.prefault.ahead(out, n_old * SHORT_IDS + 4);
         let both = n_new.min(n_old);
         let mut emit = Emit::open(out, n_old);
         for i in 0..both {

@@ -7,6 +7,7 @@
 //! - [`short`]: every short piece seen -> its ids, one cache line per lookup.
 //! - [`cache`]: a bounded cache of the other pieces that never allocates on a hit.
 //! - [`batched`]: the inner loop: pieces keyed, prefetched, looked up and emitted.
+//! - [`prefault`]: faults a fresh output buffer in ahead of the writes.
 //! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
 //! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
 //! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
@@ -20,6 +21,7 @@ pub mod npy;
 pub mod ordered;
 pub mod outfile;
 pub mod pairs;
+pub mod prefault;
 pub mod short;
 pub mod stream;
 pub mod table;
