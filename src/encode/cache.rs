@@ -12,8 +12,11 @@ use std::hash::{BuildHasher, Hasher};
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-/// Pieces longer than this are not cached (they are rare and costly to store).
-pub const MAX_PIECE: usize = 64;
+/// Pieces longer than this are not cached: one such piece (a run of a million
+/// spaces) would fill the arenas. Up to 1 KiB keeps the rules and table borders of
+/// text-art that repeat through a corpus: on the 116 MB English corpus, 4.8K pieces of
+/// 65 to 1024 bytes that were merged again on every call (warm, gpt2: 343 -> 354 MB/s).
+pub const MAX_PIECE: usize = 1024;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -120,5 +123,17 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c.get(b"cd"), Some(&[3u32][..]));
         assert_eq!(c.get(b"ef"), None);
+    }
+
+    #[test]
+    fn keeps_pieces_up_to_max_piece_bytes() {
+        // Room for 128 entries: arenas of 2 KiB of piece bytes.
+        let mut c = PieceCache::new(128);
+        let rule = vec![b'-'; MAX_PIECE];
+        let longer = vec![b' '; MAX_PIECE + 1];
+        c.insert(&rule, &[1, 2, 3, 4, 5]);
+        c.insert(&longer, &[6]);
+        assert_eq!(c.get(&rule), Some(&[1u32, 2, 3, 4, 5][..]));
+        assert_eq!(c.get(&longer), None);
     }
 }
