@@ -146,6 +146,9 @@ fn write_npy(
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
     let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+    if threads > 1 {
+        encoder.size_shared_for(chunks.iter().map(|(_, r)| r.len()).sum());
+    }
     ordered_map(
         chunks.len(),
         threads,
