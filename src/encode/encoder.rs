@@ -282,18 +282,15 @@ impl Encoder {
     }
 
     /// Before a parallel encode of `bytes` of text: makes the shared short table (or
-    /// grows it) to the size such a text is likely to need.
+    /// grows it) to the size such a text is likely to need ([`short_pairs_for`]).
     ///
     /// Why: a shared table grows only between chunks, by copy, so one that starts
     /// small spends the first chunks full, and the pieces that find no room are merged
     /// again at each occurrence. A cold 2-thread encode of the 116 MB English corpus
-    /// ran at 1.65x one thread with a table that grew from 2 MB, and at ~1.8x with one
-    /// made at its full size. The size follows the distinct pieces of English text
-    /// (~115K in 19 MB, ~517K in 116 MB), so small inputs keep small tables.
+    /// ran at 1.65x one thread with a table that grew from 2 MB, and at ~1.85x with one
+    /// made at its full size.
     pub fn size_shared_for(&self, bytes: usize) {
-        let want = (bytes / 160)
-            .next_power_of_two()
-            .clamp(SHORT_PAIRS.0, SHORT_PAIRS.1);
+        let want = short_pairs_for(bytes);
         let Ok(mut master) = self.shared_short.lock() else {
             return;
         };
@@ -460,6 +457,7 @@ impl Encoder {
     pub fn encode(&self, text: &str, allowed: &Specials) -> Result<Vec<u32>> {
         let mut out = output_buffer(text.len());
         let mut ws = self.lease();
+        ws.short.reserve_pairs(short_pairs_for(text.len()));
         ws.prefault = Prefault::new(&out);
         let encoded = self.encode_into(text, allowed, &mut ws, &mut out);
         ws.prefault = Prefault::default();
@@ -525,6 +523,15 @@ impl Encoder {
         }
         Ok(out)
     }
+}
+
+/// Short-table pairs for encoding `bytes` of text: about one per 160 bytes, which
+/// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), within
+/// the table's limits. Small inputs keep small tables.
+pub fn short_pairs_for(bytes: usize) -> usize {
+    (bytes / 160)
+        .next_power_of_two()
+        .clamp(SHORT_PAIRS.0, SHORT_PAIRS.1)
 }
 
 /// An empty id buffer for a text of `len` bytes, with room for one id per two bytes

@@ -13,7 +13,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::encoder::Encoder;
+use super::encoder::{short_pairs_for, Encoder};
 use super::npy;
 use super::ordered::ordered_map;
 use super::outfile::OutFile;
@@ -146,8 +146,9 @@ fn write_npy(
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
     let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+    let total_bytes = chunks.iter().map(|(_, r)| r.len()).sum();
     if threads > 1 {
-        encoder.size_shared_for(chunks.iter().map(|(_, r)| r.len()).sum());
+        encoder.size_shared_for(total_bytes);
     }
     ordered_map(
         chunks.len(),
@@ -155,7 +156,11 @@ fn write_npy(
         threads * CHUNKS_AHEAD_PER_THREAD,
         // Threads share one short table, so a piece merged by one is a hit for all.
         || match threads {
-            1 => encoder.lease(),
+            1 => {
+                let mut lease = encoder.lease();
+                lease.short.reserve_pairs(short_pairs_for(total_bytes));
+                lease
+            }
             _ => encoder.lease_shared(),
         },
         |i, ws| {
