@@ -72,6 +72,20 @@ impl Words {
         }
     }
 
+    /// The first word: for a spilled entry, where its ids start in the spill arena.
+    #[inline(always)]
+    pub fn first(self) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe {
+            _mm_cvtsi128_si32(self.0) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self.0[0]
+        }
+    }
+
     /// Writes the four words at `dst`.
     ///
     /// # Safety
@@ -444,7 +458,13 @@ impl ShortTable {
     /// to `out`.
     #[inline]
     pub fn extend_spilled(&self, words: [u32; 4], n: usize, out: &mut Vec<u32>) {
-        let start = words[0] as usize;
+        self.extend_spilled_from(words[0], n, out);
+    }
+
+    /// The `n` spilled ids that start at `start` of the spill arena, appended to `out`.
+    #[inline]
+    pub fn extend_spilled_from(&self, start: u32, n: usize, out: &mut Vec<u32>) {
+        let start = start as usize;
         let words = &self.store.spill.words[start..start + n];
         out.extend(words.iter().map(|w| w.load(Relaxed)));
     }
