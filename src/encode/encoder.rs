@@ -455,11 +455,22 @@ impl Encoder {
     }
 
     pub fn encode(&self, text: &str, allowed: &Specials) -> Result<Vec<u32>> {
-        let mut out = output_buffer(text.len());
         let mut ws = self.lease();
         ws.short.reserve_pairs(short_pairs_for(text.len()));
+        self.encode_fresh(text, allowed, &mut ws, output_buffer(text.len()))
+    }
+
+    /// Encodes `text` into `out`, a fresh buffer, faulting its pages in ahead of the
+    /// writes ([`Prefault`]).
+    fn encode_fresh(
+        &self,
+        text: &str,
+        allowed: &Specials,
+        ws: &mut Workspace,
+        mut out: Vec<u32>,
+    ) -> Result<Vec<u32>> {
         ws.prefault = Prefault::new(&out);
-        let encoded = self.encode_into(text, allowed, &mut ws, &mut out);
+        let encoded = self.encode_into(text, allowed, ws, &mut out);
         ws.prefault = Prefault::default();
         encoded.map(|()| out)
     }
@@ -484,11 +495,8 @@ impl Encoder {
                     },
                     |ws, t| {
                         self.refresh_shared(ws);
-                        let mut out = Vec::with_capacity(t.as_ref().len() / 3 + 1);
-                        ws.prefault = Prefault::new(&out);
-                        let encoded = self.encode_into(t.as_ref(), allowed, ws, &mut out);
-                        ws.prefault = Prefault::default();
-                        encoded.map(|()| out)
+                        let out = Vec::with_capacity(t.as_ref().len() / 3 + 1);
+                        self.encode_fresh(t.as_ref(), allowed, ws, out)
                     },
                 )
                 .collect::<Result<Vec<_>>>()

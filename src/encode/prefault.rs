@@ -66,7 +66,7 @@ impl Prefault {
         }
         let page = 4096;
         let from = self.done & !(page - 1);
-        let to = (reach.max(self.done) + CHUNK).min(self.end) & !(page - 1);
+        let to = (reach + CHUNK).min(self.end) & !(page - 1);
         self.done = to.max(self.done);
         if to > from && !populate_write(from, to - from) {
             *self = Self::default();
