@@ -195,11 +195,19 @@ pub fn count_text<'t>(
     specials.split(text, |seg| {
         if let (Segment::Text(t), Ok(())) = (seg, &result) {
             let bytes = t.as_bytes();
-            result = pretokenizer.for_each_span(t, |start, end| {
-                if let Some(piece) = bytes.get(start..end) {
-                    counts.add(text.as_bytes(), piece);
-                }
-            });
+            // Forced inline: the scanner calls it from two places, and left to itself
+            // the compiler made it a call per piece, saving and restoring registers
+            // each time (en-small, 1 thread: gpt2 ~470 -> ~525 MB/s, o200k ~405 ->
+            // ~445).
+            result = pretokenizer.for_each_span(
+                t,
+                #[inline(always)]
+                |start, end| {
+                    if let Some(piece) = bytes.get(start..end) {
+                        counts.add(text.as_bytes(), piece);
+                    }
+                },
+            );
         }
     });
     result
