@@ -1,7 +1,7 @@
 //! Encodes a text file with a `.tiktoken` rank file, for profiling the encoder apart
 //! from Python: `cargo run --release --example encode_bench -- RANKS PATTERN TEXT [RUNS]`
 //! (PATTERN: gpt2, cl100k or o200k). Prints MB/s of thread CPU time per run; the
-//! first run fills the piece caches. `SCAN=1` also times the pre-tokenizer alone;
+//! first run fills the piece caches. `SCAN=n` also times the pre-tokenizer alone, n times;
 //! `THREADS=n` encodes `n` parts on `n` threads and prints wall-clock MB/s, each
 //! thread with its own short table, or one shared table with `SHARED=1`.
 
@@ -95,7 +95,11 @@ fn cpu_seconds() -> f64 {
 /// Times the pre-tokenizer alone (`SCAN=1`), for comparison with the whole encoder.
 fn scan_only(text: &str, pattern: &str) -> bpekit::Result<()> {
     let pretok = bpekit::pretokenize::Pretokenizer::new(pattern)?;
-    for _ in 0..3 {
+    let runs: usize = std::env::var("SCAN")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    for _ in 0..runs {
         let t0 = cpu_seconds();
         let mut pieces = 0usize;
         pretok.for_each_piece(text, |_| pieces += 1)?;

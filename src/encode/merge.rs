@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::pairs::PairTable;
+use super::pairs::{PairCache, PairTable};
 use super::table::{Bpe, NONE};
 
 /// Pieces up to this many bytes use the scan.
@@ -26,6 +26,7 @@ pub struct Scratch {
     next: Vec<u32>,
     prev: Vec<u32>,
     heap: BinaryHeap<Reverse<(u32, u32, u32, u32)>>,
+    cache: PairCache,
 }
 
 /// Appends the ids of `piece` to `out`, using only pairs of rank below `max_rank`
@@ -49,14 +50,16 @@ fn below(rank: u32, max_rank: u32) -> u32 {
 }
 
 #[inline]
-fn rank_of(pairs: &PairTable, left: u32, right: u32, max_rank: u32) -> u32 {
-    below(pairs.rank(left, right), max_rank)
+fn rank_of(pairs: &PairTable, left: u32, right: u32, max_rank: u32, cache: &mut PairCache) -> u32 {
+    below(pairs.rank_cached(left, right, cache), max_rank)
 }
 
 fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
     let pairs = bpe.pairs();
     let parts = &mut s.parts;
     let ranks = &mut s.ranks;
+    let cache = &mut s.cache;
+    cache.bind(pairs);
     parts.clear();
     parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
     ranks.clear();
@@ -81,10 +84,10 @@ fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
         parts.remove(at + 1);
         ranks.remove(at);
         if at + 1 < parts.len() {
-            ranks[at] = rank_of(pairs, parts[at], parts[at + 1], max_rank);
+            ranks[at] = rank_of(pairs, parts[at], parts[at + 1], max_rank, cache);
         }
         if at > 0 {
-            ranks[at - 1] = rank_of(pairs, parts[at - 1], parts[at], max_rank);
+            ranks[at - 1] = rank_of(pairs, parts[at - 1], parts[at], max_rank, cache);
         }
     }
     out.extend_from_slice(parts);
@@ -109,7 +112,7 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
     heap.clear();
     let push = |heap: &mut BinaryHeap<_>, parts: &[u32], at: u32, right: u32| {
         let (l, r) = (parts[at as usize], parts[right as usize]);
-        let rank = rank_of(pairs, l, r, max_rank);
+        let rank = below(pairs.rank(l, r), max_rank);
         if rank != NONE {
             heap.push(Reverse((rank, at, l, r)));
         }
@@ -118,7 +121,7 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
     let mut initial = std::mem::take(heap).into_vec();
     initial.extend((0..n.saturating_sub(1)).filter_map(|i| {
         let (l, r) = (parts[i], parts[i + 1]);
-        let rank = rank_of(pairs, l, r, max_rank);
+        let rank = below(pairs.rank(l, r), max_rank);
         (rank != NONE).then_some(Reverse((rank, i as u32, l, r)))
     }));
     *heap = BinaryHeap::from(initial);
