@@ -369,9 +369,10 @@ impl Encoder {
         match piece {
             [b] => out.push(self.bpe.byte_id(*b)),
             _ => {
-                let whole = match self.bpe.whole_piece_lookup() {
-                    true => self.bpe.id_of(piece),
-                    false => None,
+                let whole = match (self.bpe.whole_piece_lookup(), key) {
+                    (false, _) => None,
+                    (true, 0) => self.bpe.id_of(piece),
+                    (true, _) => self.bpe.id_of_short(key, hash),
                 };
                 match whole {
                     Some(id) => out.push(id),
