@@ -5,8 +5,8 @@
 //! piece also misses the TLB, and filling the table faults once per 4 KiB. Memory
 //! that is 2 MiB aligned and advised before its first write gets huge pages where
 //! the kernel allows them (a `Vec` or `Box<[T]>` can neither over-align nor advise
-//! in time). The encoder's short table, kept warm across calls, measured faster in
-//! ordinary pages: see [`ZeroedBuf::new`].
+//! in time). The encoder's short table is in huge pages too (`encode/short.rs`); its
+//! output buffers are not (`encode::encoder::output_buffer`).
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
@@ -75,32 +75,18 @@ impl<T: Zeroable> ZeroedBuf<T> {
             .unwrap_or_else(|_| handle_alloc_error(Layout::new::<T>()))
     }
 
-    /// `len` zeroed values, in huge pages where the kernel allows. For tables that are
-    /// filled from scratch each time (counting: fewer, larger page faults, and no
-    /// TLB misses; 385 -> 430 MB/s on en-small).
+    /// `len` zeroed values, in huge pages where the kernel allows: fewer, larger page
+    /// faults and fewer TLB misses for tables read at random (counting: 385 -> 430
+    /// MB/s on en-small; the encoder's short table on en: ~360 -> ~380).
     pub fn huge(len: usize) -> Self {
-        Self::alloc_zeroed(len, true)
-    }
-
-    /// `len` zeroed values in ordinary pages. For tables kept warm across calls: the
-    /// encoder's short table read 10% faster from ordinary pages on the 2-core test
-    /// VM (en-small, gpt2, warm: 352 -> 388 MB/s; en: 300 -> 310), for reasons the
-    /// VM's counters cannot show.
-    pub fn new(len: usize) -> Self {
-        Self::alloc_zeroed(len, false)
-    }
-
-    fn alloc_zeroed(len: usize, huge: bool) -> Self {
         let layout = Self::layout(len);
         // SAFETY: the layout's size is non-zero.
         let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
             handle_alloc_error(layout)
         };
-        if huge {
-            // Before the first write, so the pages are huge from the first fault.
-            advise_huge_pages(raw, layout.size());
-        }
+        // Before the first write, so the pages are huge from the first fault.
+        advise_huge_pages(raw, layout.size());
         // SAFETY: `raw` points to `layout.size()` writable bytes, and all zeros is a
         // valid `T` (`Zeroable`).
         unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
@@ -154,11 +140,8 @@ mod tests {
 
     #[test]
     fn zeroed_and_aligned() {
-        for len in [1, 3, 1 << 17] {
-            let mut b = match len % 2 {
-                0 => ZeroedBuf::<(u128, u64)>::huge(len),
-                _ => ZeroedBuf::<(u128, u64)>::new(len),
-            };
+        for len in [1, 3, 1 << 17, 3 << 16] {
+            let mut b = ZeroedBuf::<(u128, u64)>::huge(len);
             assert_eq!(b.len(), len);
             assert!(b.as_slice().iter().all(|&(k, v)| k == 0 && v == 0));
             assert_eq!(b.as_ptr() as usize % 64, 0);
