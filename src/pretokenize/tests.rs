@@ -262,3 +262,22 @@ fn scanners_match_regex_on_long_ascii_strings() {
         check(&engines, &text);
     }
 }
+
+/// Prose-like ASCII with many punctuation runs before line breaks and slashes (o200k's
+/// `[\r\n/]*` after punctuation), several to a 64-byte block, each followed by every
+/// kind of byte: letters, digits, punctuation, spaces and more breaks.
+#[test]
+fn scanners_match_regex_on_punctuation_before_line_breaks() {
+    const PARTS: &[&str] = &[
+        "word", " the", "Camel", "X", "42", "1234", "'s", "'LL", ".", "!?", ",", "'", "(", "\"",
+        "-", "/", "//", "\n", "\r\n", "\r", "\n\n", "\n/", "/\n", " ", "  ", "\t", " .", ".\n",
+        ".\r\n", "!\n\n", ":/\n", ".\n ", ".\n\t", "'\n", ")\n(",
+    ];
+    let engines = engines();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..4_000 {
+        let parts = 20 + rng.below(120);
+        let text: String = (0..parts).map(|_| PARTS[rng.below(PARTS.len())]).collect();
+        check(&engines, &text);
+    }
+}
