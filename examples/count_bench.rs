@@ -1,6 +1,7 @@
 //! Counts the pre-tokens of a file, for profiling counting apart from Python:
 //! `cargo run --release --example count_bench -- FILE [PATTERN] [THREADS] [RUNS]`.
-//! Prints MB/s of wall time per run (`<|endoftext|>` is the special token).
+//! Prints MB/s of wall time per run (`<|endoftext|>` is the special token). `CHUNK=n`
+//! sets the chunk size in bytes (default: picked from the input size).
 
 use bpekit::corpus::Source;
 use bpekit::count::{count_pretokens, CountOptions};
@@ -23,6 +24,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = std::time::Instant::now();
         let options = CountOptions {
             num_threads: threads,
+            chunk_size: std::env::var("CHUNK")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
             ..CountOptions::default()
         };
         let counts = count_pretokens(&sources, &specials, &pretok, options, &Progress::new())?;

@@ -222,6 +222,11 @@ pub fn decode<'a>(
     policy: Utf8Policy,
 ) -> Result<Cow<'a, str>> {
     let bytes = &source.bytes()[range.clone()];
+    // The common case, valid text, checked at ~2x the speed of `std` (4% of a 1-thread
+    // count of en-small went to validation); `std` then says where an error is.
+    if let Ok(s) = simdutf8::basic::from_utf8(bytes) {
+        return Ok(Cow::Borrowed(s));
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(Cow::Borrowed(s)),
         Err(e) => match policy {

@@ -267,6 +267,11 @@ impl ShortTable {
         shard: usize,
         bits: u32,
     ) -> impl Iterator<Item = &(u128, u64)> {
+        self.shard_ranges(shard, bits).into_iter().flatten()
+    }
+
+    /// The slots of [`ShortTable::shard_slots`] as up to three slices, in order.
+    pub(super) fn shard_ranges(&self, shard: usize, bits: u32) -> [&[(u128, u64)]; 3] {
         let slots = self.slots.as_slice();
         let n = slots.len();
         let per = n >> bits;
@@ -281,10 +286,11 @@ impl ShortTable {
                 .count()
         };
         let wrapped = (end + run).saturating_sub(n);
-        slots[shard * per..end]
-            .iter()
-            .chain(&slots[end..(end + run).min(n)])
-            .chain(&slots[..wrapped])
+        [
+            &slots[shard * per..end],
+            &slots[end..(end + run).min(n)],
+            &slots[..wrapped],
+        ]
     }
 
     pub(super) fn slot_count(&self) -> usize {
