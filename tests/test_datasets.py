@@ -131,6 +131,9 @@ def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
     # gets (one copy alone once finished before the signal came).
     big = [data_path("corpora", "dict_gcide.txt")] * 8
     out = tmp_path / "tokens.npy"
+    # A suite started in the background by a shell inherits SIGINT ignored, and then
+    # Python raises no KeyboardInterrupt: Ctrl-C is put back for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -138,6 +141,7 @@ def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
             bpekit.encode_file(big, out, tok, num_threads=1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert list(tmp_path.iterdir()) == []
 
 

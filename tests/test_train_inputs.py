@@ -180,6 +180,9 @@ def test_ctrl_c_on_cli_writes_nothing(tmp_path: Path) -> None:
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # A suite started in the background by a shell has SIGINT ignored, and a child
+        # Python that inherits that installs no Ctrl-C handler at all.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _wait_until_counting(proc)
     proc.send_signal(signal.SIGINT)
