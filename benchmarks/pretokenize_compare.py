@@ -59,7 +59,9 @@ def machine() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="runs per scanner figure (best is kept)")
+    ap.add_argument(
+        "--repeat", type=int, default=5, help="runs per scanner and counting figure (best is kept)"
+    )
     ap.add_argument(
         "--bench-dir", type=Path, default=Path(os.environ.get("BPEKIT_BENCH_DIR", "/tmp/bpekit_bench"))
     )
@@ -90,7 +92,7 @@ def main() -> None:
     for name in NAMES:
         for threads in [1, 2]:
             best = float("inf")
-            for _ in range(3):
+            for _ in range(args.repeat):
                 counts = None  # free the last result outside the timed call
                 t0 = time.perf_counter()
                 counts = bpekit.count_pretokens(path, ["<|endoftext|>"], pattern=name, num_threads=threads)
