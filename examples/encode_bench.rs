@@ -55,6 +55,10 @@ fn parallel(
     }
     let none = Specials::default();
     let shared = std::env::var_os("SHARED").is_some();
+    if shared {
+        // As `encode_file` does: a shared table grows only between chunks.
+        encoder.size_shared_for(text.len());
+    }
     let mut leases: Vec<_> = parts
         .iter()
         .map(|_| match shared {
