@@ -15,6 +15,10 @@ with bpekit's (a hash of all ids). Modes:
 * ``encoder``: bpekit only: the merge stage alone, on pieces pre-tokenized beforehand
   (the pre-tokenizer is timed apart and reported as ``pretokenize``).
 
+On a noisy machine use ``--rounds N``: each configuration then runs in N fresh
+processes, the configurations alternating round by round; ``MB/s`` and ``first`` are
+the medians over the rounds and ``spread`` is the range of the rounds' warm figures.
+
 Corpora come from ``python ../shared/bench/make_corpora.py`` (default
 /tmp/bpekit_bench/{ts,en-small,en,ml}.txt). Peers are installed into .venv from PyPI
 (``pip install tiktoken tokenizers gigatoken``), never as package dependencies.
@@ -192,6 +196,12 @@ def main() -> None:
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     p.add_argument("--runs", type=int, default=4, help="calls per process; the first is reported apart")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="fresh processes per configuration, alternating; medians are reported",
+    )
+    p.add_argument(
         "--hf-max-mb",
         type=float,
         default=5.0,
@@ -226,43 +236,65 @@ def main() -> None:
             )
             reference = None
             for mode in args.modes:
-                for threads in args.threads if mode != "encoder" else [1]:
-                    for tool in tools if mode != "encoder" else ["bpekit"]:
-                        if tool == "hf" and mb > args.hf_max_mb:
-                            continue
+                configs = [
+                    (threads, tool)
+                    for threads in (args.threads if mode != "encoder" else [1])
+                    for tool in (tools if mode != "encoder" else ["bpekit"])
+                    if not (tool == "hf" and mb > args.hf_max_mb)
+                ]
+                # With --rounds, every configuration runs once per round in a fresh
+                # process, the configurations alternating, so that a noisy minute on
+                # the machine falls on all of them alike.
+                results: dict[tuple[int, str], list[dict]] = {c: [] for c in configs}
+                for _ in range(args.rounds):
+                    for threads, tool in configs:
                         r = run_one(tool, encoding, path, mode, threads, args.runs)
-                        if r is None:
-                            continue
-                        # The first call fills each tool's caches (all three keep them
-                        # across calls); MB/s is the median of the later calls, so one
-                        # cold call does not decide the median. `first` is that call.
-                        times = r["times"]
-                        warm = times[1:] if len(times) > 1 else times
-                        med = statistics.median(warm)
-                        spread = (max(warm) - min(warm)) / med * 100
-                        if mode == "encoder":
-                            agree = f"(pre-tokenizer alone {mb / r['pretokenize']:,.1f} MB/s)"
-                        else:
-                            reference = reference or r["hash"]
-                            agree = "same" if r["hash"] == reference else f"DIFFER ({r['hash']})"
-                        print(
-                            f"  {tool:<10} {mode:<8} {threads:>3} {mb / med:>8,.1f} {mb / times[0]:>8,.1f} "
-                            f"{spread:>7.0f}% "
-                            f"{r['tokens'] / med / 1e6:>7.2f} {r['peak_mib']:>9,.0f}  {agree}",
-                            flush=True,
-                        )
-                        rows.append(
-                            {
-                                "corpus": corpus,
-                                "encoding": encoding,
-                                "tool": tool,
-                                "mode": mode,
-                                "threads": threads,
-                                "mb_s": mb / med,
-                                "mb_s_first": mb / times[0],
-                                **r,
-                            }
-                        )
+                        if r is not None:
+                            results[(threads, tool)].append(r)
+                for threads, tool in configs:
+                    rs = results[(threads, tool)]
+                    if not rs:
+                        continue
+                    # The first call fills each tool's caches (all three keep them
+                    # across calls); MB/s is the median of the later calls, so one cold
+                    # call does not decide the median. `first` is that call. Over
+                    # several rounds: medians of the rounds' figures.
+                    warm_s = [statistics.median(r["times"][1:] or r["times"]) for r in rs]
+                    med = statistics.median(warm_s)
+                    first = statistics.median(r["times"][0] for r in rs)
+                    warm_calls = warm_s if len(rs) > 1 else (rs[0]["times"][1:] or rs[0]["times"])
+                    spread = (max(warm_calls) - min(warm_calls)) / med * 100
+                    r = rs[0]
+                    if mode == "encoder":
+                        agree = f"(pre-tokenizer alone {mb / r['pretokenize']:,.1f} MB/s)"
+                    else:
+                        reference = reference or r["hash"]
+                        hashes = {x["hash"] for x in rs}
+                        agree = "same" if hashes == {reference} else f"DIFFER ({sorted(hashes)})"
+                    peak = max(x["peak_mib"] for x in rs)
+                    print(
+                        f"  {tool:<10} {mode:<8} {threads:>3} {mb / med:>8,.1f} {mb / first:>8,.1f} "
+                        f"{spread:>7.0f}% "
+                        f"{r['tokens'] / med / 1e6:>7.2f} {peak:>9,.0f}  {agree}",
+                        flush=True,
+                    )
+                    rows.append(
+                        {
+                            "corpus": corpus,
+                            "encoding": encoding,
+                            "tool": tool,
+                            "mode": mode,
+                            "threads": threads,
+                            "mb_s": mb / med,
+                            "mb_s_first": mb / first,
+                            "rounds": [
+                                {"mb_s": mb / w, "mb_s_first": mb / x["times"][0]}
+                                for w, x in zip(warm_s, rs, strict=True)
+                            ],
+                            **r,
+                            "peak_mib": peak,
+                        }
+                    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
