@@ -233,11 +233,16 @@ mod tests {
         std::array::from_fn(|b| b as u32)
     }
 
+    /// 5000 distinct pairs `(left, right, rank)` spread over the id range.
+    fn sample_pairs() -> Vec<(u32, u32, u32)> {
+        (0..5000u32)
+            .map(|i| (i * 7 % 3001, i * 13 % 4099 + 300, i))
+            .collect()
+    }
+
     #[test]
     fn finds_every_pair_and_nothing_else() {
-        let pairs: Vec<(u32, u32, u32)> = (0..5000u32)
-            .map(|i| (i * 7 % 3001, i * 13 % 4099 + 300, i))
-            .collect();
+        let pairs = sample_pairs();
         let t = PairTable::new(&pairs, None, &identity_bytes()).unwrap();
         assert_eq!(t.len(), pairs.len());
         for &(l, r, rank) in &pairs {
@@ -254,9 +259,7 @@ mod tests {
 
     #[test]
     fn cached_ranks_equal_table_ranks() {
-        let pairs: Vec<(u32, u32, u32)> = (0..5000u32)
-            .map(|i| (i * 7 % 3001, i * 13 % 4099 + 300, i))
-            .collect();
+        let pairs = sample_pairs();
         let a = PairTable::new(&pairs, None, &identity_bytes()).unwrap();
         let shifted: Vec<(u32, u32, u32)> = pairs.iter().map(|&(l, r, k)| (l, r, k + 7)).collect();
         let b = PairTable::new(&shifted, None, &identity_bytes()).unwrap();
