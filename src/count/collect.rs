@@ -107,18 +107,6 @@ impl ShardWords {
             }
         }
     }
-
-    /// Appends the piece of `key` (a `piecekey` key) with its count. The key's 16
-    /// bytes are stored whole and the bytes past the piece cut off again: one move,
-    /// where copying only the piece's bytes was a `memcpy` call.
-    #[inline(always)]
-    fn push(&mut self, key: u128, count: u64) {
-        let end = self.bytes.len() + usize::from((key >> 120) as u8);
-        self.bytes.extend_from_slice(&key.to_le_bytes());
-        self.bytes.truncate(end);
-        self.ends.push(end);
-        self.counts.push(count);
-    }
 }
 
 /// The distinct pieces of `tables` with their summed counts, as one `ShardWords`
@@ -203,11 +191,9 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
                 }
             });
         }
-        merged.shard_slots(0, 0).for_each(|&(key, count)| {
-            if key != 0 {
-                out.push(key, count);
-            }
-        });
+        for part in merged.shard_ranges(0, 0) {
+            out.extend_kept::<true>(part, |_| true, |_, count| count);
+        }
     }
     out
 }
