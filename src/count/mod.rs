@@ -73,18 +73,13 @@ pub fn count_pretokens(
         options.chunk_size
     };
     let newline_cuts = pretokenizer.kind() != crate::pretokenize::Kind::Custom;
-    let chunks: Vec<(usize, std::ops::Range<usize>)> = sources
-        .iter()
-        .enumerate()
-        .flat_map(|(i, s)| {
-            corpus::chunk_ranges(s.bytes(), specials, chunk_size, newline_cuts)
-                .into_iter()
-                .map(move |r| (i, r))
-        })
-        .collect();
+    // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
+    let chunks = corpus::Chunks::new(sources, specials, chunk_size, newline_cuts);
 
-    // More threads than chunks would only idle.
-    let threads = threads.min(chunks.len()).max(1);
+    // More threads than chunks would only idle (a text has at most one chunk per
+    // `chunk_size` bytes, and each file ends one).
+    let most_chunks = total / chunk_size.max(1) + sources.len();
+    let threads = threads.min(most_chunks).max(1);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
     // A thread sees more than its share of the distinct pieces (half of en-small has
@@ -107,7 +102,7 @@ pub fn count_pretokens(
                     return Ok(());
                 };
                 progress.check()?;
-                let source = &sources[*src];
+                let source = &sources[src];
                 let len = range.len() as u64;
                 match corpus::decode(source, range.clone(), options.utf8)? {
                     Cow::Borrowed(text) => {

@@ -1,15 +1,15 @@
 //! Files -> one `.npy` of token ids, in parallel, in memory independent of the input size.
 //!
-//! Each file is mapped and cut into document-aligned chunks (`corpus::chunk_ranges`:
-//! before special tokens and at safe newlines, so chunks encode independently; only
-//! the bytes near each cut are read, so encoding starts at once).
+//! Each file is mapped and cut into document-aligned chunks (`corpus::Chunks`: before
+//! special tokens and at safe newlines, so chunks encode independently; only the
+//! bytes near each cut are read, and each cut is found when a worker asks for its
+//! chunk, so encoding starts at once).
 //! Chunks are encoded in parallel (`ordered::ordered_map`, a few chunks ahead of the
 //! writer at most) and written in input order into a temporary file after a
 //! placeholder header; the header gets the real length at the end and the file is
 //! renamed into place. Each chunk's input pages are released once it is written. An error or Ctrl-C
 //! removes the temporary file, so an interrupted run leaves no output.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -133,40 +133,33 @@ fn write_npy(
         n => n,
     };
     // Every chunk of every file, in order, so the workers never wait between files.
-    let chunks: Vec<(usize, Range<usize>)> = sources
-        .iter()
-        .enumerate()
-        .flat_map(|(i, s)| {
-            corpus::chunk_ranges(s.bytes(), &allowed.matcher, chunk_size, newline_cuts)
-                .into_iter()
-                .map(move |r| (i, r))
-        })
-        .collect();
+    let chunks = corpus::Chunks::new(&sources, &allowed.matcher, chunk_size, newline_cuts);
     let mut count = 0u64;
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
     let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-    let total_bytes = chunks.iter().map(|(_, r)| r.len()).sum();
     if threads > 1 {
-        encoder.size_shared_for(total_bytes);
+        encoder.size_shared_for(total);
     }
     ordered_map(
-        chunks.len(),
+        usize::MAX,
         threads,
         threads * CHUNKS_AHEAD_PER_THREAD,
         // Threads share one short table, so a piece merged by one is a hit for all.
         || match threads {
             1 => {
                 let mut lease = encoder.lease();
-                lease.short.reserve_pairs(short_pairs_for(total_bytes));
+                lease.short.reserve_pairs(short_pairs_for(total));
                 lease
             }
             _ => encoder.lease_shared(),
         },
         |i, ws| {
             progress.check()?;
-            let (s, range) = &chunks[i];
-            let text = corpus::decode(&sources[*s], range.clone(), options.utf8)?;
+            let Some((s, range)) = chunks.get(i) else {
+                return Ok(None);
+            };
+            let text = corpus::decode(&sources[s], range.clone(), options.utf8)?;
             encoder.refresh_shared(ws);
             let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
             let mut ids = spare.unwrap_or_default();
@@ -174,14 +167,13 @@ fn write_npy(
             ids.reserve(range.len() / 2 + 16);
             encoder.encode_into(&text, allowed, ws, &mut ids)?;
             progress.add(range.len() as u64);
-            Ok(ids)
+            Ok(Some((s, range, ids)))
         },
-        |i, ids| {
+        |_, (s, range, ids)| {
             file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
             count += ids.len() as u64;
             // Done with these bytes: keep the mapped file out of resident memory.
-            let (s, range) = &chunks[i];
-            sources[*s].release(range.clone());
+            sources[s].release(range);
             if let Ok(mut spare) = spare_buffers.lock() {
                 spare.push(ids);
             }

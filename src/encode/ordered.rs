@@ -1,6 +1,7 @@
 //! An ordered parallel map with bounded lookahead: `threads` workers take items in
 //! order from a shared counter, and the calling thread consumes results strictly in
-//! item order as they complete. A worker waits when it runs more than `max_ahead`
+//! item order as they complete. The item count need not be known up front: an item
+//! past the end says so, and the map ends there. A worker waits when it runs more than `max_ahead`
 //! items ahead of the consumer, so memory stays bounded; unlike processing fixed
 //! windows with a barrier, a slow item never leaves the other workers idle.
 
@@ -14,11 +15,15 @@ struct State<T> {
     done: BTreeMap<usize, Result<T>>,
     consumed: usize,
     stop: bool,
+    /// No item at or after this exists (found by a worker).
+    end: usize,
 }
 
 /// Runs `work(i, &mut scratch)` for `i in 0..n` on `threads` workers (each with its own
 /// `init()` scratch) and feeds the results to `sink(i, value)` in order on this thread.
-/// The first error (from `work` or `sink`) stops everything and is returned.
+/// `work` returns `None` for an item past the end: no later item is asked for, and the
+/// map ends after the items before it. The first error (from `work` or `sink`) stops
+/// everything and is returned.
 pub fn ordered_map<S, T, I, W, K>(
     n: usize,
     threads: usize,
@@ -30,7 +35,7 @@ pub fn ordered_map<S, T, I, W, K>(
 where
     T: Send,
     I: Fn() -> S + Sync,
-    W: Fn(usize, &mut S) -> Result<T> + Sync,
+    W: Fn(usize, &mut S) -> Result<Option<T>> + Sync,
     K: FnMut(usize, T) -> Result<()>,
 {
     let next = AtomicUsize::new(0);
@@ -38,6 +43,7 @@ where
         done: BTreeMap::new(),
         consumed: 0,
         stop: false,
+        end: n,
     });
     let changed = Condvar::new();
     let poisoned = || Error::invalid("a worker thread panicked");
@@ -53,19 +59,27 @@ where
                     }
                     {
                         let Ok(mut g) = state.lock() else { return };
-                        while !g.stop && i >= g.consumed + max_ahead {
+                        while !g.stop && i < g.end && i >= g.consumed + max_ahead {
                             g = match changed.wait(g) {
                                 Ok(g) => g,
                                 Err(_) => return,
                             };
                         }
-                        if g.stop {
+                        if g.stop || i >= g.end {
                             return;
                         }
                     }
                     let r = work(i, &mut scratch);
                     let Ok(mut g) = state.lock() else { return };
-                    g.done.insert(i, r);
+                    match r {
+                        Ok(None) => g.end = g.end.min(i),
+                        Ok(Some(v)) => {
+                            g.done.insert(i, Ok(v));
+                        }
+                        Err(e) => {
+                            g.done.insert(i, Err(e));
+                        }
+                    }
                     changed.notify_all();
                 }
             });
@@ -86,6 +100,9 @@ where
                 loop {
                     if let Some(r) = g.done.remove(&i) {
                         break r;
+                    }
+                    if i >= g.end {
+                        return Ok(());
                     }
                     g = match changed.wait(g) {
                         Ok(g) => g,
@@ -121,7 +138,7 @@ mod tests {
             || (),
             |i, _| {
                 std::thread::sleep(std::time::Duration::from_millis(50));
-                Ok(i)
+                Ok(Some(i))
             },
             |_, _| Ok(()),
         )
@@ -137,7 +154,7 @@ mod tests {
             3,
             4,
             || (),
-            |i, _| Ok(i * 2),
+            |i, _| Ok(Some(i * 2)),
             |i, v| {
                 seen.push((i, v));
                 Ok(())
@@ -156,7 +173,7 @@ mod tests {
                 if i == 10 {
                     Err(Error::Cancelled)
                 } else {
-                    Ok(i)
+                    Ok(Some(i))
                 }
             },
             |_, _| {
@@ -166,5 +183,32 @@ mod tests {
         );
         assert!(matches!(r, Err(Error::Cancelled)));
         assert_eq!(count, 10);
+    }
+
+    #[test]
+    fn ends_at_the_first_item_past_the_end() {
+        for threads in [1, 2, 3] {
+            let asked = AtomicUsize::new(0);
+            let mut seen = Vec::new();
+            ordered_map(
+                usize::MAX,
+                threads,
+                4,
+                || (),
+                |i, _| {
+                    asked.fetch_add(1, Ordering::Relaxed);
+                    Ok((i < 37).then_some(i))
+                },
+                |i, v| {
+                    assert_eq!(i, v);
+                    seen.push(v);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, (0..37).collect::<Vec<_>>());
+            // Each worker stops at the first item past the end it is given.
+            assert!(asked.load(Ordering::Relaxed) <= 37 + threads);
+        }
     }
 }
