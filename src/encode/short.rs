@@ -404,8 +404,11 @@ impl Store {
                     return Some((i, s, line.words[s]));
                 }
             }
-            // Inserts fill the first free slot of the walk, so a free slot ends it.
-            if line.keys[1] == 0 {
+            // Inserts fill the first free slot of the walk, so a free slot ends it. A
+            // slot with ids and no key yet is not free: another thread is publishing
+            // it, and a piece inserted after it was claimed lies further on (ending
+            // the walk there lost a thread's own insert until the other published).
+            if line.keys[1] == 0 && line.words[1] == [0; 4] {
                 return None;
             }
             i = (i + 1) & mask;
@@ -812,7 +815,7 @@ mod tests {
             return;
         }
         let ids = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| i * 8 + j + 1).collect() };
-        for round in 0..300u32 {
+        for round in 0..1500u32 {
             // A small table, so the threads' pieces share home lines and the threads
             // race for the same free slots. Threads 0-1 add the same pieces (a race of
             // equal entries), threads 2-3 pieces of their own (a race of different
@@ -848,6 +851,43 @@ mod tests {
             }
             assert!(owner.len() >= 150);
         }
+    }
+
+    #[test]
+    fn a_slot_being_published_does_not_end_a_walk() {
+        if !ShortTable::can_share() {
+            return;
+        }
+        let mut owner = ShortTable::new(16, 16, 100);
+        let mut handle = owner.share().unwrap();
+        // Three pieces with the same home line.
+        let pieces: Vec<[u8; 4]> = (0u32..)
+            .map(u32::to_le_bytes)
+            .filter(|p| owner.home(short_hash(short_key(p))) == 0)
+            .take(3)
+            .collect();
+        let key = |i: usize| short_key(&pieces[i]);
+        assert!(handle.insert(key(0), short_hash(key(0)), &[1]));
+        // Slot 1 of the home line as another writer leaves it between its claim and
+        // its publication: ids in place, key not yet stored.
+        let claimed = Slot {
+            key: 0,
+            ids: [2, 0, 0],
+            n: 1,
+        };
+        // SAFETY: slot 1 of line 0 of a live table, written as a claim writes it.
+        unsafe {
+            line::store(
+                owner.store.line(0).cast_mut().cast::<Slot>().add(1),
+                claimed,
+            )
+        };
+        // The third piece goes past the claimed slot, and must be found there.
+        assert!(handle.insert(key(2), short_hash(key(2)), &[3]));
+        assert_eq!(ids_of(&handle, &pieces[2]), Some(vec![3]));
+        assert_eq!(ids_of(&handle, &pieces[0]), Some(vec![1]));
+        // Until the claim is published its piece is simply not there yet.
+        assert_eq!(ids_of(&handle, &pieces[1]), None);
     }
 
     #[test]
