@@ -853,13 +853,22 @@ mod tests {
         }
     }
 
+    /// A table and one shared handle on it (`None` where tables cannot be shared).
+    fn shared_table(
+        pairs: usize,
+        max_pairs: usize,
+        spill: usize,
+    ) -> Option<(ShortTable, ShortTable)> {
+        let mut owner = ShortTable::new(pairs, max_pairs, spill);
+        let handle = owner.share()?;
+        Some((owner, handle))
+    }
+
     #[test]
     fn a_slot_being_published_does_not_end_a_walk() {
-        if !ShortTable::can_share() {
+        let Some((owner, mut handle)) = shared_table(16, 16, 100) else {
             return;
-        }
-        let mut owner = ShortTable::new(16, 16, 100);
-        let mut handle = owner.share().unwrap();
+        };
         // Three pieces with the same home line.
         let pieces: Vec<[u8; 4]> = (0u32..)
             .map(u32::to_le_bytes)
@@ -892,11 +901,9 @@ mod tests {
 
     #[test]
     fn a_full_shared_table_is_grown_by_copy() {
-        if !ShortTable::can_share() {
+        let Some((owner, mut handle)) = shared_table(16, 64, 100) else {
             return;
-        }
-        let mut owner = ShortTable::new(16, 64, 100);
-        let mut handle = owner.share().unwrap();
+        };
         let ids = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| i * 8 + j).collect() };
         let added: Vec<u32> = (0..40u32)
             .filter(|&i| {
