@@ -10,6 +10,11 @@ with bpekit's (a hash of all ids). Modes:
 * ``memory``: the text is already a Python ``str``. 1 thread: one ``encode`` call
   (bpekit: ``encode_to_numpy``, the array API, as gigatoken's ``encode``);
   N threads: the documents (cut after each ``<|endoftext|>``) through ``encode_batch``.
+  Every call gets a new ``str`` (read again, untimed), as a pipeline's new documents
+  do: CPython caches a ``str``'s UTF-8 inside it once a tool asks for it, so calls on
+  the same object would time every call after the first without that conversion
+  (~160 ms for the 116 MB English corpus, which is stored as UCS-4). ``--same-str``
+  times calls on one object instead.
 * ``file``: from the file on disk to token ids (bpekit: ``encode_file`` to a ``.npy``;
   gigatoken: ``encode_files``; tiktoken/HF have no file API: read + encode_batch).
 * ``encoder``: bpekit only: the merge stage alone, on pieces pre-tokenized beforehand
@@ -147,7 +152,13 @@ def worker(args: argparse.Namespace) -> None:
         text = "" if args.mode == "file" else path.read_text(encoding="utf-8")
         call = make_call(args.tool, tok, args.mode, args.threads, path, text, tmp)
         times, result = [], None
-        for _ in range(args.runs):
+        for run in range(args.runs):
+            if args.mode == "memory" and run > 0 and not args.same_str:
+                # A new str for every call, as new documents are (see the module docs);
+                # the last one is dropped first, so peak memory holds one text.
+                call = text = None
+                text = path.read_text(encoding="utf-8")
+                call = make_call(args.tool, tok, args.mode, args.threads, path, text, tmp)
             t0 = time.perf_counter()
             result = call()
             times.append(time.perf_counter() - t0)
@@ -175,9 +186,12 @@ def available(tool: str) -> bool:
     return True
 
 
-def run_one(tool: str, encoding: str, path: Path, mode: str, threads: int, runs: int) -> dict | None:
+def run_one(
+    tool: str, encoding: str, path: Path, mode: str, threads: int, runs: int, same_str: bool
+) -> dict | None:
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true")
     cmd = [sys.executable, __file__, "--worker", tool, encoding, str(path), mode, str(threads), str(runs)]
+    cmd += ["--same-str"] if same_str else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"  {tool} {mode} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -207,13 +221,25 @@ def main() -> None:
         default=5.0,
         help="run HF tokenizers (~1 MB/s here) only on corpora up to this size",
     )
+    p.add_argument(
+        "--same-str",
+        action="store_true",
+        help="memory mode: encode the same str object at every call (its UTF-8, once made, "
+        "is cached in it) instead of a new str per call",
+    )
     p.add_argument("--json", type=Path, default=None, help="also write all results here")
     args = p.parse_args()
     if args.worker:
         tool, encoding, path, mode, threads, runs = args.worker
         worker(
             argparse.Namespace(
-                tool=tool, encoding=encoding, path=path, mode=mode, threads=int(threads), runs=int(runs)
+                tool=tool,
+                encoding=encoding,
+                path=path,
+                mode=mode,
+                threads=int(threads),
+                runs=int(runs),
+                same_str=args.same_str,
             )
         )
         return
@@ -248,7 +274,7 @@ def main() -> None:
                 results: dict[tuple[int, str], list[dict]] = {c: [] for c in configs}
                 for _ in range(args.rounds):
                     for threads, tool in configs:
-                        r = run_one(tool, encoding, path, mode, threads, args.runs)
+                        r = run_one(tool, encoding, path, mode, threads, args.runs, args.same_str)
                         if r is not None:
                             results[(threads, tool)].append(r)
                 for threads, tool in configs:

@@ -10,6 +10,7 @@
 //! - [`prefault`]: faults a fresh output buffer in ahead of the writes.
 //! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
 //! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
+//! - [`wide`]: text stored as code points (a Python `str`), transcoded a round at a time.
 //! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
 
 pub mod batched;
@@ -25,6 +26,7 @@ pub mod prefault;
 pub mod short;
 pub mod stream;
 pub mod table;
+pub mod wide;
 
 pub use encoder::{Encoder, Specials};
 pub use table::Bpe;

@@ -43,17 +43,57 @@ pub struct StreamEncoder {
     ws: Workspace,
     out: Vec<u32>,
     next_try: usize,
+    cutter: Cutter,
+}
+
+/// Finds the last cut of a buffer (see the module docs) for an encoder's pattern and
+/// special tokens.
+#[derive(Clone, Copy, Debug)]
+pub struct Cutter {
     newline_cuts: bool,
+    /// The longest special token of the encoder, allowed or not.
     max_special: usize,
+}
+
+impl Cutter {
+    pub fn new(encoder: &Encoder) -> Self {
+        Self {
+            newline_cuts: encoder.pretokenizer().kind() != Kind::Custom,
+            max_special: encoder.specials().matcher.max_len(),
+        }
+    }
+
+    /// The last position before which `buf` is final, recognising the special tokens
+    /// of `allowed` (0: none).
+    pub fn last_cut(&self, buf: &str, allowed: &Specials) -> usize {
+        let bytes = buf.as_bytes();
+        let limit = bytes.len().saturating_sub(self.max_special);
+        let matches: Vec<(usize, usize, usize)> = allowed.matcher.find_iter(bytes).collect();
+        let mut cut = matches
+            .iter()
+            .map(|&(s, _, _)| s)
+            .filter(|&s| s <= limit)
+            .max()
+            .unwrap_or(0);
+        if self.newline_cuts && cut < limit {
+            for i in memchr::memrchr_iter(b'\n', &bytes[cut..limit]) {
+                let p = cut + i + 1;
+                if is_stream_cut(buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
+                    cut = p;
+                    break;
+                }
+            }
+        }
+        cut
+    }
 }
 
 impl StreamEncoder {
     /// Recognises the special tokens in `allowed`; one of `disallowed` in the text is
     /// an error (as in `encode`).
     pub fn new(encoder: Arc<Encoder>, allowed: Specials, disallowed: Specials) -> Self {
-        let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
-        let max_special = encoder.specials().matcher.max_len();
         Self {
+            cutter: Cutter::new(&encoder),
             encoder,
             allowed,
             disallowed,
@@ -61,8 +101,6 @@ impl StreamEncoder {
             ws: Workspace::fixed(STREAM_SHORT_PAIRS, STREAM_LONG_ENTRIES),
             out: Vec::with_capacity(1 << 14),
             next_try: 0,
-            newline_cuts,
-            max_special,
         }
     }
 
@@ -74,7 +112,7 @@ impl StreamEncoder {
             return Ok(&self.out);
         }
         self.check_disallowed()?;
-        let cut = self.find_cut();
+        let cut = self.cutter.last_cut(&self.buf, &self.allowed);
         if cut == 0 {
             self.next_try = self.buf.len() * 2;
             return Ok(&self.out);
@@ -107,29 +145,6 @@ impl StreamEncoder {
             Some(tok) => Err(disallowed_error(tok)),
             None => Ok(()),
         }
-    }
-
-    /// The last position before which the buffer is final (0: none).
-    fn find_cut(&self) -> usize {
-        let buf = self.buf.as_bytes();
-        let limit = buf.len().saturating_sub(self.max_special);
-        let matches: Vec<(usize, usize, usize)> = self.allowed.matcher.find_iter(buf).collect();
-        let mut cut = matches
-            .iter()
-            .map(|&(s, _, _)| s)
-            .filter(|&s| s <= limit)
-            .max()
-            .unwrap_or(0);
-        if self.newline_cuts && cut < limit {
-            for i in memchr::memrchr_iter(b'\n', &buf[cut..limit]) {
-                let p = cut + i + 1;
-                if is_stream_cut(&self.buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
-                    cut = p;
-                    break;
-                }
-            }
-        }
-        cut
     }
 }
 

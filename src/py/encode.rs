@@ -9,9 +9,10 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::progress::run_with_progress;
+use super::text::{text_of, Text};
 use crate::corpus::Utf8Policy;
 use crate::encode::file::{encode_files, FileOptions};
 use crate::encode::stream::{disallowed_error, StreamEncoder};
@@ -100,23 +101,40 @@ impl PyEncoder {
     fn encode(
         &self,
         py: Python<'_>,
-        text: &str,
+        text: &Bound<'_, PyString>,
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
     ) -> PyResult<Vec<u32>> {
         let allowed = self.allowed(allowed)?;
         let disallowed = self.disallowed(disallowed)?;
-        Ok(py.detach(|| {
-            check(&disallowed, text)?;
-            self.inner.encode(text, &allowed)
-        })?)
+        let wide = match text_of(text)? {
+            Text::Utf8(utf8) => {
+                return Ok(py.detach(|| {
+                    check(&disallowed, utf8)?;
+                    self.inner.encode(utf8, &allowed)
+                })?)
+            }
+            Text::Wide(wide) => wide,
+        };
+        match py.detach(|| self.inner.encode_wide(wide, &allowed, disallowed.as_ref()))? {
+            Some(ids) => Ok(ids),
+            // A code point without UTF-8 (a lone surrogate): CPython's conversion
+            // raises its own error for it.
+            None => {
+                let utf8 = text.to_str()?;
+                Ok(py.detach(|| {
+                    check(&disallowed, utf8)?;
+                    self.inner.encode(utf8, &allowed)
+                })?)
+            }
+        }
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
     fn encode_to_numpy<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: &Bound<'py, PyString>,
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {

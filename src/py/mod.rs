@@ -5,6 +5,7 @@ mod encode;
 mod errors;
 mod pretok;
 mod progress;
+mod text;
 mod train;
 
 use pyo3::prelude::*;
