@@ -107,3 +107,24 @@ def test_random_texts_of_mixed_widths(parts: list[str], seed: int) -> None:
     unit = "".join(parts) or "a"
     text = unit * (ROUND // len(unit) + rng.randrange(1, 3)) + "".join(rng.sample(_PIECES, 5))
     assert tok.encode(fresh(text), allowed_special="all") == tok.encode(cached(text), allowed_special="all")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batches_of_every_storage_equal_encode_of_each(threads: int) -> None:
+    """``encode_batch`` reads each text in its own storage, on the thread encoding it."""
+    tok = bpekit_encoding("gpt2")
+    docs = [fresh(SAMPLES[w] * n) for n in (0, 1, 5, 3000) for w in SAMPLES] + [
+        "ascii only\n",
+        cached(SAMPLES["ucs-4"] * 2000),
+    ]
+    want = [tok.encode(cached(d), allowed_special="all") for d in docs]
+    got = tok.encode_batch([fresh(d) for d in docs], num_threads=threads, allowed_special="all")
+    assert got == want
+
+
+def test_batch_errors() -> None:
+    tok = bpekit_encoding("gpt2")
+    with pytest.raises(ValueError, match="disallowed special token"):
+        tok.encode_batch([fresh("é ok\n"), fresh("é" * ROUND + "<|endoftext|>")], num_threads=2)
+    with pytest.raises(UnicodeEncodeError):
+        tok.encode_batch([fresh("é ok\n"), fresh("x\ud800y")], num_threads=2)

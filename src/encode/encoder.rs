@@ -3,14 +3,13 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rayon::prelude::*;
-
 use super::batched::Batch;
 use super::cache::PieceCache;
 use super::merge::{merge_piece, Scratch};
 use super::prefault::Prefault;
 use super::short::{short_hash, short_key, ShortTable, SHORT_IDS};
 use super::table::{Bpe, NONE};
+use super::wide::Text;
 use crate::error::{Error, Result};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::{Segment, SpecialMatcher};
@@ -484,26 +483,10 @@ impl Encoder {
         allowed: &Specials,
         num_threads: usize,
     ) -> Result<Vec<Vec<u32>>> {
-        let work = || {
-            if rayon::current_num_threads() > 1 {
-                self.size_shared_for(texts.iter().map(|t| t.as_ref().len()).sum());
-            }
-            texts
-                .par_iter()
-                .map_init(
-                    || match rayon::current_num_threads() {
-                        1 => self.lease(),
-                        _ => self.lease_shared(),
-                    },
-                    |ws, t| {
-                        self.refresh_shared(ws);
-                        let out = Vec::with_capacity(t.as_ref().len() / 3 + 1);
-                        self.encode_fresh(t.as_ref(), allowed, ws, out)
-                    },
-                )
-                .collect::<Result<Vec<_>>>()
-        };
-        run_in_pool(num_threads, work)?
+        let texts: Vec<Text<'_>> = texts.iter().map(|t| Text::Utf8(t.as_ref())).collect();
+        let ids = self.encode_texts(&texts, allowed, None, num_threads)?;
+        // UTF-8 texts always give their ids (`None` is for code points without UTF-8).
+        Ok(ids.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     /// Times the two stages of encoding `text` (no special tokens) apart, for

@@ -10,13 +10,36 @@
 //! `encode_iterable` uses, [`Cutter`]) is encoded, so the ids are those of the whole
 //! text.
 
-use super::encoder::{output_buffer, short_pairs_for, Encoder, Specials};
+use rayon::prelude::*;
+
+use super::encoder::{output_buffer, run_in_pool, short_pairs_for, Encoder, Specials, Workspace};
 use super::prefault::Prefault;
 use super::stream::{disallowed_error, Cutter};
 use crate::error::Result;
 
 /// Code points transcoded per round: 64-256 KB of UTF-8.
 const ROUND: usize = 1 << 16;
+
+/// A text as the encoder can take it: UTF-8, or code points to transcode.
+#[derive(Clone, Copy, Debug)]
+pub enum Text<'a> {
+    Utf8(&'a str),
+    Wide(Wide<'a>),
+}
+
+impl Text<'_> {
+    /// Bytes of UTF-8, or code points: what the caches and buffers are sized by.
+    pub fn len(&self) -> usize {
+        match self {
+            Text::Utf8(s) => s.len(),
+            Text::Wide(w) => w.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// A text as fixed-width code points.
 #[derive(Clone, Copy, Debug)]
@@ -193,33 +216,98 @@ impl Encoder {
         allowed: &Specials,
         disallowed: Option<&Specials>,
     ) -> Result<Option<Vec<u32>>> {
-        let cutter = Cutter::new(self);
         let mut ws = self.lease();
         // UTF-8 is at least a byte per code point: a size for the table and the ids.
         ws.short.reserve_pairs(short_pairs_for(text.len()));
         let mut out = output_buffer(text.len());
         ws.prefault = Prefault::new(&out);
-        let mut buf: Vec<u8> = Vec::with_capacity(4 * ROUND);
+        let mut buf = Vec::new();
+        let encoded = self.encode_wide_into(text, allowed, disallowed, &mut ws, &mut buf, &mut out);
+        ws.prefault = Prefault::default();
+        Ok(encoded?.then_some(out))
+    }
+
+    /// Each text's ids, in parallel on `num_threads` threads (0: all cores), as
+    /// [`Encoder::encode_wide`] gives them for code points and `encode` (with the same
+    /// check of `disallowed`) for UTF-8. The error is that of the first text in order
+    /// that has one.
+    pub fn encode_texts(
+        &self,
+        texts: &[Text<'_>],
+        allowed: &Specials,
+        disallowed: Option<&Specials>,
+        num_threads: usize,
+    ) -> Result<Vec<Option<Vec<u32>>>> {
+        let work = || {
+            if rayon::current_num_threads() > 1 {
+                self.size_shared_for(texts.iter().map(Text::len).sum());
+            }
+            texts
+                .par_iter()
+                .map_init(
+                    || {
+                        let ws = match rayon::current_num_threads() {
+                            1 => self.lease(),
+                            _ => self.lease_shared(),
+                        };
+                        (ws, Vec::new())
+                    },
+                    |(ws, buf), text| {
+                        self.refresh_shared(ws);
+                        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+                        ws.prefault = Prefault::new(&out);
+                        let done = match *text {
+                            Text::Utf8(t) => match disallowed.and_then(|d| d.first_in(t)) {
+                                Some(tok) => Err(disallowed_error(tok)),
+                                None => self.encode_into(t, allowed, ws, &mut out).map(|()| true),
+                            },
+                            Text::Wide(w) => {
+                                self.encode_wide_into(w, allowed, disallowed, ws, buf, &mut out)
+                            }
+                        };
+                        ws.prefault = Prefault::default();
+                        Ok(done?.then_some(out))
+                    },
+                )
+                .collect::<Vec<Result<Option<Vec<u32>>>>>()
+                .into_iter()
+                .collect()
+        };
+        run_in_pool(num_threads, work)?
+    }
+
+    /// Appends the ids of `text` to `out` through `buf` (emptied first); false, with
+    /// `out` partly written, when a code point has no UTF-8.
+    fn encode_wide_into(
+        &self,
+        text: Wide<'_>,
+        allowed: &Specials,
+        disallowed: Option<&Specials>,
+        ws: &mut Workspace,
+        buf: &mut Vec<u8>,
+        out: &mut Vec<u32>,
+    ) -> Result<bool> {
+        let cutter = Cutter::new(self);
+        buf.clear();
         let mut done = 0;
         // Searching for a cut again only once the buffer has doubled keeps a text
         // with no cuts linear.
         let mut next_try = 0;
-        let encoded = loop {
+        loop {
             let end = (done + ROUND).min(text.len());
-            if text.push_utf8(done..end, &mut buf).is_err() {
-                break Ok(None);
+            if text.push_utf8(done..end, buf).is_err() {
+                return Ok(false);
             }
             done = end;
             // SAFETY: `push_utf8` appends only whole UTF-8 encodings of chars, and
             // `buf` starts empty and loses only a prefix ending at a char boundary.
-            let utf8 = unsafe { std::str::from_utf8_unchecked(&buf) };
+            let utf8 = unsafe { std::str::from_utf8_unchecked(buf) };
             if let Some(tok) = disallowed.and_then(|d| d.first_in(utf8)) {
-                break Err(disallowed_error(tok));
+                return Err(disallowed_error(tok));
             }
             if done == text.len() {
-                break self
-                    .encode_into(utf8, allowed, &mut ws, &mut out)
-                    .map(|()| Some(()));
+                self.encode_into(utf8, allowed, ws, out)?;
+                return Ok(true);
             }
             if buf.len() < next_try {
                 continue;
@@ -230,13 +318,9 @@ impl Encoder {
                 continue;
             }
             next_try = 0;
-            if let Err(e) = self.encode_into(&utf8[..cut], allowed, &mut ws, &mut out) {
-                break Err(e);
-            }
+            self.encode_into(&utf8[..cut], allowed, ws, out)?;
             buf.drain(..cut);
-        };
-        ws.prefault = Prefault::default();
-        Ok(encoded?.map(|()| out))
+        }
     }
 }
 
@@ -408,6 +492,61 @@ mod tests {
             .encode_wide(Wide::Ucs4(&plain), &none, Some(&eot))
             .unwrap()
             .is_some());
+    }
+
+    #[test]
+    fn batches_of_both_forms_equal_encode_of_each() {
+        let e = encoder("o200k");
+        let all = e.specials().clone();
+        let docs: Vec<String> = (0..40)
+            .map(|i| match i % 4 {
+                0 => format!("the cat {i}\n"),
+                1 => "été 🙃<|eot|> the\n".repeat(i * 300),
+                2 => long_text().chars().take((i * 7919) % 200_000).collect(),
+                _ => String::new(),
+            })
+            .collect();
+        let wides: Vec<Vec<u32>> = docs
+            .iter()
+            .map(|d| d.chars().map(u32::from).collect())
+            .collect();
+        let texts: Vec<Text<'_>> = docs
+            .iter()
+            .zip(&wides)
+            .enumerate()
+            .map(|(i, (d, w))| match i % 3 {
+                0 => Text::Utf8(d),
+                _ => Text::Wide(Wide::Ucs4(w)),
+            })
+            .collect();
+        let want: Vec<Option<Vec<u32>>> = docs
+            .iter()
+            .map(|d| Some(e.encode(d, &all).unwrap()))
+            .collect();
+        for threads in [1, 2] {
+            assert_eq!(e.encode_texts(&texts, &all, None, threads).unwrap(), want);
+        }
+        // A text without UTF-8 gives None; the error is that of the first text with one
+        // (texts[1] holds "<|eot|>", `double` the longer special).
+        let mut bad = wides[4].clone();
+        bad[3] = 0xDFFF;
+        let none = Specials::default();
+        let got = e
+            .encode_texts(&[texts[0], Text::Wide(Wide::Ucs4(&bad))], &none, None, 2)
+            .unwrap();
+        assert_eq!(got[1], None);
+        let double = Text::Utf8("x<|eot|><|eot|>");
+        for (order, named) in [
+            ([texts[0], texts[1], double], "\"<|eot|>\""),
+            ([texts[0], double, texts[1]], "\"<|eot|><|eot|>\""),
+        ] {
+            for threads in [1, 2] {
+                let err = e
+                    .encode_texts(&order, &none, Some(&all), threads)
+                    .unwrap_err();
+                assert!(err.to_string().contains(named), "{err}");
+            }
+        }
     }
 
     #[test]

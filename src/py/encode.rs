@@ -8,14 +8,15 @@ use std::sync::Arc;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::progress::run_with_progress;
-use super::text::{text_of, Text};
+use super::text::text_of;
 use crate::corpus::Utf8Policy;
 use crate::encode::file::{encode_files, FileOptions};
 use crate::encode::stream::{disallowed_error, StreamEncoder};
+use crate::encode::wide::Text;
 use crate::encode::{Encoder, Specials};
 
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
@@ -146,21 +147,35 @@ impl PyEncoder {
     fn encode_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<PyBackedStr>,
+        texts: Vec<Bound<'_, PyString>>,
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
         num_threads: Option<usize>,
     ) -> PyResult<Vec<Vec<u32>>> {
         let allowed = self.allowed(allowed)?;
         let disallowed = self.disallowed(disallowed)?;
-        Ok(py.detach(|| {
-            for t in &texts {
-                check(&disallowed, t)?;
-            }
-            let refs: Vec<&str> = texts.iter().map(|t| &**t).collect();
+        // Each text is read (and transcoded, if need be) by the thread encoding it.
+        let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
+        let threads = num_threads.unwrap_or(0);
+        let results = py.detach(|| {
             self.inner
-                .encode_batch(&refs, &allowed, num_threads.unwrap_or(0))
-        })?)
+                .encode_texts(&views, &allowed, disallowed.as_ref(), threads)
+        })?;
+        results
+            .into_iter()
+            .zip(&texts)
+            .map(|(ids, text)| match ids {
+                Some(ids) => Ok(ids),
+                // A code point without UTF-8: CPython's conversion raises its error.
+                None => {
+                    let utf8 = text.to_str()?;
+                    Ok(py.detach(|| {
+                        check(&disallowed, utf8)?;
+                        self.inner.encode(utf8, &allowed)
+                    })?)
+                }
+            })
+            .collect()
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {

@@ -7,13 +7,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::encode::wide::Wide;
-
-/// What a `str` holds, borrowed from it.
-pub enum Text<'a> {
-    Utf8(&'a str),
-    Wide(Wide<'a>),
-}
+use crate::encode::wide::{Text, Wide};
 
 /// The text of `s`, borrowed for as long as `s` is: a `str` never changes its storage.
 pub fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
