@@ -3,14 +3,16 @@
 An ASCII ``str`` is UTF-8 already; one whose UTF-8 CPython has cached is read as that;
 any other (Latin-1, UCS-2 or UCS-4 storage) is transcoded by bpekit a round of 65,536
 code points at a time and encoded up to the last safe cut of each round
-(``src/encode/wide.rs``). These tests compare that path with the cached-UTF-8 path
-and with tiktoken, across round ends, and check its errors.
+(``src/encode/wide.rs``), unless it is the str transcoded last, encoded again: then
+CPython's cached UTF-8 is made and used. These tests compare the transcoding path with
+the cached-UTF-8 path and with tiktoken, across round ends, and check its errors.
 """
 
 from __future__ import annotations
 
 import ctypes
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -25,9 +27,16 @@ _as_utf8.restype = ctypes.c_void_p
 _as_utf8.argtypes = [ctypes.py_object, ctypes.c_void_p]
 
 
+# Every copy is kept, so no two of them share an address: bpekit takes a str at the
+# address and length of the last one it transcoded for that same str, encoded again.
+_KEPT: list[str] = []
+
+
 def fresh(text: str) -> str:
-    """An equal ``str`` with no cached UTF-8 (a new object)."""
-    return (text + "\0")[:-1]
+    """An equal ``str`` with no cached UTF-8 (a new object, at a new address)."""
+    copy = (text + "\0")[:-1]
+    _KEPT.append(copy)
+    return copy
 
 
 def cached(text: str) -> str:
@@ -128,3 +137,18 @@ def test_batch_errors() -> None:
         tok.encode_batch([fresh("é ok\n"), fresh("é" * ROUND + "<|endoftext|>")], num_threads=2)
     with pytest.raises(UnicodeEncodeError):
         tok.encode_batch([fresh("é ok\n"), fresh("x\ud800y")], num_threads=2)
+
+
+def test_a_str_encoded_again_gets_its_utf8_cached() -> None:
+    """Transcoded the first time; the second time CPython's UTF-8 is made and kept."""
+    tok = bpekit_encoding("gpt2")
+    text = fresh("été 🙃 line\n" * 5000)
+    size = sys.getsizeof(text)
+    first = tok.encode(text)
+    assert sys.getsizeof(text) == size
+    assert tok.encode(text) == first
+    assert sys.getsizeof(text) > size + len(text)
+    assert tok.encode(text) == first
+    # Another str in between: the first is transcoded again when it comes back.
+    other = fresh("ü" * 100)
+    assert tok.encode(other) == tok.encode(cached(other))
