@@ -26,6 +26,33 @@ def test_tiktoken_file_errors_name_the_line(tmp_path) -> None:
         load_tiktoken_bpe(p)
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_get_encoding_parses_the_rank_file_as_the_python_reader_does(name: str) -> None:
+    """``get_encoding`` parses ``.tiktoken`` files in the core; the result must be the
+    tokenizer ``from_ranks`` builds from ``load_tiktoken_bpe`` (the format's reference)."""
+    fast = bpekit_encoding(name)
+    ranks = load_tiktoken_bpe(data_path("encodings", f"{name}.tiktoken"))
+    reference = bpekit.Tokenizer.from_ranks(ranks, fast.special_tokens, pattern=name.split("_")[0], name=name)
+    assert fast.n_vocab == reference.n_vocab
+    assert fast.merges == reference.merges
+    text = read_text_file(data_path("corpora", "taylorswift_wikipedia_en.txt"))[:200_000]
+    assert fast.encode(text) == reference.encode(text)
+
+
+def test_core_rank_file_errors_name_the_line() -> None:
+    def build(data: bytes) -> None:
+        bpekit._core.Encoder.from_tiktoken(data, "bad.tiktoken", [], "gpt2")
+
+    for data, line in [
+        (b"YQ== 0\nnot-base64!! 1\n", 2),
+        (b"YQ== 0\nYg==\n", 2),
+        (b"YQ== x\n", 1),
+        (b"YQ== 0\n\nYQ== 1\n", 3),
+    ]:
+        with pytest.raises(ValueError, match=rf"bad.tiktoken:{line}:"):
+            build(data)
+
+
 def _texts() -> list[str]:
     return [
         read_text_file(data_path("corpora", "taylorswift_wikipedia_en.txt")),

@@ -159,6 +159,18 @@ class Tokenizer:
         self._setup(core, name, default_allowed=frozenset())
         return self
 
+    @classmethod
+    def _from_tiktoken_file(
+        cls, data: bytes, where: str, special_tokens: Mapping[str, int], *, pattern: str, name: str
+    ) -> Tokenizer:
+        """``from_ranks`` of a ``.tiktoken`` file's bytes, parsed by the core (the same
+        format as ``bpekit.formats.tiktoken.parse_tiktoken_bpe``, ~10x faster)."""
+        specials = [(str(t), int(i)) for t, i in special_tokens.items()]
+        core = _core.Encoder.from_tiktoken(data, where, specials, pattern)
+        self = cls.__new__(cls)
+        self._setup(core, name, default_allowed=frozenset())
+        return self
+
     # ---- special-token policy -------------------------------------------------------
 
     def _policy(

@@ -8,6 +8,7 @@
 //! - [`cache`]: a bounded cache of the other pieces that never allocates on a hit.
 //! - [`batched`]: the inner loop: pieces keyed, prefetched, looked up and emitted.
 //! - [`prefault`]: faults a fresh output buffer in ahead of the writes.
+//! - [`rankfile`]: parsing `.tiktoken` rank files for `get_encoding`.
 //! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
 //! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
 //! - [`wide`]: text stored as code points (a Python `str`), transcoded a round at a time.
@@ -23,6 +24,7 @@ pub mod ordered;
 pub mod outfile;
 pub mod pairs;
 pub mod prefault;
+pub mod rankfile;
 pub mod short;
 pub mod stream;
 pub mod table;

@@ -118,6 +118,26 @@ impl PyEncoder {
         })
     }
 
+    /// From the bytes of a `.tiktoken` file (`name` for errors), parsed here.
+    #[staticmethod]
+    #[pyo3(signature = (data, name, special_tokens, pattern))]
+    fn from_tiktoken(
+        py: Python<'_>,
+        data: PyBackedBytes,
+        name: &str,
+        special_tokens: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let inner = py.detach(|| {
+            let ranks = crate::encode::rankfile::parse(&data, name)?;
+            Encoder::from_ranks(ranks, special_tokens, pattern)
+        })?;
+        Ok(Self {
+            inner: Arc::new(inner),
+            last_wide: Mutex::new((0, 0)),
+        })
+    }
+
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
     fn encode(
         &self,

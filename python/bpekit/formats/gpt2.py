@@ -49,12 +49,22 @@ def encode_token(token: bytes) -> str:
     return "".join(table[b] for b in token)
 
 
+@cache
+def _byte_chars() -> dict[int, str]:
+    """``str.translate`` table: each GPT-2 byte character to the Latin-1 character of its
+    byte; every other character up to the table's last to U+FFFE, which no byte has."""
+    chars = {ord(c): chr(b) for c, b in unicode_to_bytes().items()}
+    return {cp: chars.get(cp, "\ufffe") for cp in range(max(chars) + 1)}
+
+
 def decode_token(text: str, *, where: str = "") -> bytes:
-    table = unicode_to_bytes()
+    # translate + Latin-1 runs in C: a character-by-character generator made loading
+    # GPT-2's vocab.bpe and encoder.json (150K tokens) take 0.2 s.
     try:
-        return bytes(table[c] for c in text)
-    except KeyError as e:
-        raise ValueError(f"{where}token {text!r} holds {e.args[0]!r}, not a GPT-2 byte character") from None
+        return text.translate(_byte_chars()).encode("latin-1")
+    except UnicodeEncodeError:
+        bad = next(c for c in text if c not in unicode_to_bytes())
+        raise ValueError(f"{where}token {text!r} holds {bad!r}, not a GPT-2 byte character") from None
 
 
 def save_vocab_merges(
