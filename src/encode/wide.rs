@@ -344,26 +344,19 @@ mod tests {
             "日本語のテキスト and Ελληνικά — “quotes”",
             "emoji 🙃🙃 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 past the BMP\u{10FFFF}",
         ];
+        let utf8 = |w: Wide<'_>| {
+            let mut buf = Vec::new();
+            w.push_utf8(0..w.len(), &mut buf).unwrap();
+            buf
+        };
         for text in texts {
             let (latin1, ucs2, ucs4) = wides(text);
-            let mut buf = Vec::new();
-            Wide::Ucs4(&ucs4)
-                .push_utf8(0..ucs4.len(), &mut buf)
-                .unwrap();
-            assert_eq!(buf, text.as_bytes());
+            assert_eq!(utf8(Wide::Ucs4(&ucs4)), text.as_bytes());
             if text.chars().all(|c| (c as u32) < 0x10000) {
-                buf.clear();
-                Wide::Ucs2(&ucs2)
-                    .push_utf8(0..ucs2.len(), &mut buf)
-                    .unwrap();
-                assert_eq!(buf, text.as_bytes());
+                assert_eq!(utf8(Wide::Ucs2(&ucs2)), text.as_bytes());
             }
             if text.chars().all(|c| (c as u32) < 0x100) {
-                buf.clear();
-                Wide::Latin1(&latin1)
-                    .push_utf8(0..latin1.len(), &mut buf)
-                    .unwrap();
-                assert_eq!(buf, text.as_bytes());
+                assert_eq!(utf8(Wide::Latin1(&latin1)), text.as_bytes());
             }
         }
     }

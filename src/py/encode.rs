@@ -53,6 +53,20 @@ impl PyEncoder {
         std::mem::replace(&mut *last, now) == now
     }
 
+    /// `encode` of UTF-8 text, with the GIL released.
+    fn encode_utf8(
+        &self,
+        py: Python<'_>,
+        utf8: &str,
+        allowed: &Specials,
+        disallowed: &Option<Specials>,
+    ) -> PyResult<Vec<u32>> {
+        Ok(py.detach(|| {
+            check(disallowed, utf8)?;
+            self.inner.encode(utf8, allowed)
+        })?)
+    }
+
     /// `None`: all special tokens of the encoder; a list: those among them.
     fn allowed(&self, names: Option<Vec<String>>) -> PyResult<Cow<'_, Specials>> {
         Ok(match names {
@@ -148,12 +162,7 @@ impl PyEncoder {
     ) -> PyResult<Vec<u32>> {
         let allowed = self.allowed(allowed)?;
         let disallowed = self.disallowed(disallowed)?;
-        let encode_utf8 = |utf8: &str| -> PyResult<Vec<u32>> {
-            Ok(py.detach(|| {
-                check(&disallowed, utf8)?;
-                self.inner.encode(utf8, &allowed)
-            })?)
-        };
+        let encode_utf8 = |utf8: &str| self.encode_utf8(py, utf8, &allowed, &disallowed);
         let wide = match text_of(text)? {
             Text::Utf8(utf8) => return encode_utf8(utf8),
             Text::Wide(wide) if self.seen_again(text, wide.len()) => {
@@ -205,13 +214,7 @@ impl PyEncoder {
             .map(|(ids, text)| match ids {
                 Some(ids) => Ok(ids),
                 // A code point without UTF-8: CPython's conversion raises its error.
-                None => {
-                    let utf8 = text.to_str()?;
-                    Ok(py.detach(|| {
-                        check(&disallowed, utf8)?;
-                        self.inner.encode(utf8, &allowed)
-                    })?)
-                }
+                None => self.encode_utf8(py, text.to_str()?, &allowed, &disallowed),
             })
             .collect()
     }
