@@ -26,6 +26,8 @@ pub mod pairs;
 pub mod prefault;
 pub mod rankfile;
 pub mod short;
+pub mod shortids;
+
 pub mod stream;
 pub mod table;
 pub mod wide;
