@@ -26,22 +26,35 @@ def test_tiktoken_file_errors_name_the_line(tmp_path) -> None:
         load_tiktoken_bpe(p)
 
 
-@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def _reference_ranks(name: str) -> dict[bytes, int]:
+    """The ranks of encoding ``name`` as the formats' Python readers give them."""
+    if name == "gpt2":
+        from bpekit.encodings import _gpt2_ranks
+
+        return _gpt2_ranks(data_path("encodings", "gpt2_vocab.bpe").read_bytes())
+    return load_tiktoken_bpe(data_path("encodings", f"{name}.tiktoken"))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
 def test_get_encoding_parses_the_rank_file_as_the_python_reader_does(name: str) -> None:
-    """``get_encoding`` parses ``.tiktoken`` files in the core; the result must be the
-    tokenizer ``from_ranks`` builds from ``load_tiktoken_bpe`` (the format's reference)."""
+    """``get_encoding`` parses rank files in the core; the result must be the tokenizer
+    ``from_ranks`` builds from the Python reader's ranks (the format's reference)."""
     fast = bpekit_encoding(name)
-    ranks = load_tiktoken_bpe(data_path("encodings", f"{name}.tiktoken"))
-    reference = bpekit.Tokenizer.from_ranks(ranks, fast.special_tokens, pattern=name.split("_")[0], name=name)
+    ranks = _reference_ranks(name)
+    pattern = "gpt2" if name == "gpt2" else name.split("_")[0]
+    reference = bpekit.Tokenizer.from_ranks(ranks, fast.special_tokens, pattern=pattern, name=name)
     assert fast.n_vocab == reference.n_vocab
+    assert all(fast.decode_single_token_bytes(i) == token for token, i in ranks.items()), (
+        "a token's bytes differ"
+    )
     assert fast.merges == reference.merges
     text = read_text_file(data_path("corpora", "taylorswift_wikipedia_en.txt"))[:200_000]
     assert fast.encode(text) == reference.encode(text)
 
 
 def test_core_rank_file_errors_name_the_line() -> None:
-    def build(data: bytes) -> None:
-        bpekit._core.Encoder.from_tiktoken(data, "bad.tiktoken", [], "gpt2")
+    def build(data: bytes, file_format: str = "tiktoken") -> None:
+        bpekit._core.Encoder.from_rank_file(data, "bad.tiktoken", file_format, [], "gpt2")
 
     for data, line in [
         (b"YQ== 0\nnot-base64!! 1\n", 2),
@@ -51,6 +64,19 @@ def test_core_rank_file_errors_name_the_line() -> None:
     ]:
         with pytest.raises(ValueError, match=rf"bad.tiktoken:{line}:"):
             build(data)
+    # GPT-2's vocab.bpe: line 1 is the version line.
+    for data, line in [
+        ("#version: 0.2\nĠ t\nĠt\n".encode(), 3),  # one field
+        ("#version: 0.2\nĠ t\nh e llo\n".encode(), 3),  # three fields
+        ("#version: 0.2\nĠ t\nh \u4e00\n".encode(), 3),  # not a GPT-2 byte character
+        ("#version: 0.2\nĠ t\nĠt h\nĠ th\n".encode(), 4),  # " th" made twice
+    ]:
+        with pytest.raises(ValueError, match=rf"bad.tiktoken:{line}:"):
+            build(data, "gpt2")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        build(b"#version: 0.2\n\xff \x41\n", "gpt2")
+    with pytest.raises(ValueError, match="unknown rank file format"):
+        build(b"YQ== 0\n", "json")
 
 
 def _texts() -> list[str]:

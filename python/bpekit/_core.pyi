@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from os import PathLike
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -82,8 +83,12 @@ class Encoder:
         ranks: list[tuple[bytes, int]], special_tokens: list[tuple[str, int]], pattern: str
     ) -> Encoder: ...
     @staticmethod
-    def from_tiktoken(
-        data: bytes, name: str, special_tokens: list[tuple[str, int]], pattern: str
+    def from_rank_file(
+        data: bytes,
+        name: str,
+        format: Literal["tiktoken", "gpt2"],
+        special_tokens: list[tuple[str, int]],
+        pattern: str,
     ) -> Encoder: ...
     def encode(
         self, text: str, allowed: list[str] | None = None, disallowed: list[str] = ...

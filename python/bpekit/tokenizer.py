@@ -160,13 +160,21 @@ class Tokenizer:
         return self
 
     @classmethod
-    def _from_tiktoken_file(
-        cls, data: bytes, where: str, special_tokens: Mapping[str, int], *, pattern: str, name: str
+    def _from_rank_file(
+        cls,
+        data: bytes,
+        where: str,
+        special_tokens: Mapping[str, int],
+        *,
+        file_format: Literal["tiktoken", "gpt2"],
+        pattern: str,
+        name: str,
     ) -> Tokenizer:
-        """``from_ranks`` of a ``.tiktoken`` file's bytes, parsed by the core (the same
-        format as ``bpekit.formats.tiktoken.parse_tiktoken_bpe``, ~10x faster)."""
+        """``from_ranks`` of a rank file's bytes, parsed by the core: a ``.tiktoken`` file
+        (as ``bpekit.formats.tiktoken.parse_tiktoken_bpe`` reads it, ~10x faster) or GPT-2's
+        ``vocab.bpe`` (as ``bpekit.encodings._gpt2_ranks`` reads it, ~20x faster)."""
         specials = [(str(t), int(i)) for t, i in special_tokens.items()]
-        core = _core.Encoder.from_tiktoken(data, where, specials, pattern)
+        core = _core.Encoder.from_rank_file(data, where, file_format, specials, pattern)
         self = cls.__new__(cls)
         self._setup(core, name, default_allowed=frozenset())
         return self

@@ -1,9 +1,11 @@
-//! Parsing a `.tiktoken` rank file (one `base64-token rank` per line) for the encoder.
+//! Parsing rank files for the encoder: a `.tiktoken` file (one `base64-token rank`
+//! per line), or GPT-2's `vocab.bpe` (a version line, then one merge a line).
 //!
-//! Why here and not only in Python (`bpekit.formats.tiktoken`, which stays the
-//! format's reference and public API): parsing o200k's 200K lines in Python took
-//! 0.16 s and building the `(bytes, rank)` list for the core 0.04 s more, the
-//! larger part of `get_encoding("o200k_base")` and of every `bpekit encode` start.
+//! Why here and not only in Python (`bpekit.formats.tiktoken` and
+//! `bpekit.encodings._gpt2_ranks` stay the formats' readable references): parsing
+//! o200k's 200K lines in Python took 0.16 s and building the `(bytes, rank)` list
+//! for the core 0.04 s more, the larger part of `get_encoding("o200k_base")` and of
+//! every `bpekit encode` start; GPT-2's 50K merges took ~0.1 s.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -44,21 +46,111 @@ pub fn parse(data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
         ranks.push((scratch.to_vec(), rank));
         lines.push(i);
     }
+    check_distinct(&ranks, &lines, data, name)?;
+    Ok(ranks)
+}
+
+/// GPT-2's `vocab.bpe` (`data`, named `name` for errors) as ranks, the way tiktoken's
+/// `data_gym_to_mergeable_bpe_ranks` reads it: the 256 bytes in GPT-2's byte order
+/// (printable ones first), then the joined bytes of each merge, in order. The first
+/// line (`#version`) and the text after the last newline are not merges. A merge
+/// that is not two GPT-2 byte strings, or one made twice, is an error naming the line.
+pub fn parse_gpt2_merges(data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
+    let text = std::str::from_utf8(data).map_err(|e| {
+        Error::invalid(format!(
+            "{name}: not UTF-8 (byte offset {})",
+            e.valid_up_to()
+        ))
+    })?;
+    let (order, char_of) = gpt2_bytes();
+    let mut byte_of = [None; 256 + 68];
+    for b in 0..=255u8 {
+        byte_of[char_of[usize::from(b)] as usize] = Some(b);
+    }
+    let mut ranks: Vec<(Vec<u8>, u32)> = Vec::with_capacity(data.len() / 10);
+    let mut lines: Vec<usize> = Vec::with_capacity(data.len() / 10);
+    for (rank, &b) in (0..).zip(&order) {
+        ranks.push((vec![b], rank));
+        lines.push(0);
+    }
+    let all: Vec<&str> = text.split('\n').collect();
+    let merges = all.get(1..all.len().saturating_sub(1)).unwrap_or_default();
+    for (i, line) in merges.iter().enumerate() {
+        let i = i + 1;
+        let bad = |why: &str| bad_merge(name, i, line, why);
+        let mut token = Vec::with_capacity(line.len());
+        let mut fields = 0;
+        for field in line.split_whitespace() {
+            fields += 1;
+            for c in field.chars() {
+                let b = byte_of.get(c as usize).copied().flatten();
+                token.push(b.ok_or_else(|| bad(&format!("{c:?} is not a GPT-2 byte character")))?);
+            }
+        }
+        if fields != 2 {
+            return Err(bad("not two fields"));
+        }
+        let rank = u32::try_from(ranks.len()).map_err(|_| bad("too many merges"))?;
+        ranks.push((token, rank));
+        lines.push(i);
+    }
+    check_distinct(&ranks, &lines, data, name)?;
+    Ok(ranks)
+}
+
+/// GPT-2's bytes (`bpekit.formats.gpt2.bytes_to_unicode`): the order of the byte
+/// tokens' ranks in `vocab.bpe` (the printable Latin-1 bytes first, then the others,
+/// each group in byte order), and the character that stands for each byte (a
+/// printable byte stands for itself, the others are U+0100 onward, in byte order).
+fn gpt2_bytes() -> ([u8; 256], [u32; 256]) {
+    let printable = |b: u8| (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || b >= 0xae;
+    let mut order = [0u8; 256];
+    let mut char_of = [0u32; 256];
+    let (mut rank, mut extra) = (0, 256);
+    for b in (0..=255u8).filter(|&b| printable(b)) {
+        order[rank] = b;
+        char_of[usize::from(b)] = u32::from(b);
+        rank += 1;
+    }
+    for b in (0..=255u8).filter(|&b| !printable(b)) {
+        order[rank] = b;
+        char_of[usize::from(b)] = extra;
+        rank += 1;
+        extra += 1;
+    }
+    (order, char_of)
+}
+
+/// Errors at the second line holding the same token bytes as an earlier one.
+/// `lines[k]` is the line index of `ranks[k]`.
+fn check_distinct(
+    ranks: &[(Vec<u8>, u32)],
+    lines: &[usize],
+    data: &[u8],
+    name: &str,
+) -> Result<()> {
     // Looked for once all are decoded, over borrowed tokens: a set of owned copies
     // cost a fifth of the loading time in allocations.
     let mut seen = FxHashSet::with_capacity_and_hasher(ranks.len(), FxBuildHasher);
-    for ((token, _), &i) in ranks.iter().zip(&lines) {
+    for ((token, _), &i) in ranks.iter().zip(lines) {
         if !seen.insert(token.as_slice()) {
             let line = data.split(|&b| b == b'\n').nth(i).unwrap_or_default();
-            return Err(bad_line(
-                name,
-                i,
-                line,
-                "this token was given on an earlier line",
-            ));
+            let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+            return Err(Error::invalid(format!(
+                "{name}:{}: {shown:?}: this token was given on an earlier line",
+                i.saturating_add(1)
+            )));
         }
     }
-    Ok(ranks)
+    Ok(())
+}
+
+fn bad_merge(name: &str, i: usize, line: &str, why: &str) -> Error {
+    let shown: String = line.chars().take(80).collect();
+    Error::invalid(format!(
+        "{name}:{}: expected a merge 'left right', got {shown:?} ({why})",
+        i + 1
+    ))
 }
 
 fn bad_line(name: &str, i: usize, line: &[u8], why: &str) -> Error {
@@ -90,5 +182,30 @@ mod tests {
             let err = parse(data, "t.tiktoken").unwrap_err().to_string();
             assert!(err.contains(&format!("t.tiktoken:{line}:")), "{err}");
         }
+    }
+
+    #[test]
+    fn gpt2_merges_follow_gpt2_byte_order() {
+        let ranks =
+            parse_gpt2_merges("#version: 0.2\nĠ t\nĠt h\nĊ Ā\n".as_bytes(), "v.bpe").unwrap();
+        assert_eq!(ranks.len(), 259);
+        // Printable bytes first, in byte order; then the others, from 0x00.
+        assert_eq!(ranks[0], (b"!".to_vec(), 0));
+        assert_eq!(ranks[93], (b"~".to_vec(), 93));
+        assert_eq!(ranks[94], (vec![0xa1], 94));
+        assert_eq!(ranks[188], (vec![0x00], 188));
+        assert_eq!(ranks[255], (vec![0xad], 255));
+        assert_eq!(ranks[256], (b" t".to_vec(), 256));
+        assert_eq!(ranks[257], (b" th".to_vec(), 257));
+        // Ċ is 0x0a, Ā (U+0100) is 0x00.
+        assert_eq!(ranks[258], (vec![0x0a, 0x00], 258));
+        // No line after the version line: only the bytes.
+        assert_eq!(
+            parse_gpt2_merges(b"#version: 0.2\n", "v.bpe")
+                .unwrap()
+                .len(),
+            256
+        );
+        assert_eq!(parse_gpt2_merges(b"", "v.bpe").unwrap().len(), 256);
     }
 }

@@ -132,20 +132,29 @@ impl PyEncoder {
         })
     }
 
-    /// From the bytes of a `.tiktoken` file (`name` for errors), parsed here.
+    /// From the bytes of a rank file (`name` for errors), parsed here: `format` is
+    /// `"tiktoken"` (a `.tiktoken` file) or `"gpt2"` (GPT-2's `vocab.bpe`).
     #[staticmethod]
-    #[pyo3(signature = (data, name, special_tokens, pattern))]
-    fn from_tiktoken(
+    #[pyo3(signature = (data, name, format, special_tokens, pattern))]
+    fn from_rank_file(
         py: Python<'_>,
         data: PyBackedBytes,
         name: &str,
+        format: &str,
         special_tokens: Vec<(String, u32)>,
         pattern: &str,
     ) -> PyResult<Self> {
-        let inner = py.detach(|| {
-            let ranks = crate::encode::rankfile::parse(&data, name)?;
-            Encoder::from_ranks(ranks, special_tokens, pattern)
-        })?;
+        let parse = match format {
+            "tiktoken" => crate::encode::rankfile::parse,
+            "gpt2" => crate::encode::rankfile::parse_gpt2_merges,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown rank file format {format:?}: expected \"tiktoken\" or \"gpt2\""
+                )))
+            }
+        };
+        let inner =
+            py.detach(|| Encoder::from_ranks(parse(&data, name)?, special_tokens, pattern))?;
         Ok(Self {
             inner: Arc::new(inner),
             last_wide: Mutex::new((0, 0)),
