@@ -158,10 +158,14 @@ def test_get_batch() -> None:
         bpekit.get_batch(data[:5], 2, 7)
 
 
-def test_cli_encode_decode_inspect(tmp_path, capsys) -> None:
+def test_cli_encode_decode_inspect(tmp_path, capsys, monkeypatch) -> None:
     src = data_path("cs336", "tinystories_sample.txt")
     out = tmp_path / "t.npy"
+    monkeypatch.setenv("RAYON_NUM_THREADS", "7")  # restored after the test
     assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet", "--threads", "2"]) == 0
+    # --threads is every thread of the command: rayon's global pool (loading an
+    # encoding) reads this when a fresh process first uses it.
+    assert os.environ["RAYON_NUM_THREADS"] == "2"
     assert "tokens" in capsys.readouterr().out
     assert main(["decode", str(out), "-t", "gpt2"]) == 0
     assert capsys.readouterr().out == src.read_text(encoding="utf-8")

@@ -21,9 +21,9 @@ Every file's sha256 is checked against tiktoken's.
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from bpekit import patterns
 from bpekit.tokenizer import Tokenizer
@@ -39,8 +39,9 @@ ENDOFPROMPT = "<|endofprompt|>"
 _BLOB = "https://openaipublic.blob.core.windows.net"
 
 
-@dataclass(frozen=True)
-class RankFile:
+# NamedTuples rather than dataclasses: importing dataclasses (and the inspect module
+# it needs) was a fifth of the time `import bpekit` took.
+class RankFile(NamedTuple):
     """One file an encoding needs: the names it may have locally, its URL, its sha256."""
 
     names: tuple[str, ...]
@@ -48,14 +49,13 @@ class RankFile:
     sha256: str
 
 
-@dataclass(frozen=True)
-class EncodingSpec:
+class EncodingSpec(NamedTuple):
     name: str
     pattern: str  # a name the native pre-tokenizer knows
     special_tokens: dict[str, int]
     files: tuple[RankFile, ...]
     explicit_n_vocab: int | None = None
-    gpt2_format: bool = field(default=False)
+    gpt2_format: bool = False
 
 
 def _tiktoken_file(name: str, sha256: str) -> tuple[RankFile, ...]:
@@ -123,31 +123,31 @@ def _tiktoken_cache_dir() -> Path:
     for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if os.environ.get(var):
             return Path(os.environ[var])
+    import tempfile  # lazily: it imports shutil and random, which loading never needs
+
     return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
-def _candidates(f: RankFile, path: str | os.PathLike[str] | None) -> list[Path]:
-    """Every place ``f`` may be, in search order."""
+def _candidates(f: RankFile, path: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """Every place ``f`` may be, in search order; lazily, as the later places need
+    modules (hashlib, tempfile) that the usual first place does not."""
     dirs: list[Path] = []
-    out: list[Path] = []
     if path is not None:
         p = Path(path)
         if p.is_file() or (p.suffix and not p.is_dir()):
-            out.append(p)
+            yield p
         else:
             dirs.append(p)
     dirs += [Path(d) for d in os.environ.get("BPEKIT_ENCODINGS", "").split(os.pathsep) if d]
-    out += [d / n for d in dirs for n in f.names]
+    yield from (d / n for d in dirs for n in f.names)
     import hashlib  # lazily: OpenSSL adds ~4 MiB of RSS that training never needs
 
-    out.append(_tiktoken_cache_dir() / hashlib.sha1(f.url.encode()).hexdigest())
-    out += [_repo_data_dir() / n for n in f.names]
-    return out
+    yield _tiktoken_cache_dir() / hashlib.sha1(f.url.encode()).hexdigest()
+    yield from (_repo_data_dir() / n for n in f.names)
 
 
 def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> bytes:
-    places = _candidates(f, path)
-    for p in places:
+    for p in _candidates(f, path):
         if p.is_file():
             data = p.read_bytes()
             import hashlib
@@ -159,7 +159,7 @@ def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> by
                     "the file is corrupt or another file"
                 )
             return data
-    looked = "\n  ".join(str(p) for p in places)
+    looked = "\n  ".join(str(p) for p in _candidates(f, path))
     raise FileNotFoundError(
         f"{encoding}: cannot find {f.names[0]} (bpekit never downloads). Looked in:\n  {looked}\n"
         f"Download {f.url} into one of these places, or pass path=, or set BPEKIT_ENCODINGS."

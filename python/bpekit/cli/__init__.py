@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Subcommand name -> module in this package. Each module defines
@@ -29,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    threads = getattr(args, "threads", None)
+    if threads is not None and threads >= 1:
+        # All of the command's parallel work (loading an encoding included) runs on
+        # rayon's global pool, which reads this when the command first uses it.
+        os.environ["RAYON_NUM_THREADS"] = str(threads)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

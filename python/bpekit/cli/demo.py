@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sysconfig
-import tempfile
 from pathlib import Path
 
 from bpekit.cli.train import add_common_options, train_and_summarize
@@ -33,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="train a 10,000-token vocabulary on a default corpus")
     p.add_argument("--input", nargs="+", default=None, help="files or folders instead of the default corpus")
     p.add_argument("--vocab-size", type=int, default=10_000)
-    p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bpekit-demo")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: TMPDIR/bpekit-demo)")
     add_common_options(p)
     return p
 
@@ -43,5 +42,9 @@ def run(args: argparse.Namespace) -> int:
         inputs, what = args.input, " ".join(args.input)
     else:
         inputs, what = default_inputs()
+    # tempfile is imported here, not when the parser is built for every command.
+    import tempfile
+
+    out = args.out or Path(tempfile.gettempdir()) / "bpekit-demo"
     print(f"bpekit demo: training a {args.vocab_size:,}-token vocabulary on {what}")
-    return train_and_summarize(inputs, args.vocab_size, ["<|endoftext|>"], args.out, args)
+    return train_and_summarize(inputs, args.vocab_size, ["<|endoftext|>"], out, args)
