@@ -128,6 +128,19 @@ impl Bpe {
     pub fn from_ranks(ranks: Vec<(Vec<u8>, u32)>) -> Result<Self> {
         let vocab: Vec<(u32, Vec<u8>)> = ranks.into_iter().map(|(b, r)| (r, b)).collect();
         let mut bpe = Self::from_vocab(vocab, &[], true)?;
+        if bpe.ids.len() != bpe.tokens().count() {
+            // A rank is an id, and two ids for the same bytes would make the ranks of
+            // merges that give those bytes ambiguous.
+            let (id, token) = bpe
+                .tokens()
+                .find(|&(id, t)| bpe.id_of(t) != Some(id))
+                .unwrap_or_default();
+            let first = bpe.id_of(token).unwrap_or(NONE);
+            return Err(Error::invalid(format!(
+                "token {} has two ranks, {first} and {id}",
+                show(token)
+            )));
+        }
         let short: Vec<(u128, u64, u32)> = bpe
             .distinct_tokens()
             .filter(|(_, t)| t.len() <= KEY_LEN)
@@ -402,6 +415,15 @@ mod tests {
         assert_eq!(bpe.pair(256, 99), Some((258, 258)));
         assert_eq!(bpe.pair(97, 257), Some((258, 258)));
         assert_eq!(bpe.merges().unwrap(), vec![(97, 98), (98, 99), (256, 99)]);
+    }
+
+    #[test]
+    fn ranks_with_a_token_twice_are_an_error_naming_both() {
+        let mut ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+        ranks.push((b"ab".to_vec(), 256));
+        ranks.push((b"ab".to_vec(), 257));
+        let err = Bpe::from_ranks(ranks).unwrap_err().to_string();
+        assert!(err.contains("\"ab\" has two ranks, 256 and 257"), "{err}");
     }
 
     #[test]

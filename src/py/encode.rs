@@ -144,17 +144,17 @@ impl PyEncoder {
         special_tokens: Vec<(String, u32)>,
         pattern: &str,
     ) -> PyResult<Self> {
-        let parse = match format {
-            "tiktoken" => crate::encode::rankfile::parse,
-            "gpt2" => crate::encode::rankfile::parse_gpt2_merges,
+        use crate::encode::rankfile::Format;
+        let format = match format {
+            "tiktoken" => Format::Tiktoken,
+            "gpt2" => Format::Gpt2,
             _ => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "unknown rank file format {format:?}: expected \"tiktoken\" or \"gpt2\""
                 )))
             }
         };
-        let inner =
-            py.detach(|| Encoder::from_ranks(parse(&data, name)?, special_tokens, pattern))?;
+        let inner = py.detach(|| format.encoder(&data, name, special_tokens, pattern))?;
         Ok(Self {
             inner: Arc::new(inner),
             last_wide: Mutex::new((0, 0)),
