@@ -24,7 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t2 = Instant::now();
         drop(ranks);
         let t3 = Instant::now();
-        let encoder = format.encoder(&data, path, Vec::new(), "gpt2")?;
+        let pattern = std::env::var("PATTERN").unwrap_or_else(|_| "gpt2".into());
+        let encoder = format.encoder(&data, path, Vec::new(), &pattern)?;
         let t4 = Instant::now();
         println!(
             "read {:.1} ms, parse {:.1} ms; load {:.1} ms",

@@ -31,6 +31,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = std::time::Instant::now();
         let whole = pieces.iter().filter(|p| bpe.id_of(p).is_some()).count();
         let t_whole = t0.elapsed().as_secs_f64();
+        let keys: Vec<(u128, u64)> = pieces
+            .iter()
+            .filter(|p| p.len() <= 15)
+            .map(|p| {
+                let key = bpekit::piecekey::key_of(p);
+                (key, bpekit::encode::short::short_hash(key))
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let found = keys
+            .iter()
+            .filter(|&&(k, h)| bpe.id_of_short(k, h).is_some())
+            .count();
+        println!(
+            "by key: {:.0} ns/piece ({found} of {} found)",
+            t0.elapsed().as_secs_f64() / keys.len() as f64 * 1e9,
+            keys.len()
+        );
         let mut scratch = Scratch::default();
         let mut out = Vec::new();
         let mut n_ids = 0;
