@@ -306,4 +306,47 @@ mod tests {
         );
         assert_eq!(parse_gpt2_merges(b"", "v.bpe").unwrap().len(), 256);
     }
+
+    /// A file of all 256 bytes and `n` more two-byte tokens, as `.tiktoken` lines.
+    fn tiktoken_lines(n: u32) -> Vec<String> {
+        let mut lines: Vec<String> = (0..=255u8)
+            .map(|b| format!("{} {b}", STANDARD.encode([b])))
+            .collect();
+        for r in 0..n {
+            let token = [(r % 200) as u8 + 32, (r / 200) as u8 + 32];
+            lines.push(format!("{} {}", STANDARD.encode(token), 256 + r));
+        }
+        lines
+    }
+
+    #[test]
+    fn lines_past_the_first_stretch_keep_their_numbers() {
+        // ~40K lines of ~10 bytes: several parallel stretches.
+        let mut lines = tiktoken_lines(40_000);
+        let n = lines.len();
+        let ranks = parse(lines.join("\r\n").as_bytes(), "t.tiktoken").unwrap();
+        assert_eq!(ranks.len(), n);
+        assert!(ranks.iter().zip(0..).all(|((_, r), i)| *r == i));
+        let good = lines.join("\n");
+        let encoder = Format::Tiktoken.encoder(good.as_bytes(), "t.tiktoken", Vec::new(), "gpt2");
+        assert_eq!(encoder.unwrap().bpe().n_slots(), n);
+        // A bad line far into the file, then a token given twice far apart: both are
+        // named by their line, through the parse and through the encoder.
+        lines[39_000] = "not-base64!! 7".into();
+        let err = parse(lines.join("\n").as_bytes(), "t.tiktoken").unwrap_err();
+        assert!(err.to_string().contains("t.tiktoken:39001:"), "{err}");
+        let token_300 = lines[300].split(' ').next().unwrap_or_default().to_owned();
+        lines[39_000] = format!("{token_300} 39000");
+        let twice = lines.join("\n");
+        for err in [
+            parse(twice.as_bytes(), "t.tiktoken").unwrap_err(),
+            Format::Tiktoken
+                .encoder(twice.as_bytes(), "t.tiktoken", Vec::new(), "gpt2")
+                .unwrap_err(),
+        ] {
+            let err = err.to_string();
+            assert!(err.contains("t.tiktoken:39001:"), "{err}");
+            assert!(err.contains("given on an earlier line"), "{err}");
+        }
+    }
 }
