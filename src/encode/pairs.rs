@@ -106,12 +106,24 @@ impl PairTable {
         merged: Option<Vec<u32>>,
         byte_ids: &[u32; 256],
     ) -> Result<Self> {
+        Self::from_parts(&[pairs], merged, byte_ids)
+    }
+
+    /// [`PairTable::new`] of the pairs of all `parts`, in order (the parts found in
+    /// parallel, inserted without first being copied into one list).
+    pub fn from_parts<P: AsRef<[(u32, u32, u32)]>>(
+        parts: &[P],
+        merged: Option<Vec<u32>>,
+        byte_ids: &[u32; 256],
+    ) -> Result<Self> {
+        let pairs = parts.iter().flat_map(|p| p.as_ref());
+        let n_pairs: usize = parts.iter().map(|p| p.as_ref().len()).sum();
         let too_big = |what: &str, n: u32| {
             Error::invalid(format!(
                 "{what} {n} is too large: vocabularies of up to {MAX_IDS} tokens are supported"
             ))
         };
-        let n_slots = (pairs.len() * 10 / 7 + 1).next_power_of_two().max(16);
+        let n_slots = (n_pairs * 10 / 7 + 1).next_power_of_two().max(16);
         let mut table = Self {
             byte_pairs: vec![NONE; 1 << 16].into_boxed_slice(),
             slots: ZeroedBuf::huge(n_slots),

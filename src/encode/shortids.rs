@@ -38,30 +38,42 @@ impl std::fmt::Debug for ShortIds {
 }
 
 impl ShortIds {
-    /// A table of `entries`, given as `(key, hash, id)` with no key twice and none 0.
-    pub fn new(entries: &[(u128, u64, u32)]) -> Self {
+    /// An empty table with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Self {
         // At most 5/8 full, so a probe rarely runs past a few slots.
-        let n_slots = (entries.len() * 8 / 5 + 1).next_power_of_two().max(16);
-        let mut table = Self {
+        let n_slots = (n * 8 / 5 + 1).next_power_of_two().max(16);
+        Self {
             tags: vec![0; n_slots].into_boxed_slice(),
             slots: ZeroedBuf::huge(n_slots),
             shift: 64 - n_slots.trailing_zeros(),
-        };
+        }
+    }
+
+    /// Adds `key` (not 0, and not in the table yet; `hash` is its `short_hash`) with
+    /// its `id`. The table must have room (`with_capacity`).
+    pub fn insert(&mut self, key: u128, hash: u64, id: u32) {
+        debug_assert!(key != 0);
+        let mask = self.tags.len() - 1;
+        let mut i = self.home(hash);
+        while self.tags[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.tags[i] = tag(hash);
+        self.slots.as_mut_slice()[i] = (key, u64::from(id));
+    }
+
+    /// A table of `entries`, given as `(key, hash, id)` with no key twice and none 0.
+    pub fn new(entries: &[(u128, u64, u32)]) -> Self {
+        let mut table = Self::with_capacity(entries.len());
         for &(key, hash, id) in entries {
-            debug_assert!(key != 0);
-            let mut i = table.home(hash);
-            while table.tags[i] != 0 {
-                i = (i + 1) & (n_slots - 1);
-            }
-            table.tags[i] = tag(hash);
-            table.slots.as_mut_slice()[i] = (key, u64::from(id));
+            table.insert(key, hash, id);
         }
         table
     }
 
     /// An empty table (vocabularies that never look a whole piece up).
     pub fn empty() -> Self {
-        Self::new(&[])
+        Self::with_capacity(0)
     }
 
     #[inline]
