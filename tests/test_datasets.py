@@ -161,11 +161,19 @@ def test_get_batch() -> None:
 def test_cli_encode_decode_inspect(tmp_path, capsys, monkeypatch) -> None:
     src = data_path("cs336", "tinystories_sample.txt")
     out = tmp_path / "t.npy"
-    monkeypatch.setenv("RAYON_NUM_THREADS", "7")  # restored after the test
-    assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet", "--threads", "2"]) == 0
     # --threads is every thread of the command: rayon's global pool (loading an
-    # encoding) reads this when a fresh process first uses it.
-    assert os.environ["RAYON_NUM_THREADS"] == "2"
+    # encoding) reads RAYON_NUM_THREADS when a fresh process first uses it. It is set
+    # while the command runs, and the caller's value is back afterwards.
+    import bpekit.cli.encode as encode_command
+
+    seen: list[str | None] = []
+    run = encode_command.run
+    monkeypatch.setattr(
+        encode_command, "run", lambda a: (seen.append(os.environ.get("RAYON_NUM_THREADS")), run(a))[1]
+    )
+    monkeypatch.setenv("RAYON_NUM_THREADS", "7")
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet", "--threads", "2"]) == 0
+    assert seen == ["2"] and os.environ["RAYON_NUM_THREADS"] == "7"
     assert "tokens" in capsys.readouterr().out
     assert main(["decode", str(out), "-t", "gpt2"]) == 0
     assert capsys.readouterr().out == src.read_text(encoding="utf-8")

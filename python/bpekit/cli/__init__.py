@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     threads = getattr(args, "threads", None)
+    saved = os.environ.get("RAYON_NUM_THREADS")
     if threads is not None and threads >= 1:
         # All of the command's parallel work (loading an encoding included) runs on
         # rayon's global pool, which reads this when the command first uses it.
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"bpekit {args.command}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        # A caller of main() in its own process keeps its environment.
+        if saved is None:
+            os.environ.pop("RAYON_NUM_THREADS", None)
+        else:
+            os.environ["RAYON_NUM_THREADS"] = saved
 
 
 if __name__ == "__main__":
