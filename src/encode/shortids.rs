@@ -18,6 +18,8 @@ type Slot = (u128, u64);
 pub struct ShortIds {
     /// Per slot: 0 when free, else [`tag`] of its key's hash.
     tags: Box<[u8]>,
+    /// Slots in use.
+    len: usize,
     slots: ZeroedBuf<Slot>,
     /// `64 - log2(slots)`: a hash's top bits pick the home slot.
     shift: u32,
@@ -44,6 +46,7 @@ impl ShortIds {
         let n_slots = (n * 8 / 5 + 1).next_power_of_two().max(16);
         Self {
             tags: vec![0; n_slots].into_boxed_slice(),
+            len: 0,
             slots: ZeroedBuf::huge(n_slots),
             shift: 64 - n_slots.trailing_zeros(),
         }
@@ -53,6 +56,12 @@ impl ShortIds {
     /// its `id`. The table must have room (`with_capacity`).
     pub fn insert(&mut self, key: u128, hash: u64, id: u32) {
         debug_assert!(key != 0);
+        // A full table would make probes for absent keys run forever.
+        assert!(
+            self.len < self.tags.len() * 5 / 8 + 1,
+            "ShortIds::insert past the capacity it was made with"
+        );
+        self.len += 1;
         let mask = self.tags.len() - 1;
         let mut i = self.home(hash);
         while self.tags[i] != 0 {
@@ -161,5 +170,15 @@ mod tests {
             assert_eq!(table.get(k, hash), Some(id));
         }
         assert_eq!(table.get(key_of(b"zz"), hash), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "past the capacity")]
+    fn inserting_past_the_capacity_stops_before_the_table_is_full() {
+        let mut table = ShortIds::with_capacity(1);
+        for i in 0..16u8 {
+            let key = key_of(&[b'k', i]);
+            table.insert(key, short_hash(key), u32::from(i));
+        }
     }
 }
