@@ -182,9 +182,9 @@ impl Bpe {
         Ok(bpe)
     }
 
-    /// The ordinary tokens in id order, the order their bytes were allocated in. A
-    /// byte string given twice counts once, under the id `ids` keeps, so no key or
-    /// pair is found twice.
+    /// The ordinary tokens in id order. A byte string given twice (which a vocab +
+    /// merges vocabulary may hold; ranks may not) counts once, under the id `ids`
+    /// keeps.
     fn distinct_tokens(&self) -> impl Iterator<Item = (u32, &[u8])> {
         let unique = self.ids.len() == self.tokens().count();
         self.tokens()
