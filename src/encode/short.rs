@@ -19,6 +19,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
+use crossbeam_utils::CachePadded;
+
 use crate::hugemem::{Zeroable, ZeroedBuf};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m128i, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128};
@@ -328,14 +330,24 @@ unsafe impl Zeroable for Pair {}
 /// capacities never change (growing makes a new store).
 struct Store {
     pairs: ZeroedBuf<Pair>,
-    /// Entries held.
-    len: AtomicUsize,
     /// The most entries an insert may add ([`entry_limit`]).
     max_len: usize,
-    /// Set when an insert found the table at its load limit.
-    full: AtomicBool,
     /// Kept when the table grows.
     spill: Arc<Spill>,
+    fill: CachePadded<Fill>,
+}
+
+/// What inserts write, on lines of their own ([`CachePadded`]).
+///
+/// Why: every lookup reads the store's table pointer and size. When the insert count
+/// shared their cache line, each insert by one thread of a shared table took that
+/// line from the other thread's core, and the other's next lookup waited for it.
+#[derive(Debug, Default)]
+struct Fill {
+    /// Entries held.
+    len: AtomicUsize,
+    /// Set when an insert found the table at its load limit.
+    full: AtomicBool,
 }
 
 /// The ids of pieces with more than [`SHORT_IDS`]. Writers reserve their range with
@@ -343,7 +355,8 @@ struct Store {
 /// write it before they publish the slot that points to it.
 struct Spill {
     words: Box<[AtomicU32]>,
-    len: AtomicUsize,
+    /// Apart from `words`, which emits of spilled pieces read (see [`Fill`]).
+    len: CachePadded<AtomicUsize>,
 }
 
 impl Spill {
@@ -355,7 +368,7 @@ impl Spill {
         let words = unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU32]) };
         Self {
             words,
-            len: AtomicUsize::new(0),
+            len: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -372,7 +385,7 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("pairs", &self.pairs.len())
-            .field("len", &self.len)
+            .field("len", &self.fill.len)
             .finish_non_exhaustive()
     }
 }
@@ -381,10 +394,9 @@ impl Store {
     fn new(pairs: usize, max_pairs: usize, spill: Arc<Spill>) -> Self {
         Self {
             pairs: ZeroedBuf::huge(pairs),
-            len: AtomicUsize::new(0),
             max_len: entry_limit(pairs, max_pairs),
-            full: AtomicBool::new(false),
             spill,
+            fill: CachePadded::default(),
         }
     }
 
@@ -460,9 +472,9 @@ impl Store {
         if self.find(key, home).is_some() {
             return true;
         }
-        let len = self.len.load(Relaxed);
+        let len = self.fill.len.load(Relaxed);
         if len + 1 > self.max_len {
-            self.full.store(true, Relaxed);
+            self.fill.full.store(true, Relaxed);
             return false;
         }
         let mut slot = Slot {
@@ -482,7 +494,7 @@ impl Store {
             slot.ids[0] = start as u32;
         }
         if self.put(slot, home, racing) {
-            self.len.fetch_add(1, Relaxed);
+            self.fill.len.fetch_add(1, Relaxed);
         }
         true
     }
@@ -628,7 +640,7 @@ impl ShortTable {
         if self.shared {
             return self.store.insert(key, hash, ids, true);
         }
-        let full = self.store.len.load(Relaxed) + 1 > self.store.pairs.len();
+        let full = self.store.fill.len.load(Relaxed) + 1 > self.store.pairs.len();
         if full && self.store.pairs.len() < self.max_pairs {
             self.grow();
         }
@@ -638,7 +650,7 @@ impl ShortTable {
     /// Whether an insert found this table full while it could still grow: a shared
     /// table is replaced by a larger copy ([`Self::grown`]) between chunks.
     pub fn wants_growth(&self) -> bool {
-        self.store.full.load(Relaxed) && self.store.pairs.len() < self.max_pairs
+        self.store.fill.full.load(Relaxed) && self.store.pairs.len() < self.max_pairs
     }
 
     /// A copy of this shared table, twice the size, made while other threads may
@@ -711,7 +723,7 @@ impl Store {
                 }
             }
         }
-        bigger.len.store(copied, Relaxed);
+        bigger.fill.len.store(copied, Relaxed);
         bigger
     }
 }
@@ -727,7 +739,7 @@ impl ShortTable {
     }
 
     pub fn len(&self) -> usize {
-        self.store.len.load(Relaxed)
+        self.store.fill.len.load(Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
