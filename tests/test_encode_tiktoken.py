@@ -159,9 +159,75 @@ def test_tiktoken_cache_dir_and_hash_check(tmp_path, monkeypatch) -> None:
         encodings._cache.clear()
 
 
+SURROGATE_TEXTS = [
+    "a\ud800b",
+    "\udfff",
+    "x\ud83d",
+    "hello \ud83d",
+    "\udc00\ud800",
+    "\ud83d\ude00",  # a pair: tiktoken reads it as the emoji it encodes
+    "x\udfff",
+    "a" * 70_000 + "\ud800 b",  # past the core's first 65,536-code-point block
+]
+
+
 def test_lone_surrogates_like_tiktoken() -> None:
     tk = tiktoken_encoding("cl100k_base")
     ours = bpekit_encoding("cl100k_base")
-    for text in ["a\ud800b", "\udfff", "x\ud83d"]:
+    for text in SURROGATE_TEXTS:
         assert ours.encode(text) == tk.encode(text)
         assert ours.encode_ordinary(text) == tk.encode_ordinary(text)
+        assert ours.encode_to_numpy(text).tolist() == tk.encode(text)
+
+
+def test_surrogates_in_batches_and_streams_like_tiktoken() -> None:
+    # Regression: encode_batch, encode_ordinary_batch, encode_to_numpy and
+    # encode_iterable raised UnicodeEncodeError where tiktoken gives ids.
+    tk = tiktoken_encoding("o200k_base")
+    ours = bpekit_encoding("o200k_base")
+    batch = ["plain text", *SURROGATE_TEXTS]
+    expected = [tk.encode(t) for t in batch]
+    assert ours.encode_batch(batch, num_threads=2) == expected
+    assert ours.encode_ordinary_batch(batch) == [tk.encode_ordinary(t) for t in batch]
+    for text in SURROGATE_TEXTS:
+        for size in (1, 2, 3, 7):
+            chunks = [text[i : i + size] for i in range(0, len(text), size)]
+            assert list(ours.encode_iterable(chunks)) == tk.encode(text), (text[:20], size)
+    # A pair split between two chunks is still one character of the joined text.
+    assert list(ours.encode_iterable(["ab\ud83d", "\ude00cd"])) == tk.encode("ab\U0001f600cd")
+    assert list(ours.encode_iterable(["ab\ud83d", "", "\ude00"])) == tk.encode("ab\U0001f600")
+    assert list(ours.encode_iterable(["ab\ud83d"])) == tk.encode("ab\ufffd")
+
+
+def test_disallowed_special_like_tiktoken() -> None:
+    tk = tiktoken_encoding("cl100k_base")
+    ours = bpekit_encoding("cl100k_base")
+    text = "hello <|endoftext|> world"
+    # Any string may be disallowed, not only special tokens.
+    for disallowed in ({"hello"}, {"lo <|end"}, {"world", "<|endoftext|>"}):
+        with pytest.raises(ValueError, match="disallowed special token") as tk_error:
+            tk.encode(text, allowed_special="all", disallowed_special=disallowed)
+        with pytest.raises(ValueError) as our_error:
+            ours.encode(text, allowed_special="all", disallowed_special=disallowed)
+        assert str(our_error.value) == str(tk_error.value)
+        for call in (
+            lambda: ours.encode_to_numpy(text, allowed_special="all", disallowed_special=disallowed),
+            lambda: ours.encode_batch(["ok", text], allowed_special="all", disallowed_special=disallowed),
+            lambda: list(
+                ours.encode_iterable(list(text), allowed_special="all", disallowed_special=disallowed)
+            ),
+        ):
+            with pytest.raises(ValueError, match="disallowed special token"):
+                call()
+    # The core's check of special tokens words its error as tiktoken does.
+    with pytest.raises(ValueError) as tk_error:
+        tk.encode(text)
+    with pytest.raises(ValueError) as our_error:
+        ours.encode(text)
+    assert str(our_error.value) == str(tk_error.value)
+    # Absent strings, and any empty value, disable nothing else.
+    assert ours.encode(text, allowed_special="all", disallowed_special={"absent"}) == tk.encode(
+        text, allowed_special="all", disallowed_special={"absent"}
+    )
+    for empty in ("", (), set(), frozenset(), []):
+        assert ours.encode(text, disallowed_special=empty) == tk.encode(text, disallowed_special=empty)

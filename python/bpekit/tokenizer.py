@@ -40,6 +40,12 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from bpekit import _core
+from bpekit._text_rules import (
+    NO_OTHER_STRINGS,
+    DisallowedStrings,
+    split_high_surrogate,
+    without_surrogates,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,15 +74,6 @@ def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
         if not isinstance(t, str) or not t:
             raise TypeError(f"special tokens must be non-empty str, got {t!r}")
     return tokens
-
-
-def _without_surrogates(text: str) -> str:
-    """Lone surrogates (not UTF-8-encodable) become U+FFFD, as tiktoken does.
-
-    >>> _without_surrogates("a\\ud800b") == "a\\ufffdb"
-    True
-    """
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _ids_list(ids: Iterable[int]) -> list[int]:
@@ -183,8 +180,10 @@ class Tokenizer:
 
     def _policy(
         self, allowed_special: AllowedSpecial | _Default, disallowed_special: AllowedSpecial
-    ) -> tuple[list[str] | None, list[str]]:
-        """tiktoken's rules -> (allowed names, None for all; disallowed names to check)."""
+    ) -> tuple[list[str] | None, list[str], DisallowedStrings]:
+        """tiktoken's rules -> (allowed names, None for all; disallowed special tokens for
+        the core to check; the disallowed strings to check here, when they are not all
+        special tokens)."""
         allowed = self._default_allowed if isinstance(allowed_special, _Default) else allowed_special
         if allowed == "all":
             allowed_set = frozenset(self._special_tokens)
@@ -194,6 +193,8 @@ class Tokenizer:
             allowed_set = frozenset(allowed)
         if disallowed_special == "all":
             disallowed = frozenset(self._special_tokens) - allowed_set
+        elif not disallowed_special:
+            disallowed = frozenset()  # tiktoken skips the check for any empty value
         elif isinstance(disallowed_special, str):
             raise TypeError(
                 f'disallowed_special must be "all" or a set of strings, not {disallowed_special!r}'
@@ -201,7 +202,11 @@ class Tokenizer:
         else:
             disallowed = frozenset(disallowed_special)
         names = None if allowed_set >= self._special_tokens.keys() else sorted(allowed_set)
-        return names, sorted(disallowed)
+        if disallowed <= self._special_tokens.keys():
+            return names, sorted(disallowed), NO_OTHER_STRINGS
+        # Other strings too: all are checked here, in one search, so that the leftmost
+        # match is the one reported, as in tiktoken.
+        return names, [], DisallowedStrings(disallowed)
 
     # ---- encoding -------------------------------------------------------------------
 
@@ -218,18 +223,19 @@ class Tokenizer:
         ``disallowed_special``: special tokens whose text is an error (``"all"``: every
         special token not allowed). See the module docstring for the defaults.
         """
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        others.check(text)
         try:
             return self._core.encode(text, allowed, disallowed)
-        except UnicodeEncodeError:
-            return self._core.encode(_without_surrogates(text), allowed, disallowed)
+        except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
+            return self._core.encode(without_surrogates(text), allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special tokens encoded as ordinary text."""
         try:
             return self._core.encode(text, [], [])
         except UnicodeEncodeError:
-            return self._core.encode(_without_surrogates(text), [], [])
+            return self._core.encode(without_surrogates(text), [], [])
 
     def encode_batch(
         self,
@@ -242,11 +248,27 @@ class Tokenizer:
         """``encode`` of each text, in parallel (``num_threads``: default all cores)."""
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1, got {num_threads}")
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
-        return self._core.encode_batch(list(texts), allowed, disallowed, num_threads)
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        batch = list(texts)
+        if others:
+            for text in batch:
+                others.check(text)
+        return self._encode_texts(batch, allowed, disallowed, num_threads)
 
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
-        return self._core.encode_batch(list(texts), [], [], num_threads)
+        """``encode_ordinary`` of each text, in parallel (``num_threads``: default all cores)."""
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+        return self._encode_texts(list(texts), [], [], num_threads)
+
+    def _encode_texts(
+        self, texts: list[str], allowed: list[str] | None, disallowed: list[str], num_threads: int | None
+    ) -> list[list[int]]:
+        try:
+            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
+        except UnicodeEncodeError:  # lone surrogates in some text: see bpekit._text_rules
+            texts = [without_surrogates(t) for t in texts]
+            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
 
     def encode_to_numpy(
         self,
@@ -256,8 +278,12 @@ class Tokenizer:
         disallowed_special: AllowedSpecial = "all",
     ) -> npt.NDArray[np.uint32]:
         """``encode`` as a numpy ``uint32`` array."""
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
-        return self._core.encode_to_numpy(text, allowed, disallowed)
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        others.check(text)
+        try:
+            return self._core.encode_to_numpy(text, allowed, disallowed)
+        except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
+            return self._core.encode_to_numpy(without_surrogates(text), allowed, disallowed)
 
     def encode_iterable(
         self,
@@ -279,12 +305,22 @@ class Tokenizer:
         >>> list(tok.encode_iterable(["a", "b\\n", "c"])) == tok.encode("ab\\nc")
         True
         """
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         stream = self._core.stream(allowed, disallowed)
+        held = ""  # a high surrogate that ended the last chunk
         for chunk in iterable:
             if not isinstance(chunk, str):
                 raise TypeError(f"encode_iterable wants str items, got {type(chunk).__name__}")
-            yield from stream.feed(chunk)
+            others.check_next(chunk)
+            chunk, held = held + chunk, ""
+            try:
+                ids = stream.feed(chunk)
+            except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
+                chunk, held = split_high_surrogate(chunk)
+                ids = stream.feed(without_surrogates(chunk))
+            yield from ids
+        if held:
+            yield from stream.feed(without_surrogates(held))
         yield from stream.finish()
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
