@@ -229,3 +229,26 @@ def test_disallowed_special_like_tiktoken() -> None:
     )
     for empty in ("", (), set(), frozenset(), []):
         assert ours.encode(text, disallowed_special=empty) == tk.encode(text, disallowed_special=empty)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_single_tokens_and_offsets_like_tiktoken(name: str) -> None:
+    tk = tiktoken_encoding(name)
+    ours = bpekit_encoding(name)
+    # Ordinary tokens by bytes or text; special tokens by text or by their UTF-8 bytes.
+    for token in ["hello", b"hello", " the", b"\xe6", "<|endoftext|>", b"<|endoftext|>"]:
+        assert ours.encode_single_token(token) == tk.encode_single_token(token), token
+    for not_one in ["hello world", b"\xff<|endoftext|>", "<|endoftext|>x"]:
+        with pytest.raises(KeyError):
+            tk.encode_single_token(not_one)
+        with pytest.raises(KeyError):
+            ours.encode_single_token(not_one)
+    # Offsets, tokens that start inside a character included (CJK, emoji, accents).
+    for text in ["héllo 🙃", "日本語のテキスト 🙃🙃 x", "naïve café — ok", "a", ""]:
+        ids = tk.encode(text)
+        assert ours.decode_with_offsets(ids) == tk.decode_with_offsets(ids), text
+    half = [tk.encode_single_token(b"\xc3")]  # the first byte of "é" alone: invalid UTF-8
+    with pytest.raises(UnicodeDecodeError):
+        tk.decode_with_offsets(half)
+    with pytest.raises(UnicodeDecodeError):
+        ours.decode_with_offsets(half)

@@ -324,15 +324,16 @@ class Tokenizer:
         yield from stream.finish()
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
-        """The id of one token (a special token's text or an ordinary token's bytes)."""
-        if isinstance(text_or_bytes, str):
-            if text_or_bytes in self._special_tokens:
-                return self._special_tokens[text_or_bytes]
-            text_or_bytes = text_or_bytes.encode("utf-8")
-        found = self._core.token_id(text_or_bytes)
-        if found is None:
-            raise KeyError(f"{text_or_bytes!r} is not a single token")
-        return found
+        """The id of one token: an ordinary token's bytes (or text), else a special
+        token's text (or its UTF-8 bytes), looked up in that order as tiktoken does."""
+        token = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        found = self._core.token_id(token)
+        if found is not None:
+            return found
+        try:
+            return self._special_tokens[token.decode("utf-8")]
+        except (UnicodeDecodeError, KeyError):
+            raise KeyError(f"{text_or_bytes!r} is not a single token") from None
 
     # ---- decoding -------------------------------------------------------------------
 
@@ -354,6 +355,25 @@ class Tokenizer:
 
     def decode_tokens_bytes(self, ids: Iterable[int]) -> list[bytes]:
         return [self._core.token_bytes(i) for i in _ids_list(ids)]
+
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
+        """The text of ``ids`` and where each token starts in it, in characters, as
+        tiktoken gives them: a token that starts inside a character (with a UTF-8
+        continuation byte) starts at that character. Invalid UTF-8 raises
+        ``UnicodeDecodeError``, as in tiktoken.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> tok.decode_with_offsets(list("hé".encode()))
+        ('hé', [0, 1, 1])
+        """
+        pieces = self.decode_tokens_bytes(ids)
+        offsets = []
+        chars = 0  # characters started so far: bytes that are not continuation bytes
+        for piece in pieces:
+            inside = bool(piece) and 0x80 <= piece[0] < 0xC0
+            offsets.append(max(0, chars - inside))
+            chars += sum(not 0x80 <= b < 0xC0 for b in piece)
+        return b"".join(pieces).decode("utf-8"), offsets
 
     # ---- what the tokenizer holds ---------------------------------------------------
 
