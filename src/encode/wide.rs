@@ -530,8 +530,8 @@ mod tests {
         assert_eq!(got[1], None);
         let double = Text::Utf8("x<|eot|><|eot|>");
         for (order, named) in [
-            ([texts[0], texts[1], double], "\"<|eot|>\""),
-            ([texts[0], double, texts[1]], "\"<|eot|><|eot|>\""),
+            ([texts[0], texts[1], double], "'<|eot|>'"),
+            ([texts[0], double, texts[1]], "'<|eot|><|eot|>'"),
         ] {
             for threads in [1, 2] {
                 let err = e
