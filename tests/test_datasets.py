@@ -255,3 +255,29 @@ def test_load_tokens_rejects_other_files(tmp_path) -> None:
     np.save(floats, np.zeros(3, dtype=np.float32))
     with pytest.raises(ValueError, match="1-D integer"):
         bpekit.load_tokens(floats)
+
+
+def test_unwritable_outputs_fail_before_encoding(tmp_path, capsys) -> None:
+    """An output that could never be renamed into place is refused before any input
+    is read (it used to fail at the end, after the whole encode), and no progress
+    line that looks finished comes before the error."""
+    tok = bpekit_encoding("gpt2")
+    src = tmp_path / "in.txt"
+    src.write_text("hello world\n", encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match=r"missing: no such folder to write t\.npy in"):
+        bpekit.encode_file(src, tmp_path / "missing" / "t.npy", tok)
+    with pytest.raises(IsADirectoryError, match=r"is a folder; give the path of the \.npy file"):
+        bpekit.encode_file(src, tmp_path, tok)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+    capsys.readouterr()
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(tmp_path / "no" / "t.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "no such folder to write t.npy in" in err and "100.0%" not in err
+
+
+def test_cli_names_the_errors_flag(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello \xff world")
+    assert main(["encode", str(bad), "-t", "gpt2", "-o", str(tmp_path / "o.npy"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid UTF-8 at byte offset 6; pass --errors replace or --errors ignore" in err

@@ -56,10 +56,14 @@ class ProgressBar:
         self.stream.write(("\r" + line.ljust(79)) if self.live else line)
         self.stream.flush()
 
-    def close(self) -> None:
-        """Draws the final state and ends the line."""
+    def close(self, completed: bool = True) -> None:
+        """Draws the final state and ends the line; after a failure (``completed=False``)
+        only ends a line already drawn, so no finished-looking line precedes the error."""
         if self.stream is None:
             return
-        self._draw(final=True)
+        if completed:
+            self._draw(final=True)
+        elif not self.live:
+            return
         self.stream.write("\n")
         self.stream.flush()

@@ -101,8 +101,9 @@ def encode_file(
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]
     out = os.fspath(output)
     bar = ProgressBar("encoding", unit="bytes") if progress else None
+    completed = False
     try:
-        return tok._core.encode_files(
+        n: int = tok._core.encode_files(
             [os.fspath(f) for f in files],
             out,
             itemsize,
@@ -111,9 +112,11 @@ def encode_file(
             chunk_size=chunk_size,
             progress=bar,
         )
+        completed = True
+        return n
     finally:
         if bar is not None:
-            bar.close()
+            bar.close(completed)
 
 
 def load_tokens(path: PathLike) -> np.ndarray:

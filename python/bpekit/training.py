@@ -96,8 +96,9 @@ def count_pretokens(
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
     bar = _bar(progress, "counting", "bytes")
+    completed = False
     try:
-        return _core.count_pretokens(
+        counts = _core.count_pretokens(
             [str(f) for f in files],
             _check_special_tokens(special_tokens),
             pattern=pattern,
@@ -106,9 +107,11 @@ def count_pretokens(
             errors=errors,
             progress=bar,
         )
+        completed = True
+        return counts
     finally:
         if bar is not None:
-            bar.close()
+            bar.close(completed)
 
 
 def train_from_counts(
@@ -127,13 +130,15 @@ def train_from_counts(
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     bar = _bar(progress, "merging", "merges")
+    completed = False
     try:
         vocab, merges = _core.train_from_counts(
             counts, vocab_size, _check_special_tokens(special_tokens), progress=bar
         )
+        completed = True
     finally:
         if bar is not None:
-            bar.close()
+            bar.close(completed)
     return vocab, merges
 
 

@@ -67,6 +67,7 @@ pub fn encode_files(
             encoder.bpe().n_slots()
         )));
     }
+    check_output(output)?;
     let tmp = temp_path(output);
     let result = write_npy(encoder, paths, &tmp, options, progress);
     match result {
@@ -91,6 +92,40 @@ pub fn encode_files(
 /// from ~540 to ~590 MB/s.
 fn auto_chunk_size(total: usize, threads: usize) -> usize {
     (total / (threads * 16)).clamp(64 << 10, 1 << 20)
+}
+
+/// Refuses an output that could never be written before any input is read: a run
+/// over gigabytes should not fail at its final rename.
+fn check_output(output: &Path) -> Result<()> {
+    use std::io::{Error as IoError, ErrorKind};
+    if output.is_dir() {
+        return Err(Error::io(
+            output,
+            IoError::new(
+                ErrorKind::IsADirectory,
+                "is a folder; give the path of the .npy file to write",
+            ),
+        ));
+    }
+    let folder = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(Error::io(
+            folder,
+            IoError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no such folder to write {} in",
+                    output
+                        .file_name()
+                        .map_or("the output".into(), |n| n.to_string_lossy())
+                ),
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn temp_path(output: &Path) -> PathBuf {

@@ -1,8 +1,8 @@
 //! Core errors -> Python exceptions, keeping the core's message (what and where).
 
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
-    PyValueError,
+    PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyKeyboardInterrupt, PyOSError,
+    PyPermissionError, PyValueError,
 };
 use pyo3::PyErr;
 
@@ -15,6 +15,7 @@ impl From<Error> for PyErr {
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
                 std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(msg),
                 _ => PyOSError::new_err(msg),
             },
             Error::UnknownTokenId { .. } => PyKeyError::new_err(msg),
