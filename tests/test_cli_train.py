@@ -46,6 +46,18 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
     bad.write_bytes(b"ok \xff")
     r = bpekit_cli("train", str(bad), "--vocab-size", "300", "--out", str(tmp_path / "o"), "--quiet")
     assert r.returncode == 2 and "byte offset 3" in r.stderr
+    assert "--errors replace" in r.stderr and not (tmp_path / "o").exists()
+
+
+def test_out_that_cannot_be_a_folder_fails_before_training(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n", encoding="utf-8")
+    cases = [(corpus, "is a file; --out names the folder"), (corpus / "sub", "is a file, so the folder")]
+    for out, said in cases:
+        r = bpekit_cli("train", str(corpus), "--vocab-size", "300", "--out", str(out))
+        assert r.returncode == 2 and said in r.stderr, r.stderr
+        # Nothing ran: no progress line came before the error.
+        assert "counting" not in r.stderr and "Traceback" not in r.stderr
 
 
 def test_demo_runs_on_given_input(tmp_path: Path) -> None:

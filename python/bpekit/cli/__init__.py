@@ -42,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbpekit: interrupted; nothing was written", file=sys.stderr)
         return 130
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"bpekit {args.command}: error: {e}", file=sys.stderr)
+        # The core names the Python keyword; on the command line it is a flag.
+        message = str(e).replace(
+            'pass errors="replace" or errors="ignore"', "pass --errors replace or --errors ignore"
+        )
+        print(f"bpekit {args.command}: error: {message}", file=sys.stderr)
         return 2
     finally:
         # A caller of main() in its own process keeps its environment.

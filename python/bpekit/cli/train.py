@@ -56,9 +56,22 @@ def _show(b: bytes) -> str:
     return repr(b.decode("utf-8", errors="replace"))
 
 
+def check_out_folder(out: Path) -> None:
+    """Refuses an ``--out`` that can never become a folder before any training is done
+    (it used to fail at the end, after counting and merging)."""
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: is a file; --out names the folder for vocab.json and merges.txt")
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"{existing}: is a file, so the folder {out} cannot be made")
+
+
 def train_and_summarize(
     inputs: list[str], vocab_size: int, special_tokens: list[str], out: Path, args: argparse.Namespace
 ) -> int:
+    check_out_folder(out)
     files = resolve_inputs(inputs)
     total_bytes = sum(f.stat().st_size for f in files)
     progress = not args.quiet
