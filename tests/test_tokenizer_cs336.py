@@ -85,6 +85,28 @@ def test_special_tokens_missing_from_vocab_are_appended() -> None:
     assert tok.n_vocab == 258
 
 
+def test_special_tokens_that_are_ordinary_tokens_keep_their_ids() -> None:
+    """A special token whose bytes a merge makes ("hello") or that is a single byte
+    (" ") keeps that id and stays an ordinary token too, as in the reference encoder
+    (regression: building such a tokenizer failed, claiming the token was missing)."""
+    from bpekit.reference import encode_reference
+
+    vocab, merges = load_vocab_merges(
+        data_path("cs336", "gpt2_vocab.json"), data_path("cs336", "gpt2_merges.txt")
+    )
+    specials = [EOT, "hello", " world"]
+    tok = get_tokenizer(vocab, merges, specials)
+    assert tok.n_vocab == len(vocab)
+    for text in ["say hello, world! hellohello<|endoftext|> world", "hello world", "x hello"]:
+        ids = tok.encode(text)
+        assert ids == encode_reference(text, vocab, merges, specials)
+        assert tok.decode(ids) == text
+    assert tok.encode("hello world") == [31373, 995]
+    byte_vocab = {i: bytes([i]) for i in range(256)}
+    tok = get_tokenizer(byte_vocab, [], [" ", "ab"])
+    assert tok.encode("a b ab") == [97, 32, 98, 32, 256]
+
+
 def test_decode_replaces_invalid_utf8_like_python(tok) -> None:
     ids = tok.encode("🙃é")
     for cut in range(1, len(ids) + 1):

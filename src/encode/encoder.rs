@@ -178,8 +178,7 @@ impl Encoder {
             };
             specials.push((tok, id));
         }
-        let special_ids: Vec<u32> = specials.iter().map(|(_, i)| *i).collect();
-        let bpe = Bpe::from_merges(vocab, merges, &special_ids)?;
+        let bpe = Bpe::from_merges(vocab, merges)?;
         Self::new(bpe, pattern, specials)
     }
 
@@ -622,6 +621,19 @@ mod tests {
             e.decode_bytes(&[999]),
             Err(Error::UnknownTokenId { id: 999 })
         ));
+    }
+
+    #[test]
+    fn specials_that_are_ordinary_tokens_stay_ordinary() {
+        // " th" is a merge's result and " " a byte: both keep their ids, and the
+        // merges that make or use them still apply (as special tokens they are split
+        // off first, so " the" is " th" + "e" then).
+        let e = encoder(&[" th", " "]);
+        let all = e.specials().clone();
+        assert_eq!(all.ids, vec![257, 32]);
+        assert_eq!(e.encode(" the th ", &all).unwrap(), vec![257, 101, 257, 32]);
+        let none = Specials::default();
+        assert_eq!(e.encode(" the th ", &none).unwrap(), vec![258, 257, 32]);
     }
 
     #[test]

@@ -165,7 +165,7 @@ mod tests {
             (b"aa".to_vec(), b"aa".to_vec()),
             (b"a".to_vec(), b"b".to_vec()),
         ];
-        Bpe::from_merges(vocab, &merges, &[]).unwrap()
+        Bpe::from_merges(vocab, &merges).unwrap()
     }
 
     fn both(piece: &[u8]) -> (Vec<u32>, Vec<u32>) {

@@ -79,14 +79,11 @@ fn show(bytes: &[u8]) -> String {
 
 impl Bpe {
     /// From a CS336 vocab (`id -> bytes`) and merges (`(a, b)` in creation order).
-    /// `special_ids` are ids of the vocab that are special tokens: they are never
-    /// the result of merging.
-    pub fn from_merges(
-        vocab: Vec<(u32, Vec<u8>)>,
-        merges: &[(Vec<u8>, Vec<u8>)],
-        special_ids: &[u32],
-    ) -> Result<Self> {
-        let mut bpe = Self::from_vocab(vocab, special_ids, false)?;
+    /// Every token of the vocab, special tokens included, is a token its bytes may
+    /// become (the lowest id when bytes repeat), as in the reference encoder: a
+    /// special token that is also an ordinary token ("hello", or " ") stays one.
+    pub fn from_merges(vocab: Vec<(u32, Vec<u8>)>, merges: &[(Vec<u8>, Vec<u8>)]) -> Result<Self> {
+        let mut bpe = Self::from_vocab(vocab, false)?;
         let mut merge_ids = Vec::with_capacity(merges.len());
         let mut merged_ids = Vec::with_capacity(merges.len());
         let mut pairs = FxMap::with_capacity_and_hasher(merges.len(), FxBuildHasher);
@@ -130,7 +127,7 @@ impl Bpe {
     /// `hashbrown` table visited in its hash order, and in ~30% less time this way.
     pub fn from_ranks(ranks: Vec<(Vec<u8>, u32)>) -> Result<Self> {
         let vocab: Vec<(u32, Vec<u8>)> = ranks.into_iter().map(|(b, r)| (r, b)).collect();
-        let mut bpe = Self::from_vocab(vocab, &[], true)?;
+        let mut bpe = Self::from_vocab(vocab, true)?;
         if bpe.ids.len() != bpe.tokens().count() {
             // A rank is an id, and two ids for the same bytes would make the ranks of
             // merges that give those bytes ambiguous.
@@ -221,7 +218,7 @@ impl Bpe {
         }
     }
 
-    fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, special_ids: &[u32], whole: bool) -> Result<Self> {
+    fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, whole: bool) -> Result<Self> {
         let max_id = vocab.iter().map(|(i, _)| *i).max().unwrap_or(0);
         if max_id as usize >= MAX_IDS {
             return Err(Error::invalid(format!(
@@ -241,13 +238,11 @@ impl Bpe {
         for (id, bytes) in tokens.iter().enumerate() {
             let id = id as u32;
             if let Some(b) = bytes {
-                if !special_ids.contains(&id) {
-                    let eq = |&i: &u32| bytes_of(i) == &**b;
-                    let rehash = |&i: &u32| bytes_hash(bytes_of(i));
-                    // The lowest id wins when two ids hold the same bytes.
-                    if let Entry::Vacant(slot) = ids.entry(bytes_hash(b), eq, rehash) {
-                        slot.insert(id);
-                    }
+                let eq = |&i: &u32| bytes_of(i) == &**b;
+                let rehash = |&i: &u32| bytes_hash(bytes_of(i));
+                // The lowest id wins when two ids hold the same bytes.
+                if let Entry::Vacant(slot) = ids.entry(bytes_hash(b), eq, rehash) {
+                    slot.insert(id);
                 }
             }
         }
@@ -404,7 +399,7 @@ mod tests {
             (b"a".to_vec(), b"b".to_vec()),
             (b"ab".to_vec(), b"c".to_vec()),
         ];
-        let bpe = Bpe::from_merges(vocab, &merges, &[]).unwrap();
+        let bpe = Bpe::from_merges(vocab, &merges).unwrap();
         assert_eq!(bpe.pair(97, 98), Some((0, 256)));
         assert_eq!(bpe.pair(256, 99), Some((1, 257)));
         assert_eq!(bpe.pair(97, 99), None);
@@ -414,7 +409,7 @@ mod tests {
     #[test]
     fn missing_merge_part_is_an_error() {
         let merges = vec![(b"a".to_vec(), b"b".to_vec())];
-        let e = Bpe::from_merges(byte_vocab(), &merges, &[]).unwrap_err();
+        let e = Bpe::from_merges(byte_vocab(), &merges).unwrap_err();
         assert!(e.to_string().contains("merge #0"), "{e}");
     }
 
