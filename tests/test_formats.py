@@ -107,3 +107,30 @@ def test_hf_export_encodes_identically(which: str, trained_tokenizer, tmp_path) 
         theirs = hf.encode(text, add_special_tokens=False).ids
         assert theirs == ours
         assert hf.decode(ours, skip_special_tokens=False) == tok.decode(ours)
+
+
+def test_hf_export_keeps_the_ids_of_special_tokens_with_spaces_or_non_ascii(tmp_path) -> None:
+    """Regression: HF gave such special tokens fresh ids (the model's vocab held them in
+    byte-level form only), and counted them twice in the vocab size."""
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b" h", 257: b" he"}
+    merges = [(b" ", b"h"), (b" h", b"e")]
+    specials = ["‹｜end▁of▁sentence｜>", "<|im start|>", "<|endoftext|>", " he", " ", "🙃<|x|>"]
+    tok = bpekit.Tokenizer(vocab, merges, specials)
+    save_hf(tok, tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    # " " reuses byte 32's id and " he" token 257's: HF's vocab names those ids twice.
+    assert hf.get_vocab_size() == tok.n_vocab + 2
+    for text in ["hi‹｜end▁of▁sentence｜> x<|im start|>y", "a  he\n\n he🙃<|x|> he", " he he"]:
+        ours = tok.encode(text)
+        assert hf.encode(text, add_special_tokens=False).ids == ours
+        assert hf.decode(ours, skip_special_tokens=False) == text
+
+
+def test_hf_export_refuses_a_special_token_it_cannot_tell_apart(tmp_path) -> None:
+    # tiktoken style: "hello" is both an ordinary token and a special token of its own id.
+    ranks = {bytes([i]): i for i in range(256)}
+    tok = bpekit.Tokenizer.from_ranks(ranks | {b"ab": 256}, {"ab": 257}, pattern="gpt2")
+    with pytest.raises(ValueError, match="special token 'ab' \\(id 257\\) cannot be written"):
+        save_hf(tok, tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()

@@ -5,7 +5,13 @@ The pipeline written: pre-tokenizer ``Sequence[Split(pattern, isolated), ByteLev
 regex)]`` (the tokenizer's own regex, then GPT-2's byte-to-unicode mapping), a ``BPE``
 model with the vocabulary and merges in rank order (``ignore_merges`` for tiktoken
 encodings, which look a whole piece up first), the special tokens as added tokens
-(matched longest first, as bpekit does), and a ``ByteLevel`` decoder.
+(matched longest first, as bpekit does; in the model's vocab under their own text), and
+a ``ByteLevel`` decoder.
+
+Ids are identical to bpekit's. One difference is HF's own: its decoder reads the text of
+a special token as byte-level characters too, so ``decode`` garbles a special token that
+holds characters of that alphabet (Latin-1 letters such as "é"); spaces, CJK, emoji and
+ASCII come out as they are.
 
 >>> import bpekit, json
 >>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|e|>"])
@@ -46,12 +52,12 @@ def hf_pattern(pattern: str) -> str:
 def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
     """The ``tokenizer.json`` document of ``tokenizer``, as a dict."""
     specials = tokenizer.special_tokens
-    # Special tokens are in the model's vocab too (as in HF's GPT-2): an added token
-    # absent from it would get a fresh id instead of its own.
     vocab: dict[str, int] = {}
     for i, b in sorted(tokenizer.vocab.items()):
         vocab.setdefault(encode_token(b), i)
-    merges = [[encode_token(a), encode_token(b)] for a, b in tokenizer.merges]
+    pairs = tokenizer.merges
+    merges = [[encode_token(a), encode_token(b)] for a, b in pairs]
+    _name_special_tokens(vocab, specials, pairs)
     added = [
         {
             "id": i,
@@ -97,6 +103,32 @@ def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "merges": merges,
         },
     }
+
+
+def _name_special_tokens(
+    vocab: dict[str, int], specials: dict[str, int], pairs: list[tuple[bytes, bytes]]
+) -> None:
+    """Puts each special token in the model's vocab under its own text.
+
+    HF gives an added token the id the model's vocab has for its text, and a fresh id
+    when there is none; the vocab holds tokens in byte-level form, where a space is
+    "Ġ" and "é" two other characters. So a special token with a space or non-ASCII
+    text got a fresh id (regression). A token that only the special token names (not
+    a byte, not made or used by a merge) keeps just its text, so the vocab's size stays
+    the tokenizer's.
+    """
+    made_or_used = {a + b for a, b in pairs} | {p for pair in pairs for p in pair}
+    for text, i in sorted(specials.items(), key=lambda kv: kv[1]):
+        raw = text.encode("utf-8")
+        mapped = encode_token(raw)
+        if mapped != text and vocab.get(mapped) == i and len(raw) > 1 and raw not in made_or_used:
+            del vocab[mapped]
+        if vocab.setdefault(text, i) != i:
+            raise ValueError(
+                f"special token {text!r} (id {i}) cannot be written to a tokenizer.json: "
+                f"HF would read it as the ordinary token {vocab[text]}, whose byte-level "
+                "text is the same"
+            )
 
 
 def save_hf(tokenizer: Tokenizer, path: str | os.PathLike[str]) -> None:
