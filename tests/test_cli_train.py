@@ -75,3 +75,23 @@ def test_vocab_merges_round_trip_every_byte(tmp_path: Path) -> None:
     merges = [(b" ", b" "), (b"\xff", b"\xfe"), (b"\r", b"\n"), (b"\xe2", b"\x82")]
     save_vocab_merges(vocab, merges, tmp_path / "v.json", tmp_path / "m.txt")
     assert load_vocab_merges(tmp_path / "v.json", tmp_path / "m.txt") == (vocab, merges)
+
+
+def test_a_trained_folder_keeps_its_pattern(tmp_path: Path) -> None:
+    """`bpekit train --pattern cl100k` then `bpekit encode -t DIR` encodes with cl100k's
+    pattern (regression: the folder read back as GPT-2's pattern, and ids changed)."""
+    import bpekit
+
+    corpus = data_path("cs336", "tinystories_sample.txt")
+    out = tmp_path / "tok"
+    args = ["--vocab-size", "600", "--special-token", "<|endoftext|>", "--pattern", "cl100k"]
+    r = bpekit_cli("train", str(corpus), *args, "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    vocab, merges = load_vocab_merges(out / "vocab.json", out / "merges.txt")
+    direct = bpekit.Tokenizer(vocab, merges, ["<|endoftext|>"], pattern="cl100k")
+    loaded = bpekit.load_tokenizer(out)
+    text = corpus.read_text(encoding="utf-8")
+    assert loaded.encode(text) == direct.encode(text) != bpekit.Tokenizer(vocab, merges).encode(text)
+    r = bpekit_cli("encode", str(corpus), "-t", str(out), "-o", str(tmp_path / "t.npy"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert bpekit.load_tokens(tmp_path / "t.npy").tolist() == direct.encode(text)

@@ -3,6 +3,8 @@ HuggingFace tokenizer.json export checked with the ``tokenizers`` package on rea
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import bpekit_encoding, data_path, read_text_file
 
@@ -24,6 +26,22 @@ def test_tiktoken_file_errors_name_the_line(tmp_path) -> None:
     p.write_bytes(b"YQ== 0\nnot-base64!! 1\n")
     with pytest.raises(ValueError, match=r"bad.tiktoken:2"):
         load_tiktoken_bpe(p)
+    # tiktoken keeps the last rank of a token given twice (a hole in the ids); a rank
+    # given twice, or one outside u32, failed later without naming file or line.
+    for data, said in [
+        (b"YQ== 0\nYg== 1\nYQ== 2\n", r"bad.tiktoken:3: token b'a' was given rank 0 before"),
+        (b"YQ== 0\nYg== 0\n", r"bad.tiktoken:2: rank 0 was given on line 1 too"),
+        (b"YQ== -1\n", r"bad.tiktoken:1: rank -1 is outside"),
+        (b"YQ== 4294967296\n", r"bad.tiktoken:1: rank 4294967296 is outside"),
+    ]:
+        p.write_bytes(data)
+        with pytest.raises(ValueError, match=said):
+            load_tiktoken_bpe(p)
+    byte_ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match=r"token b'ab' has rank -1"):
+        bpekit.Tokenizer.from_ranks(byte_ranks | {b"ab": -1}, pattern="gpt2")
+    with pytest.raises(ValueError, match=r"special token '<\|x\|>' has id 4294967296"):
+        bpekit.Tokenizer.from_ranks(byte_ranks, {"<|x|>": 1 << 32}, pattern="gpt2")
 
 
 def _reference_ranks(name: str) -> dict[bytes, int]:
@@ -134,3 +152,18 @@ def test_hf_export_refuses_a_special_token_it_cannot_tell_apart(tmp_path) -> Non
     with pytest.raises(ValueError, match="special token 'ab' \\(id 257\\) cannot be written"):
         save_hf(tok, tmp_path / "tokenizer.json")
     assert not (tmp_path / "tokenizer.json").exists()
+
+
+def test_vocab_and_merges_errors_name_the_file(tmp_path) -> None:
+    from bpekit.formats.gpt2 import save_vocab_merges
+
+    vocab = {i: bytes([i]) for i in range(256)}
+    save_vocab_merges(vocab, [(b"a", b"b")], tmp_path / "vocab.json", tmp_path / "merges.txt")
+    with pytest.raises(ValueError, match=r'merges\.txt: merge #0 \("a" "b"\): its result "ab" is not in'):
+        bpekit.load_tokenizer(tmp_path)
+    with pytest.raises(ValueError, match=r"merges\.txt: merge #0"):
+        bpekit.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    for bad, said in [('{"a": true}', "is True, not an integer"), ('{"a": -1}', "is -1, outside")]:
+        (tmp_path / "vocab.json").write_text(bad, encoding="utf-8")
+        with pytest.raises(ValueError, match=f"vocab.json: id of token 'a' {re.escape(said)}"):
+            bpekit.load_tokenizer(tmp_path)

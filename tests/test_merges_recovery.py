@@ -24,11 +24,19 @@ def test_tokenizer_from_recovered_merges_encodes_identically(name: str, tmp_path
     rebuilt = bpekit.Tokenizer.from_files(
         tmp_path / "vocab.json", tmp_path / "merges.txt", specials, pattern=pattern
     )
-    assert rebuilt.special_tokens == enc.special_tokens
+    # The folder keeps the pattern and special tokens (bpekit.json): reading it back
+    # with no pattern given gives the same tokenizer (regression: it fell back to
+    # GPT-2's pattern, and cl100k/o200k ids changed silently).
+    loaded = bpekit.load_tokenizer(tmp_path)
+    from_files = bpekit.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", specials)
+    assert rebuilt.special_tokens == loaded.special_tokens == enc.special_tokens
+    assert loaded.pattern == from_files.pattern == enc.pattern
     texts = [
         read_text_file(data_path("corpora", "taylorswift_wikipedia_en.txt")),
         read_text_file(data_path("multilingual", "udhr2.jsonl"))[:1_000_000],
         read_text_file(data_path("multilingual", "unicode15_emoji-test.txt")),
     ]
     for text in texts:
-        assert rebuilt.encode(text) == enc.encode(text, allowed_special="all")
+        want = enc.encode(text, allowed_special="all")
+        assert rebuilt.encode(text) == want
+        assert loaded.encode(text) == want

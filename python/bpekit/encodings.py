@@ -239,7 +239,9 @@ def load_tokenizer(
     spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None
 ) -> Tokenizer:
     """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
-    with ``vocab.json`` + ``merges.txt`` (special tokens: ``special_tokens``, else inferred).
+    with ``vocab.json`` + ``merges.txt``: its pattern and special tokens are those of its
+    ``bpekit.json`` (``Tokenizer.save`` and ``bpekit train`` write one), else GPT-2's
+    pattern and the special tokens inferred; ``special_tokens`` overrides either.
     """
     if isinstance(spec, Tokenizer):
         return spec
@@ -248,11 +250,19 @@ def load_tokenizer(
     folder = Path(spec)
     vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
     if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():
+        from bpekit.formats.folder import load_config
         from bpekit.formats.gpt2 import load_vocab_merges
 
+        config = load_config(folder)
         vocab, merges = load_vocab_merges(vocab_path, merges_path)
-        specials = infer_special_tokens(vocab, merges) if special_tokens is None else special_tokens
-        return Tokenizer(vocab, merges, specials)
+        if special_tokens is not None:
+            specials = special_tokens
+        elif config is not None:
+            specials = config.special_tokens
+        else:
+            specials = infer_special_tokens(vocab, merges)
+        pattern, name = ("gpt2", None) if config is None else (config.pattern, config.name)
+        return Tokenizer._from_loaded_files(vocab, merges, specials, pattern, name, merges_path)
     raise FileNotFoundError(
         f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) "
         "nor a folder holding vocab.json and merges.txt"

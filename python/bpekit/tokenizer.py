@@ -126,13 +126,41 @@ class Tokenizer:
         merges_path: str | os.PathLike[str],
         special_tokens: Iterable[str] | None = None,
         *,
-        pattern: str = "gpt2",
+        pattern: str | None = None,
     ) -> Tokenizer:
-        """From GPT-2 style ``vocab.json`` and ``merges.txt`` (with or without ``#version``)."""
+        """From GPT-2 style ``vocab.json`` and ``merges.txt`` (with or without ``#version``).
+
+        ``pattern`` defaults to the one in a ``bpekit.json`` beside ``vocab.json`` (which
+        ``Tokenizer.save`` writes), else GPT-2's. Special tokens are the ones given.
+        """
+        from pathlib import Path
+
+        from bpekit.formats.folder import load_config
         from bpekit.formats.gpt2 import load_vocab_merges
 
+        if pattern is None:
+            config = load_config(Path(vocab_path).parent)
+            pattern = config.pattern if config is not None else "gpt2"
         vocab, merges = load_vocab_merges(vocab_path, merges_path)
-        return cls(vocab, merges, special_tokens, pattern=pattern)
+        return cls._from_loaded_files(vocab, merges, special_tokens, pattern, None, merges_path)
+
+    @classmethod
+    def _from_loaded_files(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None,
+        pattern: str,
+        name: str | None,
+        merges_path: str | os.PathLike[str],
+    ) -> Tokenizer:
+        """``cls(...)`` of what was read from files: a bad merge's error names the file."""
+        try:
+            return cls(vocab, merges, special_tokens, pattern=pattern, name=name)
+        except ValueError as e:
+            if str(e).startswith("merge #"):
+                raise ValueError(f"{os.fspath(merges_path)}: {e}") from None
+            raise
 
     @classmethod
     def from_ranks(
@@ -147,11 +175,15 @@ class Tokenizer:
 
         Defaults follow tiktoken: special tokens are disallowed in ``encode`` unless allowed.
         """
-        core = _core.Encoder.from_ranks(
-            [(bytes(b), int(r)) for b, r in mergeable_ranks.items()],
-            [(str(t), int(i)) for t, i in (special_tokens or {}).items()],
-            pattern,
-        )
+        ranks = [(bytes(b), int(r)) for b, r in mergeable_ranks.items()]
+        specials = [(str(t), int(i)) for t, i in (special_tokens or {}).items()]
+        for token, rank in ranks:
+            if not 0 <= rank < 1 << 32:
+                raise ValueError(f"token {token!r} has rank {rank}, outside 0..2**32-1")
+        for text, i in specials:
+            if not 0 <= i < 1 << 32:
+                raise ValueError(f"special token {text!r} has id {i}, outside 0..2**32-1")
+        core = _core.Encoder.from_ranks(ranks, specials, pattern)
         self = cls.__new__(cls)
         self._setup(core, name, default_allowed=frozenset())
         return self
@@ -419,13 +451,13 @@ class Tokenizer:
         return list(self._merges)
 
     def save(self, directory: str | os.PathLike[str]) -> None:
-        """Writes ``vocab.json`` and ``merges.txt`` (GPT-2 format) into ``directory``."""
-        from pathlib import Path
+        """Writes ``vocab.json`` and ``merges.txt`` (GPT-2 format) into ``directory``, and
+        ``bpekit.json`` with the pattern and special tokens, which GPT-2's files cannot
+        hold: ``Tokenizer.from_files`` and ``bpekit.load_tokenizer`` of the folder (and
+        ``bpekit encode -t`` it) give this tokenizer's ids back, whatever its pattern."""
+        from bpekit.formats.folder import save_folder
 
-        from bpekit.formats.gpt2 import save_vocab_merges
-
-        d = Path(directory)
-        save_vocab_merges(self.vocab, self.merges, d / "vocab.json", d / "merges.txt")
+        save_folder(directory, self.vocab, self.merges, list(self._special_tokens), self.pattern, self.name)
 
     def __repr__(self) -> str:
         return f"<Tokenizer {self.name!r}: {self.n_vocab} ids, {len(self._special_tokens)} special tokens>"

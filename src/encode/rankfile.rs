@@ -134,7 +134,7 @@ fn parse_lines(segment: &[u8], first_line: usize, name: &str) -> Result<Ranks> {
         let rank = std::str::from_utf8(rank)
             .ok()
             .and_then(|r| r.parse::<u32>().ok())
-            .ok_or_else(|| bad("the rank is not a number"))?;
+            .ok_or_else(|| bad("the rank is not a whole number in 0..2**32-1"))?;
         // An exact-size copy: the core keeps each token as a boxed slice, and a
         // spare capacity would be reallocated away token by token.
         ranks.push((scratch.to_vec(), rank));

@@ -87,12 +87,12 @@ def train_and_summarize(
     t1 = time.perf_counter()
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
     t2 = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     # Imported here: every command builds this module's parser, and the writer's
     # imports (json, tempfile) cost each `bpekit encode` start ~7 ms for nothing.
-    from bpekit.formats.gpt2 import save_vocab_merges
+    from bpekit.formats.folder import save_folder
+    from bpekit.patterns import resolve
 
-    save_vocab_merges(vocab, merges, out / "vocab.json", out / "merges.txt")
+    save_folder(out, vocab, merges, special_tokens, resolve(args.pattern))
     t3 = time.perf_counter()
 
     count_s, merge_s = t1 - t0, t2 - t1
@@ -107,7 +107,7 @@ def train_and_summarize(
     print(f"  unique pre-tokens {len(counts):,}   pre-token occurrences {counts.total:,}")
     longest = sorted(vocab.values(), key=lambda b: (-len(b), b))[:5]
     print("  longest tokens: " + ", ".join(_show(b) for b in longest))
-    print(f"  wrote {out / 'vocab.json'} and {out / 'merges.txt'}")
+    print(f"  wrote {out / 'vocab.json'}, {out / 'merges.txt'} and {out / 'bpekit.json'}")
     return 0
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from bpekit._atomic import atomic_write
+from bpekit._atomic import atomic_write_all
 
 VERSION_LINE = "#version: 0.2"
 
@@ -67,16 +67,11 @@ def decode_token(text: str, *, where: str = "") -> bytes:
         raise ValueError(f"{where}token {text!r} holds {bad!r}, not a GPT-2 byte character") from None
 
 
-def save_vocab_merges(
-    vocab: Mapping[int, bytes],
-    merges: Sequence[tuple[bytes, bytes]],
-    vocab_path: str | os.PathLike[str],
-    merges_path: str | os.PathLike[str],
-) -> None:
-    """Writes ``vocab.json`` ({token: id}) and ``merges.txt`` (``#version`` line, then one merge a line).
-
-    Each file is written to a temporary name and renamed, so a crash leaves no half file.
-    """
+def vocab_merges_bytes(
+    vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]
+) -> tuple[bytes, bytes]:
+    """The contents of ``vocab.json`` ({token: id}) and ``merges.txt`` (``#version`` line,
+    then one merge a line)."""
     seen: dict[bytes, int] = {}
     for i, tok in vocab.items():
         if tok in seen:
@@ -87,8 +82,22 @@ def save_vocab_merges(
     data = {encode_token(tok): i for i, tok in sorted(vocab.items())}
     text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     lines = [VERSION_LINE] + [f"{encode_token(a)} {encode_token(b)}" for a, b in merges]
-    atomic_write(Path(vocab_path), text.encode("utf-8"))
-    atomic_write(Path(merges_path), ("\n".join(lines) + "\n").encode("utf-8"))
+    return text.encode("utf-8"), ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def save_vocab_merges(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    vocab_path: str | os.PathLike[str],
+    merges_path: str | os.PathLike[str],
+) -> None:
+    """Writes ``vocab.json`` ({token: id}) and ``merges.txt`` (``#version`` line, then one merge a line).
+
+    Both files are written to temporary names and renamed only once both are written,
+    so a failed save leaves neither a half file nor a new vocab beside old merges.
+    """
+    vocab_data, merges_data = vocab_merges_bytes(vocab, merges)
+    atomic_write_all([(Path(vocab_path), vocab_data), (Path(merges_path), merges_data)])
 
 
 def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
@@ -102,8 +111,10 @@ def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
         raise ValueError(f"{path}: expected a JSON object of token -> id")
     vocab: dict[int, bytes] = {}
     for tok, i in data.items():
-        if not isinstance(i, int):
+        if not isinstance(i, int) or isinstance(i, bool):
             raise ValueError(f"{path}: id of token {tok!r} is {i!r}, not an integer")
+        if not 0 <= i < 1 << 32:
+            raise ValueError(f"{path}: id of token {tok!r} is {i}, outside 0..2**32-1")
         if i in vocab:
             raise ValueError(f"{path}: id {i} is given to two tokens")
         vocab[i] = decode_token(tok, where=f"{path}: ")

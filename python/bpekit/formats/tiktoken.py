@@ -23,18 +23,31 @@ __all__ = ["load_tiktoken_bpe", "parse_tiktoken_bpe", "save_tiktoken_bpe"]
 
 
 def parse_tiktoken_bpe(data: bytes, where: str = "<bytes>") -> dict[bytes, int]:
-    """Parses the contents of a ``.tiktoken`` file; errors name the line."""
+    """Parses the contents of a ``.tiktoken`` file; errors name the line.
+
+    A token or a rank given twice, or a rank outside ``0..2**32-1``, is an error (tiktoken
+    keeps the last of two ranks, which leaves a hole in the ids).
+    """
     ranks: dict[bytes, int] = {}
+    lines_of_ranks: dict[int, int] = {}
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
+            token_b64, rank_text = line.split()
+            token, rank = base64.b64decode(token_b64, validate=True), int(rank_text)
         except (ValueError, binascii.Error) as e:
             raise ValueError(
                 f"{where}:{lineno}: expected 'base64-token rank', got {line[:80]!r} ({e})"
             ) from None
+        if not 0 <= rank < 1 << 32:
+            raise ValueError(f"{where}:{lineno}: rank {rank} is outside 0..2**32-1")
+        if token in ranks:
+            raise ValueError(f"{where}:{lineno}: token {token!r} was given rank {ranks[token]} before")
+        if rank in lines_of_ranks:
+            raise ValueError(f"{where}:{lineno}: rank {rank} was given on line {lines_of_ranks[rank]} too")
+        ranks[token] = rank
+        lines_of_ranks[rank] = lineno
     return ranks
 
 
