@@ -124,12 +124,41 @@ def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> No
     monkeypatch.setattr(encodings, "_repo_data_dir", lambda: tmp_path / "nowhere")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BPEKIT_ENCODINGS", str(tmp_path / "env"))
+    (tmp_path / "given").mkdir()
     with pytest.raises(FileNotFoundError) as e:
         bpekit.get_encoding("cl100k_base", path=tmp_path / "given")
     msg = str(e.value)
     assert "cl100k_base.tiktoken" in msg
     for place in ("given", "env", "cache", "nowhere"):
         assert place in msg
+    with pytest.raises(
+        FileNotFoundError, match=r"gpt2: cannot find vocab\.bpe \(gpt2 needs vocab\.bpe and encoder\.json\)"
+    ):
+        bpekit.get_encoding("gpt2", path=tmp_path / "given")
+    # A mistyped path is an error, not passed over for the places searched next.
+    with pytest.raises(
+        FileNotFoundError, match=r"typo\.tiktoken: no such file or folder \(the path given for"
+    ):
+        bpekit.get_encoding("cl100k_base", path=tmp_path / "typo.tiktoken")
+    # tiktoken reads an empty TIKTOKEN_CACHE_DIR as "no cache"; so does the search.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "datagym"))
+    with pytest.raises(FileNotFoundError) as e:
+        bpekit.get_encoding("cl100k_base", path=tmp_path / "given")
+    assert "datagym" not in str(e.value) and "data-gym-cache" not in str(e.value)
+
+
+def test_gpt2_from_its_vocab_bpe_file(tmp_path) -> None:
+    """GPT-2 has two files: given vocab.bpe as path, encoder.json is found beside it
+    (it was checked against vocab.bpe's own sha256, "corrupt or another file")."""
+    import shutil
+
+    import bpekit
+
+    shutil.copy(data_path("encodings", "gpt2_vocab.bpe"), tmp_path / "vocab.bpe")
+    shutil.copy(data_path("encodings", "gpt2_encoder.json"), tmp_path / "encoder.json")
+    enc = bpekit.get_encoding("gpt2", path=tmp_path / "vocab.bpe")
+    assert enc.encode("hello world") == [31373, 995]
 
 
 def test_tiktoken_cache_dir_and_hash_check(tmp_path, monkeypatch) -> None:

@@ -119,35 +119,44 @@ def _repo_data_dir() -> Path:
     return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "encodings"
 
 
-def _tiktoken_cache_dir() -> Path:
+def _tiktoken_cache_dir() -> Path | None:
+    """tiktoken's cache folder, chosen as tiktoken chooses it (``None``: caching is off,
+    as tiktoken reads ``TIKTOKEN_CACHE_DIR=""``)."""
     for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if os.environ.get(var):
-            return Path(os.environ[var])
+        if var in os.environ:
+            return Path(os.environ[var]) if os.environ[var] else None
     import tempfile  # lazily: it imports shutil and random, which loading never needs
 
     return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
-def _candidates(f: RankFile, path: str | os.PathLike[str] | None) -> Iterator[Path]:
+def _candidates(f: RankFile, path: str | os.PathLike[str] | None, first: bool) -> Iterator[Path]:
     """Every place ``f`` may be, in search order; lazily, as the later places need
-    modules (hashlib, tempfile) that the usual first place does not."""
+    modules (hashlib, tempfile) that the usual first place does not. A file given as
+    ``path`` is the encoding's first file; its other files are looked for beside it."""
     dirs: list[Path] = []
     if path is not None:
         p = Path(path)
-        if p.is_file() or (p.suffix and not p.is_dir()):
-            yield p
+        if p.is_file():
+            if first:
+                yield p
+            else:
+                dirs.append(p.parent)
         else:
             dirs.append(p)
     dirs += [Path(d) for d in os.environ.get("BPEKIT_ENCODINGS", "").split(os.pathsep) if d]
     yield from (d / n for d in dirs for n in f.names)
     import hashlib  # lazily: OpenSSL adds ~4 MiB of RSS that training never needs
 
-    yield _tiktoken_cache_dir() / hashlib.sha1(f.url.encode()).hexdigest()
+    cache = _tiktoken_cache_dir()
+    if cache is not None:
+        yield cache / hashlib.sha1(f.url.encode()).hexdigest()
     yield from (_repo_data_dir() / n for n in f.names)
 
 
-def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> bytes:
-    for p in _candidates(f, path):
+def _read(spec: EncodingSpec, f: RankFile, path: str | os.PathLike[str] | None) -> bytes:
+    first = f is spec.files[0]
+    for p in _candidates(f, path, first):
         if p.is_file():
             data = p.read_bytes()
             import hashlib
@@ -155,13 +164,16 @@ def _read(f: RankFile, encoding: str, path: str | os.PathLike[str] | None) -> by
             got = hashlib.sha256(data).hexdigest()
             if got != f.sha256:
                 raise ValueError(
-                    f"{p}: sha256 is {got}, but {encoding} needs {f.sha256}; "
+                    f"{p}: sha256 is {got}, but {spec.name}'s {f.names[0]} has {f.sha256}; "
                     "the file is corrupt or another file"
                 )
             return data
-    looked = "\n  ".join(str(p) for p in _candidates(f, path))
+    looked = "\n  ".join(str(p) for p in _candidates(f, path, first))
+    needs = " and ".join(g.names[0] for g in spec.files)
+    all_files = f" ({spec.name} needs {needs})" if len(spec.files) > 1 else ""
     raise FileNotFoundError(
-        f"{encoding}: cannot find {f.names[0]} (bpekit never downloads). Looked in:\n  {looked}\n"
+        f"{spec.name}: cannot find {f.names[0]}{all_files} (bpekit never downloads). "
+        f"Looked in:\n  {looked}\n"
         f"Download {f.url} into one of these places, or pass path=, or set BPEKIT_ENCODINGS."
     )
 
@@ -195,9 +207,12 @@ def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Token
     if key in _cache:
         return _cache[key]
     spec = ENCODINGS[name]
+    if path is not None and not Path(path).exists():
+        # A mistyped path would otherwise be passed over for the places searched next.
+        raise FileNotFoundError(f"{path}: no such file or folder (the path given for {name})")
     # The first file holds the ranks: a .tiktoken file, or GPT-2's vocab.bpe (whose
     # encoder.json is read only for its sha256 check; see _gpt2_ranks).
-    data, *_ = [_read(f, name, path) for f in spec.files]
+    data, *_ = [_read(spec, f, path) for f in spec.files]
     tok = Tokenizer._from_rank_file(
         data,
         spec.files[0].names[0],
