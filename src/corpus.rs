@@ -50,7 +50,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Maps `path`, or decompresses it fully when its name ends in `.gz`.
+    /// Maps `path`; reads it whole when it cannot be mapped (a pipe, a device), or
+    /// decompresses it whole when its name ends in `.gz`.
     pub fn open(path: &Path) -> Result<Self> {
         let err = |e| Error::io(path, e);
         let mut file = File::open(path).map_err(err)?;
@@ -63,13 +64,20 @@ impl Source {
         }
         let bytes = if path.extension().is_some_and(|e| e == "gz") {
             let mut out = Vec::new();
-            flate2::read::MultiGzDecoder::new(file)
-                .read_to_end(&mut out)
-                .map_err(err)?;
+            // An empty file reads as empty, as Python's gzip reads it.
+            if meta.len() > 0 {
+                flate2::read::MultiGzDecoder::new(file)
+                    .read_to_end(&mut out)
+                    .map_err(err)?;
+            }
             Bytes::Owned(out)
-        } else if meta.len() == 0 {
-            // mmap rejects empty files.
-            Bytes::Owned(Vec::new())
+        } else if !meta.is_file() || meta.len() == 0 {
+            // Pipes (`/dev/stdin`, `<(...)`) and devices report a length of 0 and cannot
+            // be mapped, nor can an empty file; files of /proc report 0 and hold text.
+            // All are read whole.
+            let mut buf = Vec::new();
+            file.read_to_end(&mut buf).map_err(err)?;
+            Bytes::Owned(buf)
         } else {
             let mut buf = Vec::new();
             // SAFETY: the map is read-only; a file truncated under us while mapped is the

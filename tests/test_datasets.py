@@ -281,3 +281,37 @@ def test_cli_names_the_errors_flag(tmp_path, capsys) -> None:
     assert main(["encode", str(bad), "-t", "gpt2", "-o", str(tmp_path / "o.npy"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "invalid UTF-8 at byte offset 6; pass --errors replace or --errors ignore" in err
+
+
+def test_pipes_are_read(tmp_path) -> None:
+    """A pipe (`/dev/stdin`, `<(...)`) reports a length of 0: it was read as empty."""
+    tok = bpekit_encoding("gpt2")
+    text = "hello from a pipe\n" * 1000
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, text.encode()), os.close(write_end)))
+    writer.start()
+    try:
+        n = bpekit.encode_file(f"/dev/fd/{read_end}", tmp_path / "p.npy", tok)
+    finally:
+        writer.join()
+        os.close(read_end)
+    assert n > 0 and bpekit.load_tokens(tmp_path / "p.npy").tolist() == tok.encode(text)
+
+
+def test_outputs_that_would_replace_an_input_or_a_device_are_refused(tmp_path) -> None:
+    tok = bpekit_encoding("gpt2")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text("hello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="the output is also an input"):
+        bpekit.encode_file(data / "a.txt", data / "a.txt", tok)
+    assert (data / "a.txt").read_text(encoding="utf-8") == "hello\n"
+    # A second run into the input folder would read the first run's output as text.
+    bpekit.encode_file(data, data / "train.npy", tok)
+    with pytest.raises(ValueError, match=r"train\.npy: the output is also an input"):
+        bpekit.encode_file(data, data / "train.npy", tok)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        bpekit.encode_file(data / "a.txt", fifo, tok)
+    assert fifo.is_fifo()

@@ -67,7 +67,7 @@ pub fn encode_files(
             encoder.bpe().n_slots()
         )));
     }
-    check_output(output)?;
+    check_output(output, paths)?;
     let tmp = temp_path(output);
     let result = write_npy(encoder, paths, &tmp, options, progress);
     match result {
@@ -94,10 +94,25 @@ fn auto_chunk_size(total: usize, threads: usize) -> usize {
     (total / (threads * 16)).clamp(64 << 10, 1 << 20)
 }
 
-/// Refuses an output that could never be written before any input is read: a run
-/// over gigabytes should not fail at its final rename.
-fn check_output(output: &Path) -> Result<()> {
+/// Refuses an output that could never be written, or should not be, before any input
+/// is read: a run over gigabytes should not fail at its final rename, and the rename
+/// would replace an input (or, run as root, a device such as `/dev/null`).
+fn check_output(output: &Path, inputs: &[PathBuf]) -> Result<()> {
     use std::io::{Error as IoError, ErrorKind};
+    if let Some(input) = inputs.iter().find(|p| same_file(p, output)) {
+        return Err(Error::invalid(format!(
+            "{}: the output is also an input ({}); write it elsewhere",
+            output.display(),
+            input.display()
+        )));
+    }
+    if output.exists() && !output.is_file() && !output.is_dir() {
+        return Err(Error::invalid(format!(
+            "{}: not a regular file (a device or a pipe); the output is written beside \
+             its path and renamed over it, so give the path of a file",
+            output.display()
+        )));
+    }
     if output.is_dir() {
         return Err(Error::io(
             output,
@@ -126,6 +141,21 @@ fn check_output(output: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether `a` and `b` name the same existing file (hard links and other spellings
+/// of one path included).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        #[cfg(unix)]
+        (Ok(x), Ok(y)) => {
+            use std::os::unix::fs::MetadataExt;
+            x.dev() == y.dev() && x.ino() == y.ino()
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => a.canonicalize().ok() == b.canonicalize().ok(),
+        _ => false,
+    }
 }
 
 fn temp_path(output: &Path) -> PathBuf {
