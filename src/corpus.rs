@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+use crate::pretokenize::{cuts, Kind};
 use crate::specials::SpecialMatcher;
 
 /// What to do with bytes that are not UTF-8.
@@ -135,21 +136,10 @@ impl Source {
     }
 }
 
-/// Where a chunk may end so that splitting there changes no piece of any named
-/// pattern (gpt2, cl100k, o200k): right after a lone `\n` that follows a printable
-/// ASCII character and precedes an ASCII letter or digit. A lone `\n` before a
-/// non-space is its own piece under all three patterns, at the end of a chunk too.
-fn is_newline_cut(data: &[u8], p: usize) -> bool {
-    p >= 2
-        && p < data.len()
-        && data[p - 1] == b'\n'
-        && (0x21..=0x7e).contains(&data[p - 2])
-        && data[p].is_ascii_alphanumeric()
-}
-
 /// Cuts `data` into ranges of about `target` bytes. Each cut is the first safe
-/// place at or after a multiple of `target`: right before a special token, or (with
-/// `newline_cuts`) at a newline cut; never inside an occurrence of a special token.
+/// place at or after a multiple of `target`: right before a special token, or at a
+/// line cut of the pattern `kind` ([`cuts`]); never inside an occurrence of a special
+/// token.
 /// A stretch with no safe place stays whole: correct, just less parallel.
 ///
 /// Only the bytes near each multiple of `target` are read, not the whole input:
@@ -159,9 +149,9 @@ pub fn chunk_ranges(
     data: &[u8],
     specials: &SpecialMatcher,
     target: usize,
-    newline_cuts: bool,
+    kind: Kind,
 ) -> Vec<Range<usize>> {
-    Cutter::new(data, specials, target, newline_cuts).collect()
+    Cutter::new(data, specials, target, kind).collect()
 }
 
 /// The ranges of [`chunk_ranges`], found one at a time.
@@ -169,7 +159,7 @@ struct Cutter<'a> {
     data: &'a [u8],
     specials: &'a SpecialMatcher,
     target: usize,
-    newline_cuts: bool,
+    kind: Kind,
     /// Where the next range starts.
     start: usize,
     /// Where the search for the next cut starts.
@@ -177,18 +167,13 @@ struct Cutter<'a> {
 }
 
 impl<'a> Cutter<'a> {
-    fn new(
-        data: &'a [u8],
-        specials: &'a SpecialMatcher,
-        target: usize,
-        newline_cuts: bool,
-    ) -> Self {
+    fn new(data: &'a [u8], specials: &'a SpecialMatcher, target: usize, kind: Kind) -> Self {
         let target = target.max(1);
         Self {
             data,
             specials,
             target,
-            newline_cuts,
+            kind,
             start: 0,
             from: target,
         }
@@ -201,7 +186,7 @@ impl Iterator for Cutter<'_> {
     fn next(&mut self) -> Option<Range<usize>> {
         let len = self.data.len();
         while self.from < len {
-            let Some(cut) = next_cut(self.data, self.specials, self.from, self.newline_cuts) else {
+            let Some(cut) = next_cut(self.data, self.specials, self.from, self.kind) else {
                 break;
             };
             self.from = (cut + self.target).max(self.from + self.target);
@@ -232,7 +217,7 @@ pub struct Chunks<'a> {
     sources: &'a [Source],
     specials: &'a SpecialMatcher,
     target: usize,
-    newline_cuts: bool,
+    kind: Kind,
     state: Mutex<ChunksFound<'a>>,
 }
 
@@ -248,13 +233,13 @@ impl<'a> Chunks<'a> {
         sources: &'a [Source],
         specials: &'a SpecialMatcher,
         target: usize,
-        newline_cuts: bool,
+        kind: Kind,
     ) -> Self {
         Self {
             sources,
             specials,
             target,
-            newline_cuts,
+            kind,
             state: Mutex::new(ChunksFound {
                 found: Vec::new(),
                 source: 0,
@@ -273,12 +258,9 @@ impl<'a> Chunks<'a> {
                 Some(c) => c,
                 None => {
                     let bytes = self.sources.get(source)?.bytes();
-                    state.cutter.insert(Cutter::new(
-                        bytes,
-                        self.specials,
-                        self.target,
-                        self.newline_cuts,
-                    ))
+                    state
+                        .cutter
+                        .insert(Cutter::new(bytes, self.specials, self.target, self.kind))
                 }
             };
             match cutter.next() {
@@ -295,23 +277,28 @@ impl<'a> Chunks<'a> {
 
 /// The first safe cut at or after `from` (and before the end), if any. Reads a window
 /// at a time and stops at the first cut, so successive calls read disjoint stretches.
-fn next_cut(
-    data: &[u8],
-    specials: &SpecialMatcher,
-    from: usize,
-    newline_cuts: bool,
-) -> Option<usize> {
+fn next_cut(data: &[u8], specials: &SpecialMatcher, from: usize, kind: Kind) -> Option<usize> {
     const WINDOW: usize = 64 << 10;
     let margin = specials.max_len();
+    // Whether a special token may start at `p`: one whose first byte is there. Not a
+    // full match: under errors="ignore" invalid bytes inside "<|endo\xfftext|>" vanish
+    // and a special token starts there after decoding.
+    let special_at = |p: usize| {
+        let first = data.get(p).copied();
+        specials
+            .tokens()
+            .iter()
+            .any(|t| t.as_bytes().first().copied() == first)
+    };
     let mut at = from.max(1);
     while at < data.len() {
         let end = (at + WINDOW).min(data.len());
-        let newline = if newline_cuts {
-            memchr::memchr_iter(b'\n', &data[at - 1..end])
-                .map(|i| at + i)
-                .find(|&p| is_newline_cut(data, p) && !inside_special(data, specials, p))
-        } else {
+        let newline = if kind == Kind::Custom {
             None
+        } else {
+            memchr::memchr_iter(b'\n', &data[at - 1..end])
+                .filter_map(|i| cuts::cut_at_newline(data, at - 1 + i, kind, special_at))
+                .find(|&p| p >= at && !inside_special(data, specials, p))
         };
         // A special token's start is a cut unless another occurrence covers it. One
         // this search skips is covered by the match it found instead. Only the stretch
@@ -393,7 +380,7 @@ mod tests {
     fn chunks_cover_input_and_cut_before_specials() {
         let specials = SpecialMatcher::new(&["<|endoftext|>".to_string()]).unwrap();
         let text = b"aaaa<|endoftext|>bbbb<|endoftext|>cc";
-        let ranges = chunk_ranges(text, &specials, 3, false);
+        let ranges = chunk_ranges(text, &specials, 3, Kind::Custom);
         assert_eq!(ranges, vec![0..4, 4..21, 21..36]);
     }
 
@@ -409,7 +396,7 @@ mod tests {
         .unwrap();
         let text = b"x\nab\nc<|a|><|a|>y\nz<|a|>w";
         for target in 1..text.len() {
-            let ranges = chunk_ranges(text, &specials, target, true);
+            let ranges = chunk_ranges(text, &specials, target, Kind::O200k);
             let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
             for &c in &cuts[1..] {
                 assert!(!inside_special(text, &specials, c), "{target}: cut {c}");
@@ -419,7 +406,7 @@ mod tests {
             assert_eq!(ranges.last().map(|r| r.end), Some(text.len()));
         }
         assert_eq!(
-            chunk_ranges(text, &specials, 1, true)
+            chunk_ranges(text, &specials, 1, Kind::O200k)
                 .iter()
                 .map(|r| r.start)
                 .collect::<Vec<_>>(),
@@ -446,12 +433,12 @@ mod tests {
                 .iter()
                 .enumerate()
                 .flat_map(|(i, t)| {
-                    chunk_ranges(t, &specials, target, true)
+                    chunk_ranges(t, &specials, target, Kind::O200k)
                         .into_iter()
                         .map(move |r| (i, r))
                 })
                 .collect();
-            let chunks = Chunks::new(&sources, &specials, target, true);
+            let chunks = Chunks::new(&sources, &specials, target, Kind::O200k);
             // Asked out of order, as workers may.
             assert_eq!(chunks.get(2), want.get(2).cloned(), "{target}");
             let got: Vec<_> = (0..).map_while(|i| chunks.get(i)).collect();
@@ -464,9 +451,9 @@ mod tests {
     fn newline_cuts_only_at_safe_places() {
         let none = SpecialMatcher::new(&[]).unwrap();
         let text = b"ab\ncd\n\nef \ngh\nij";
-        let ranges = chunk_ranges(text, &none, 1, true);
+        let ranges = chunk_ranges(text, &none, 1, Kind::O200k);
         let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
-        assert_eq!(cuts, vec![0, 3, 14]);
+        assert_eq!(cuts, vec![0, 3, 7, 11, 14]);
     }
 
     #[test]

@@ -72,9 +72,8 @@ pub fn count_pretokens(
     } else {
         options.chunk_size
     };
-    let newline_cuts = pretokenizer.kind() != crate::pretokenize::Kind::Custom;
     // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
-    let chunks = corpus::Chunks::new(sources, specials, chunk_size, newline_cuts);
+    let chunks = corpus::Chunks::new(sources, specials, chunk_size, pretokenizer.kind());
 
     // More threads than chunks would only idle (a text has at most one chunk per
     // `chunk_size` bytes, and each file ends one).

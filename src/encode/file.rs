@@ -19,7 +19,6 @@ use super::ordered::ordered_map;
 use super::outfile::OutFile;
 use crate::corpus::{self, Source, Utf8Policy};
 use crate::error::{Error, Result};
-use crate::pretokenize::Kind;
 use crate::progress::Progress;
 
 /// How a file encode runs; the output never depends on these (except `dtype_bytes`).
@@ -190,7 +189,6 @@ fn write_npy(
     } else {
         options.num_threads
     };
-    let newline_cuts = encoder.pretokenizer().kind() != Kind::Custom;
     let allowed = encoder.specials();
     let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
     let chunk_size = match options.chunk_size {
@@ -198,7 +196,12 @@ fn write_npy(
         n => n,
     };
     // Every chunk of every file, in order, so the workers never wait between files.
-    let chunks = corpus::Chunks::new(&sources, &allowed.matcher, chunk_size, newline_cuts);
+    let chunks = corpus::Chunks::new(
+        &sources,
+        &allowed.matcher,
+        chunk_size,
+        encoder.pretokenizer().kind(),
+    );
     let mut count = 0u64;
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.

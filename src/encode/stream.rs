@@ -5,18 +5,9 @@
 //!
 //! - the start of a special-token match at least `max_special_len` bytes before the
 //!   end of the buffer (no later text can make an earlier or longer match win), or
-//! - for the named patterns, a newline cut ([`is_stream_cut`]: right after a lone
-//!   `\n` between two non-whitespace characters, the second not `/`) at that same
-//!   distance from the end and not inside a special-token match.
-//!
-//! Why no piece of gpt2, cl100k or o200k crosses such a cut: the only pieces that
-//! hold a `\n` are whitespace runs, which here are the `\n` alone (non-whitespace on
-//! both sides), and punctuation runs that may end in newlines (cl100k's
-//! `[^\s\p{L}\p{N}]++[\r\n]*+`, o200k's `[^\s\p{L}\p{N}]+[\r\n/]*`, hence the `/`),
-//! which end at the cut. No piece takes a `\n` as the prefix of what follows. At the
-//! end of a buffer the lone `\n` is still its own piece (or ends the punctuation
-//! run). The rule is wider than `corpus::is_newline_cut` (which wants ASCII around
-//! the `\n`), so text in any script gets cuts at its line ends.
+//! - for the named patterns, a line cut (`pretokenize::cuts`: a line end between
+//!   two non-whitespace characters, `\n` or `\r\n`) at that same distance from the
+//!   end and not inside a special-token match.
 //!
 //! Everything before the last cut is encoded and emitted; the tail is kept. When no
 //! cut is found the next search waits until the buffer has doubled, so searching
@@ -28,7 +19,7 @@ use std::sync::Arc;
 
 use super::encoder::{Encoder, Specials, Workspace};
 use crate::error::{Error, Result};
-use crate::pretokenize::Kind;
+use crate::pretokenize::{cuts, Kind};
 
 /// The caches of a stream: small (a 128 KB short table holding 3K pieces, 8K long
 /// pieces) and reserved once, since iterating may not allocate.
@@ -50,7 +41,8 @@ pub struct StreamEncoder {
 /// special tokens.
 #[derive(Clone, Copy, Debug)]
 pub struct Cutter {
-    newline_cuts: bool,
+    /// The pattern, whose line cuts ([`cuts`]) are cuts here too.
+    kind: Kind,
     /// The longest special token of the encoder, allowed or not.
     max_special: usize,
 }
@@ -58,7 +50,7 @@ pub struct Cutter {
 impl Cutter {
     pub fn new(encoder: &Encoder) -> Self {
         Self {
-            newline_cuts: encoder.pretokenizer().kind() != Kind::Custom,
+            kind: encoder.pretokenizer().kind(),
             max_special: encoder.specials().matcher.max_len(),
         }
     }
@@ -75,11 +67,14 @@ impl Cutter {
             .filter(|&s| s <= limit)
             .max()
             .unwrap_or(0);
-        if self.newline_cuts && cut < limit {
+        if self.kind != Kind::Custom && cut < limit {
             for i in memchr::memrchr_iter(b'\n', &bytes[cut..limit]) {
-                let p = cut + i + 1;
-                if is_stream_cut(buf, p) && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
-                    cut = p;
+                let special_at = |p: usize| matches.iter().any(|&(s, _, _)| s == p);
+                let Some(p) = cuts::cut_at_newline(bytes, cut + i, self.kind, special_at) else {
+                    continue;
+                };
+                if p <= limit && !matches.iter().any(|&(s, e, _)| s < p && p < e) {
+                    cut = cut.max(p);
                     break;
                 }
             }
@@ -148,24 +143,6 @@ impl StreamEncoder {
     }
 }
 
-/// Whitespace as the patterns' `\s` sees it (Unicode White_Space), plus the ASCII
-/// separators U+001C..U+001F that Python's `str.isspace` counts too.
-fn is_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
-
-/// Whether position `p` of `text` is right after a lone `\n` between two
-/// non-whitespace characters, the second not `/` (see the module docs).
-pub fn is_stream_cut(text: &str, p: usize) -> bool {
-    let bytes = text.as_bytes();
-    if p < 2 || p >= bytes.len() || bytes[p - 1] != b'\n' {
-        return false;
-    }
-    let before = text[..p - 1].chars().next_back();
-    let after = text[p..].chars().next();
-    matches!((before, after), (Some(b), Some(a)) if !is_space(b) && !is_space(a) && a != '/')
-}
-
 /// tiktoken's error for a disallowed special token found in the text, word for word
 /// (the token quoted as Python's `repr` quotes it).
 pub fn disallowed_error(token: &str) -> Error {
@@ -227,19 +204,6 @@ mod tests {
         assert_eq!(python_repr("it's"), "\"it's\"");
         assert_eq!(python_repr("'\""), "'\\'\"'");
         assert_eq!(python_repr("a\\b\n\u{1}"), "'a\\\\b\\n\\x01'");
-    }
-
-    #[test]
-    fn stream_cuts() {
-        assert!(is_stream_cut("a\nb", 2));
-        assert!(is_stream_cut("。\n中", 4));
-        assert!(is_stream_cut(".\n.", 2));
-        assert!(!is_stream_cut(".\n/usr", 2));
-        assert!(!is_stream_cut("a\n b", 2));
-        assert!(!is_stream_cut("a \nb", 3));
-        assert!(!is_stream_cut("a\n\nb", 2));
-        assert!(!is_stream_cut("a\u{3000}\nb", 4));
-        assert!(!is_stream_cut("a\n", 2));
     }
 
     #[test]

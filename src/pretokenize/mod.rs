@@ -18,6 +18,7 @@
 mod ascii_block;
 mod cl100k;
 mod common;
+pub mod cuts;
 mod gpt2;
 mod o200k;
 pub mod patterns;
