@@ -4,7 +4,7 @@
 //! sets the chunk size in bytes (default: picked from the input size).
 
 use bpekit::corpus::Source;
-use bpekit::count::{count_pretokens, CountOptions};
+use bpekit::count::{count_sources, CountOptions};
 use bpekit::pretokenize::Pretokenizer;
 use bpekit::progress::Progress;
 use bpekit::specials::SpecialMatcher;
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or(0),
             ..CountOptions::default()
         };
-        let counts = count_pretokens(&sources, &specials, &pretok, options, &Progress::new())?;
+        let counts = count_sources(&sources, &specials, &pretok, options, &Progress::new())?;
         let s = t0.elapsed().as_secs_f64();
         let mb = sources[0].bytes().len() as f64 / 1e6;
         println!("{:.1} MB/s, {} distinct", mb / s, counts.len());

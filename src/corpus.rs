@@ -13,6 +13,7 @@ use memmap2::Mmap;
 
 use crate::error::{Error, Result};
 use crate::pretokenize::{cuts, Kind};
+use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
 
 /// What to do with bytes that are not UTF-8.
@@ -133,6 +134,82 @@ impl Source {
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
         }
+    }
+
+    /// Whether the bytes were read into memory (`.gz`, pipes) rather than mapped.
+    fn is_owned(&self) -> bool {
+        matches!(self.bytes, Bytes::Owned(_))
+    }
+}
+
+/// Files open at once at most. Each mapped file is one of the process's memory maps,
+/// and Linux allows 65,530 by default: a folder of 70,000 files, all mapped up front,
+/// left none for the threads' stacks (the encode panicked).
+const GROUP_FILES: usize = 1024;
+/// Input bytes read into memory (decompressed `.gz` files, pipes) held at once at most,
+/// beyond the file that passes it.
+const GROUP_READ_BYTES: usize = 256 << 20;
+
+/// The sum of the files' sizes on disk: what a progress bar can know before opening
+/// them (a `.gz` file's is its compressed size; [`Groups`] corrects it as it opens).
+pub fn size_on_disk(paths: &[PathBuf]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// `paths` opened in order, a group at a time ([`GROUP_FILES`], [`GROUP_READ_BYTES`]):
+/// work that maps files runs group after group, so the open files and the bytes read
+/// into memory stay bounded however many files there are. Each group moves the
+/// progress total from its files' sizes on disk to the bytes they hold.
+pub struct Groups<'a> {
+    paths: &'a [PathBuf],
+    next: usize,
+    progress: &'a Progress,
+}
+
+impl<'a> Groups<'a> {
+    pub fn new(paths: &'a [PathBuf], progress: &'a Progress) -> Self {
+        Self {
+            paths,
+            next: 0,
+            progress,
+        }
+    }
+}
+
+impl Iterator for Groups<'_> {
+    type Item = Result<Vec<Source>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.paths.len() {
+            return None;
+        }
+        let mut group = Vec::new();
+        let mut read_bytes = 0;
+        while self.next < self.paths.len()
+            && group.len() < GROUP_FILES
+            && read_bytes < GROUP_READ_BYTES
+        {
+            let path = &self.paths[self.next];
+            self.next += 1;
+            let source = match Source::open(path) {
+                Ok(s) => s,
+                Err(e) => return Some(Err(e)),
+            };
+            let on_disk = std::fs::metadata(path).map_or(0, |m| m.len());
+            let held = source.bytes().len() as u64;
+            let total = self.progress.total();
+            self.progress
+                .set_total((total + held).saturating_sub(on_disk.min(total)));
+            if source.is_owned() {
+                read_bytes += source.bytes().len();
+            }
+            group.push(source);
+        }
+        Some(Ok(group))
     }
 }
 

@@ -341,3 +341,22 @@ def test_outputs_that_would_replace_an_input_or_a_device_are_refused(tmp_path) -
     with pytest.raises(ValueError, match="not a regular file"):
         bpekit.encode_file(data / "a.txt", fifo, tok)
     assert fifo.is_fifo()
+
+
+def test_more_files_than_the_process_may_map(tmp_path) -> None:
+    """Regression: every input was mapped before encoding started, and past Linux's
+    65,530 maps no thread could be started (a panic, and a temporary file left). Files
+    are now opened a group at a time, for counting too."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    n_files = 66_000
+    for i in range(n_files):
+        (folder / f"{i:06d}.txt").write_bytes(f"doc {i}\n".encode())
+    tok = bpekit_encoding("gpt2")
+    out = tmp_path / "t.npy"
+    n = bpekit.encode_file(folder, out, tok, num_threads=2)
+    want = [i for k in range(n_files) for i in tok.encode(f"doc {k}\n")]
+    assert n == len(want) and bpekit.load_tokens(out).tolist() == want
+    counts = bpekit.count_pretokens(folder, num_threads=2)
+    assert counts.total == 3 * n_files and counts.to_dict()[b"doc"] == n_files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "t.npy"]

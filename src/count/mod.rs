@@ -7,6 +7,7 @@
 //! `replace`/`ignore`) are copied.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -56,8 +57,35 @@ fn auto_chunk_size(total: usize, threads: usize) -> usize {
     (total / (threads * 16)).clamp(64 << 10, 16 << 20)
 }
 
+/// Counts every pre-token of the files `paths`, split on `specials` (which are not
+/// counted): a group of files at a time (`corpus::Groups`), the groups' counts added.
+pub fn count_files(
+    paths: &[PathBuf],
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    options: CountOptions,
+    progress: &Progress,
+) -> Result<WordCounts> {
+    progress.reset(corpus::size_on_disk(paths));
+    let mut counts: Option<WordCounts> = None;
+    for group in corpus::Groups::new(paths, progress) {
+        let part = count_sources(&group?, specials, pretokenizer, options, progress)?;
+        match counts.as_mut() {
+            None => counts = Some(part),
+            Some(c) => c.add(&part)?,
+        }
+    }
+    Ok(counts.unwrap_or_else(|| {
+        WordCounts::new(
+            pretokenizer.pattern().to_owned(),
+            specials.tokens().to_vec(),
+        )
+    }))
+}
+
 /// Counts every pre-token of `sources`, split on `specials` (which are not counted).
-pub fn count_pretokens(
+/// Adds to `progress` without resetting it.
+pub fn count_sources(
     sources: &[Source],
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,
@@ -66,7 +94,6 @@ pub fn count_pretokens(
 ) -> Result<WordCounts> {
     let threads = options.num_threads.max(1);
     let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
-    progress.reset(total as u64);
     let chunk_size = if options.chunk_size == 0 {
         auto_chunk_size(total, threads)
     } else {

@@ -17,7 +17,7 @@ use super::encoder::{short_pairs_for, Encoder};
 use super::npy;
 use super::ordered::ordered_map;
 use super::outfile::OutFile;
-use crate::corpus::{self, Source, Utf8Policy};
+use crate::corpus::{self, Utf8Policy};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
@@ -171,11 +171,7 @@ fn write_npy(
     options: FileOptions,
     progress: &Progress,
 ) -> Result<u64> {
-    let sources = paths
-        .iter()
-        .map(|p| Source::open(p))
-        .collect::<Result<Vec<_>>>()?;
-    progress.reset(sources.iter().map(|s| s.bytes().len() as u64).sum());
+    progress.reset(corpus::size_on_disk(paths));
     let descr = if options.dtype_bytes == 2 {
         "<u2"
     } else {
@@ -190,18 +186,11 @@ fn write_npy(
         options.num_threads
     };
     let allowed = encoder.specials();
-    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    let total = usize::try_from(progress.total()).unwrap_or(usize::MAX);
     let chunk_size = match options.chunk_size {
         0 => auto_chunk_size(total, threads),
         n => n,
     };
-    // Every chunk of every file, in order, so the workers never wait between files.
-    let chunks = corpus::Chunks::new(
-        &sources,
-        &allowed.matcher,
-        chunk_size,
-        encoder.pretokenizer().kind(),
-    );
     let mut count = 0u64;
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
@@ -209,45 +198,56 @@ fn write_npy(
     if threads > 1 {
         encoder.size_shared_for(total);
     }
-    ordered_map(
-        usize::MAX,
-        threads,
-        threads * CHUNKS_AHEAD_PER_THREAD,
-        // Threads share one short table, so a piece merged by one is a hit for all.
-        || match threads {
-            1 => {
-                let mut lease = encoder.lease();
-                lease.short.reserve_pairs(short_pairs_for(total));
-                lease
-            }
-            _ => encoder.lease_shared(),
-        },
-        |i, ws| {
-            progress.check()?;
-            let Some((s, range)) = chunks.get(i) else {
-                return Ok(None);
-            };
-            let text = corpus::decode(&sources[s], range.clone(), options.utf8)?;
-            encoder.refresh_shared(ws);
-            let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
-            let mut ids = spare.unwrap_or_default();
-            ids.clear();
-            ids.reserve(range.len() / 2 + 16);
-            encoder.encode_into(&text, allowed, ws, &mut ids)?;
-            progress.add(range.len() as u64);
-            Ok(Some((s, range, ids)))
-        },
-        |_, (s, range, ids)| {
-            file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
-            count += ids.len() as u64;
-            // Done with these bytes: keep the mapped file out of resident memory.
-            sources[s].release(range);
-            if let Ok(mut spare) = spare_buffers.lock() {
-                spare.push(ids);
-            }
-            Ok(())
-        },
-    )?;
+    // Files a group at a time (`corpus::Groups`); within a group, every chunk of every
+    // file in order, so the workers never wait between files.
+    for group in corpus::Groups::new(paths, progress) {
+        let sources = group?;
+        let chunks = corpus::Chunks::new(
+            &sources,
+            &allowed.matcher,
+            chunk_size,
+            encoder.pretokenizer().kind(),
+        );
+        ordered_map(
+            usize::MAX,
+            threads,
+            threads * CHUNKS_AHEAD_PER_THREAD,
+            // Threads share one short table, so a piece merged by one is a hit for all.
+            || match threads {
+                1 => {
+                    let mut lease = encoder.lease();
+                    lease.short.reserve_pairs(short_pairs_for(total));
+                    lease
+                }
+                _ => encoder.lease_shared(),
+            },
+            |i, ws| {
+                progress.check()?;
+                let Some((s, range)) = chunks.get(i) else {
+                    return Ok(None);
+                };
+                let text = corpus::decode(&sources[s], range.clone(), options.utf8)?;
+                encoder.refresh_shared(ws);
+                let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
+                let mut ids = spare.unwrap_or_default();
+                ids.clear();
+                ids.reserve(range.len() / 2 + 16);
+                encoder.encode_into(&text, allowed, ws, &mut ids)?;
+                progress.add(range.len() as u64);
+                Ok(Some((s, range, ids)))
+            },
+            |_, (s, range, ids)| {
+                file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
+                count += ids.len() as u64;
+                // Done with these bytes: keep the mapped file out of resident memory.
+                sources[s].release(range);
+                if let Ok(mut spare) = spare_buffers.lock() {
+                    spare.push(ids);
+                }
+                Ok(())
+            },
+        )?;
+    }
     file.finish(&npy::header(descr, count), tmp).map_err(io)?;
     Ok(count)
 }

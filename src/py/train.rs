@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use super::progress::run_with_progress;
-use crate::corpus::{Source, Utf8Policy};
+use crate::corpus::Utf8Policy;
 use crate::count::{self, CountOptions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
@@ -133,11 +133,7 @@ fn count_pretokens(
         utf8: Utf8Policy::parse(errors)?,
     };
     let inner = run_with_progress(py, progress, |p| {
-        let sources = paths
-            .iter()
-            .map(|path| Source::open(path))
-            .collect::<crate::Result<Vec<_>>>()?;
-        count::count_pretokens(&sources, &specials, &pretokenizer, options, p)
+        count::count_files(&paths, &specials, &pretokenizer, options, p)
     })?;
     Ok(PyWordCounts { inner })
 }
