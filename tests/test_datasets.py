@@ -156,6 +156,49 @@ def test_get_batch() -> None:
     assert x[:, 0].max() < 100 - 7
     with pytest.raises(ValueError):
         bpekit.get_batch(data[:5], 2, 7)
+    # Bad arguments are named (a context length of 0 or -1 gave empty batches).
+    for batch_size, context_length in [(2, 0), (2, -1), (-1, 4), (0, 4), (2, 3.0), (None, 4), (True, 4)]:
+        with pytest.raises(ValueError, match="must be a positive integer"):
+            bpekit.get_batch(data, batch_size, context_length)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="integer token ids"):
+        bpekit.get_batch(data.astype(np.float32), 2, 4)
+
+
+def test_decode_cli_streams_blocks_and_names_bad_input(tmp_path, capsys, monkeypatch) -> None:
+    """`bpekit decode` decodes a block of ids at a time (it held every id and all the
+    text at once), joining a character split between blocks as one decode would."""
+    import bpekit.cli.decode as decode_command
+
+    tok = bpekit_encoding("cl100k_base")
+    text = "héllo wörld 🙃 中文\n" * 500
+    ids = np.array(tok.encode(text), dtype=np.uint32)
+    np.save(tmp_path / "t.npy", ids)
+    monkeypatch.setattr(decode_command, "BLOCK", 7)  # splits characters between blocks
+    assert main(["decode", str(tmp_path / "t.npy"), "-t", "cl100k_base"]) == 0
+    assert capsys.readouterr().out == text
+    np.save(tmp_path / "f.npy", ids.astype(np.float64))
+    np.save(tmp_path / "m.npy", ids.reshape(-1, 1))
+    for bad in ("f.npy", "m.npy"):
+        assert main(["decode", str(tmp_path / bad), "-t", "cl100k_base"]) == 2
+        assert "expected a 1-D integer array of token ids" in capsys.readouterr().err
+    (tmp_path / "ids.txt").write_text("15339 99999999999999999999 1\n", encoding="utf-8")
+    assert main(["decode", str(tmp_path / "ids.txt"), "-t", "cl100k_base"]) == 2
+    assert "error: token id 99999999999999999999 is not in the vocabulary\n" in capsys.readouterr().err
+
+
+def test_inspect_reads_the_file_as_encode_does(tmp_path, capsys) -> None:
+    """`bpekit inspect --file` read text with newline translation (CRLF became LF), so its
+    bytes/token was another file's."""
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(b"line one\r\nline two\r\n" * 100)
+    assert main(["inspect", "gpt2", "--file", str(crlf), "--longest", "0"]) == 0
+    tok = bpekit_encoding("gpt2")
+    n = len(tok.encode(crlf.read_bytes().decode()))
+    assert f"{len(crlf.read_bytes()):,} bytes -> {n:,} tokens" in capsys.readouterr().out
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff")
+    assert main(["inspect", "gpt2", "--file", str(tmp_path / "bad.txt")]) == 2
+    assert "bad.txt: invalid UTF-8 at byte offset 3; pass --errors replace" in capsys.readouterr().err
+    assert main(["inspect", "gpt2", "--file", str(tmp_path / "bad.txt"), "--errors", "replace"]) == 0
 
 
 def test_cli_encode_decode_inspect(tmp_path, capsys, monkeypatch) -> None:

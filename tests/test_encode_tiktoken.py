@@ -115,6 +115,13 @@ def test_unknown_id_is_a_key_error() -> None:
         enc.decode([1, 99999999])
     with pytest.raises(KeyError, match="-1"):
         enc.decode([-1])
+    # Past 64 bits too (an OverflowError from the conversion before).
+    with pytest.raises(KeyError, match=str(2**63)):
+        enc.decode([1, 2**63])
+    with pytest.raises(KeyError, match=str(2**64)):
+        enc.decode_single_token_bytes(2**64)
+    with pytest.raises(KeyError, match=str(-(2**70))):
+        enc.decode_tokens_bytes([1, -(2**70)])
 
 
 def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> None:

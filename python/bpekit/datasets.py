@@ -151,9 +151,14 @@ def get_batch(
     """
     import numpy as np
 
+    for name, value in (("batch_size", batch_size), ("context_length", context_length)):
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {value!r}")
     data = np.asarray(tokens)
     if data.ndim != 1:
         raise ValueError(f"tokens must be 1-D, got shape {data.shape}")
+    if data.dtype.kind not in "iu":
+        raise ValueError(f"tokens must be integer token ids, got an array of {data.dtype}")
     if len(data) <= context_length:
         raise ValueError(f"need more than context_length={context_length} tokens, have {len(data)}")
     rng = rng or np.random.default_rng()

@@ -81,6 +81,13 @@ def _ids_list(ids: Iterable[int]) -> list[int]:
     return tolist() if callable(tolist) else list(ids)
 
 
+def _unknown_huge_id(ids: list[int]) -> KeyError:
+    """The error for an id too large for the core to take (it takes 64-bit ids and
+    names any it does not hold): the same ``KeyError`` as for other unknown ids."""
+    huge = next((i for i in ids if isinstance(i, int) and not -(1 << 63) <= i < 1 << 63), None)
+    return KeyError(f"token id {huge} is not in the vocabulary")
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer (CS336 interface plus tiktoken's extras).
 
@@ -371,7 +378,11 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ``ids``, joined. An unknown id raises ``KeyError`` naming it."""
-        return self._core.decode_bytes(_ids_list(ids))
+        id_list = _ids_list(ids)
+        try:
+            return self._core.decode_bytes(id_list)
+        except OverflowError:
+            raise _unknown_huge_id(id_list) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ``ids``; invalid UTF-8 is replaced exactly as ``bytes.decode(errors="replace")``.
@@ -383,10 +394,13 @@ class Tokenizer:
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        return self._core.token_bytes(token)
+        try:
+            return self._core.token_bytes(token)
+        except OverflowError:
+            raise _unknown_huge_id([token]) from None
 
     def decode_tokens_bytes(self, ids: Iterable[int]) -> list[bytes]:
-        return [self._core.token_bytes(i) for i in _ids_list(ids)]
+        return [self.decode_single_token_bytes(i) for i in _ids_list(ids)]
 
     def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
         """The text of ``ids`` and where each token starts in it, in characters, as

@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbpekit: interrupted; nothing was written", file=sys.stderr)
         return 130
     except (OSError, ValueError, KeyError, TypeError) as e:
-        # The core names the Python keyword; on the command line it is a flag.
-        message = str(e).replace(
+        # A KeyError's str() quotes its message. The core names the Python keyword;
+        # on the command line it is a flag.
+        text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        message = text.replace(
             'pass errors="replace" or errors="ignore"', "pass --errors replace or --errors ignore"
         )
         print(f"bpekit {args.command}: error: {message}", file=sys.stderr)

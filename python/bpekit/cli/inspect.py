@@ -15,8 +15,37 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("tokenizer", help="encoding name or folder with vocab.json + merges.txt")
     p.add_argument("--file", type=Path, default=None, help="text file to measure compression on")
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
-    p.add_argument("--longest", type=int, default=10, help="how many longest tokens to show")
+    p.add_argument("--longest", type=_count, default=10, help="how many longest tokens to show")
+    p.add_argument(
+        "--errors",
+        default="strict",
+        choices=["strict", "replace", "ignore"],
+        help="what to do with invalid UTF-8 in --file (default strict)",
+    )
     return p
+
+
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {n}")
+    return n
+
+
+def _read_text(path: Path, errors: str) -> tuple[str, int]:
+    """The text of ``path`` as ``bpekit encode`` reads it (raw bytes, no newline
+    translation; ``.gz`` decompressed) and its size in bytes."""
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        import gzip
+
+        data = gzip.decompress(data)
+    try:
+        return data.decode("utf-8", errors=errors), len(data)
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: invalid UTF-8 at byte offset {e.start}; pass --errors replace or --errors ignore"
+        ) from None
 
 
 def _show(b: bytes) -> str:
@@ -35,11 +64,12 @@ def run(args: argparse.Namespace) -> int:
     longest = sorted(ordinary, key=lambda b: (-len(b), b))[: args.longest]
     print("longest     " + ", ".join(f"{_show(b)} ({len(b)})" for b in longest))
     if args.file is not None:
-        text = args.file.read_text(encoding="utf-8")
+        # Read as `bpekit encode` reads it: read_text() would turn CRLF into LF, and
+        # the bytes/token figure would be another file's.
+        text, nbytes = _read_text(args.file, args.errors)
         t0 = time.perf_counter()
         ids = tok.encode(text, allowed_special="all")
         dt = max(time.perf_counter() - t0, 1e-9)
-        nbytes = len(text.encode("utf-8"))
         print(
             f"file        {args.file}: {nbytes:,} bytes -> {len(ids):,} tokens, "
             f"{nbytes / max(len(ids), 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
