@@ -403,3 +403,23 @@ def test_more_files_than_the_process_may_map(tmp_path) -> None:
     counts = bpekit.count_pretokens(folder, num_threads=2)
     assert counts.total == 3 * n_files and counts.to_dict()[b"doc"] == n_files
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "t.npy"]
+
+
+def test_more_bad_arguments_are_named(tmp_path) -> None:
+    tok = bpekit_encoding("gpt2")
+    src = tmp_path / "in.txt"
+    src.write_text("hello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="chunk_size must be 0"):
+        bpekit.encode_file(src, tmp_path / "o.npy", tok, chunk_size=-1)
+    with pytest.raises(ValueError, match="chunk_size must be 0"):
+        bpekit.count_pretokens(src, chunk_size=-1)
+    with pytest.raises(ValueError, match="big-endian"):
+        bpekit.encode_file(src, tmp_path / "o.npy", tok, dtype=">u4")
+    # An encoding's special tokens are its own (extra ones were ignored without a word).
+    with pytest.raises(ValueError, match="gpt2 has its own special tokens"):
+        bpekit.load_tokenizer("gpt2", ["<|x|>"])
+    bpekit.encode_file(src, tmp_path / "o.npy", tok)
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "o.npy").read_bytes()[:-3])
+    with pytest.raises(ValueError, match=r"cut\.npy: not a readable \.npy array"):
+        bpekit.load_tokens(tmp_path / "cut.npy")
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -18,6 +18,7 @@ sample training batches from it.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,10 @@ def _id_dtype_name(n_vocab: int, dtype: npt.DTypeLike | None) -> str:
     else:
         import numpy as np
 
-        name = np.dtype(dtype).name
+        resolved = np.dtype(dtype)
+        if resolved.byteorder == ">" or (resolved.byteorder == "=" and sys.byteorder == "big"):
+            raise ValueError(f"dtype {dtype!r} is big-endian; token files are little-endian uint16 or uint32")
+        name = resolved.name
     if name not in _ID_BYTES:
         raise ValueError(f"dtype must be uint16 or uint32, not {name}")
     if name == "uint16" and n_vocab > 1 << 16:
@@ -98,6 +102,8 @@ def encode_file(
     files = resolve_inputs(inputs)
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    if chunk_size < 0:
+        raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]
     out = os.fspath(output)
     bar = ProgressBar("encoding", unit="bytes") if progress else None
@@ -129,7 +135,10 @@ def load_tokens(path: PathLike) -> np.ndarray:
     with open(path, "rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise ValueError(f"{os.fspath(path)}: not a .npy file (write one with bpekit encode)")
-    tokens = np.load(os.fspath(path), mmap_mode="r", allow_pickle=False)
+    try:
+        tokens = np.load(os.fspath(path), mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as e:  # a truncated file, a bad header
+        raise ValueError(f"{os.fspath(path)}: not a readable .npy array ({e})") from None
     if tokens.ndim != 1 or tokens.dtype.kind not in "ui":
         got = f"{tokens.dtype} {tokens.shape}"
         raise ValueError(f"{os.fspath(path)}: expected a 1-D integer array, got {got}")

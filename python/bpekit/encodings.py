@@ -261,7 +261,13 @@ def load_tokenizer(
     if isinstance(spec, Tokenizer):
         return spec
     if isinstance(spec, str) and spec in ENCODINGS:
-        return get_encoding(spec)
+        enc = get_encoding(spec)
+        if special_tokens is not None and set(special_tokens) != set(enc.special_tokens):
+            raise ValueError(
+                f"{spec} has its own special tokens ({', '.join(enc.special_tokens)}); "
+                "special tokens can be given for a vocab.json + merges.txt folder only"
+            )
+        return enc
     folder = Path(spec)
     vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
     if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():

@@ -95,6 +95,8 @@ def count_pretokens(
     files = resolve_inputs(paths)
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    if chunk_size < 0:
+        raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     bar = _bar(progress, "counting", "bytes")
     completed = False
     try:
