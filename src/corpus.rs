@@ -66,8 +66,9 @@ impl Source {
         }
         let bytes = if path.extension().is_some_and(|e| e == "gz") {
             let mut out = Vec::new();
-            // An empty file reads as empty, as Python's gzip reads it.
-            if meta.len() > 0 {
+            // An empty file reads as empty, as Python's gzip reads it (a pipe, which
+            // reports a length of 0 too, is read).
+            if !(meta.is_file() && meta.len() == 0) {
                 flate2::read::MultiGzDecoder::new(file)
                     .read_to_end(&mut out)
                     .map_err(err)?;
@@ -375,7 +376,9 @@ fn next_cut(data: &[u8], specials: &SpecialMatcher, from: usize, kind: Kind) -> 
         } else {
             memchr::memchr_iter(b'\n', &data[at - 1..end])
                 .filter_map(|i| cuts::cut_at_newline(data, at - 1 + i, kind, special_at))
-                .find(|&p| p >= at && !inside_special(data, specials, p))
+                .find(|&p| {
+                    p >= at && !inside_special(data, specials, p) && valid_near(data, p, margin)
+                })
         };
         // A special token's start is a cut unless another occurrence covers it. One
         // this search skips is covered by the match it found instead. Only the stretch
@@ -386,7 +389,7 @@ fn next_cut(data: &[u8], specials: &SpecialMatcher, from: usize, kind: Kind) -> 
             .find_iter(&data[at..(limit + margin).min(data.len())])
             .map(|(s, _, _)| at + s)
             .take_while(|&s| s < limit)
-            .find(|&s| !inside_special(data, specials, s));
+            .find(|&s| !inside_special(data, specials, s) && valid_near(data, s, margin));
         match special.or(newline) {
             Some(cut) => return Some(cut),
             None => at = end,
@@ -403,6 +406,29 @@ fn inside_special(data: &[u8], specials: &SpecialMatcher, p: usize) -> bool {
         let t = t.as_bytes();
         (1..t.len()).any(|j| p >= j && data.get(p - j..p - j + t.len()) == Some(t))
     })
+}
+
+/// Whether the bytes within `margin` (the longest special token) of `p` are valid
+/// UTF-8. Special tokens are matched on raw bytes here, but under errors="ignore"
+/// invalid bytes vanish in decoding and can join two halves into a special token
+/// ("a\xff\nb" holds "a\nb"): no cut is made that close to an invalid byte.
+fn valid_near(data: &[u8], p: usize, margin: usize) -> bool {
+    if margin == 0 {
+        return true;
+    }
+    let is_continuation = |b: u8| b & 0xc0 == 0x80;
+    let mut lo = p.saturating_sub(margin);
+    let mut hi = (p + margin).min(data.len());
+    // Widen to whole characters (at most 3 continuation bytes each way).
+    for _ in 0..3 {
+        if lo > 0 && is_continuation(data[lo]) {
+            lo -= 1;
+        }
+        if hi < data.len() && is_continuation(data[hi]) {
+            hi += 1;
+        }
+    }
+    std::str::from_utf8(&data[lo..hi]).is_ok()
 }
 
 /// Decodes one chunk of `source` that starts at byte `offset` of the file.

@@ -365,6 +365,23 @@ def test_pipes_are_read(tmp_path) -> None:
         writer.join()
         os.close(read_end)
     assert n > 0 and bpekit.load_tokens(tmp_path / "p.npy").tolist() == tok.encode(text)
+    # A pipe named *.gz is decompressed (it was read as an empty file).
+    import gzip
+
+    fifo = tmp_path / "p.txt.gz"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(gzip.compress(text.encode()))
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        n = bpekit.encode_file(fifo, tmp_path / "g.npy", tok)
+    finally:
+        writer.join()
+    assert bpekit.load_tokens(tmp_path / "g.npy").tolist() == tok.encode(text)
 
 
 def test_outputs_that_would_replace_an_input_or_a_device_are_refused(tmp_path) -> None:

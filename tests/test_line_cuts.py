@@ -72,3 +72,18 @@ def test_cuts_next_to_invalid_utf8(tmp_path, name: str) -> None:
         bpekit.encode_file(path, tmp_path / "t.npy", tok, chunk_size=1, errors=errors, num_threads=2)
         want = tok.encode(text, allowed_special="all")
         assert bpekit.load_tokens(tmp_path / "t.npy").tolist() == want, errors
+
+
+def test_no_cut_where_ignored_bytes_join_a_special_token(tmp_path) -> None:
+    """Special tokens are found on raw bytes when cutting, but under errors="ignore" an
+    invalid byte vanishes and can join a special token: no cut is made near one (a cut
+    inside "a\\xff\\nb", which decodes to the special "a\\nb", split it)."""
+    for raw, specials, want in [
+        (b"xa\xff\nby\n" * 20, ["a\nb"], {b"x": 20, b"y": 20, b"\n": 20}),
+        (b"qz\xff<|e|>w\n" * 20, ["<|e|>", "z<|e|>"], {b"q": 20, b"w": 20, b"\n": 20}),
+    ]:
+        path = tmp_path / "t.txt"
+        path.write_bytes(raw)
+        for pattern in ENCODINGS:
+            got = bpekit.count_pretokens(path, specials, pattern=pattern, chunk_size=1, errors="ignore")
+            assert got.to_dict() == want, (raw[:12], pattern)

@@ -15,7 +15,8 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
     """Writes each ``(path, data)`` to a temporary file beside its path, and renames them
-    into place only once all are written: a failure leaves the old files as they were.
+    into place only once all are written: a failure while writing leaves the old files
+    as they were (only a failing rename, after all are written, could leave some new).
 
     The files get the mode a plain ``open(path, "w")`` would give them (the existing
     file's, or 0o666 less the umask), not ``mkstemp``'s 0o600, so others who could read
@@ -30,8 +31,8 @@ def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             written.append((tmp, path))
             with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), _mode_for(path))
                 f.write(data)
+            os.chmod(tmp, _mode_for(path))
         for tmp, path in written:
             os.replace(tmp, path)
     except BaseException:
