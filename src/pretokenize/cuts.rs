@@ -28,7 +28,7 @@ use super::unicode::{class, WS};
 use super::Kind;
 
 /// The cut at the newline `data[q]`, if that newline gives one under `kind`.
-/// `special_at(p)`: whether a special token the text is split on starts at `p`; a
+/// `special_at(p)`: whether a special token the text is split on may start at `p`; a
 /// document ends there, so what follows the newline is the end of the text, where
 /// gpt2's `\s+(?!\S)` takes the run whole (cl100k's and o200k's cut is that start).
 pub fn cut_at_newline(
@@ -61,7 +61,7 @@ fn is_cut(data: &[u8], p: usize, kind: Kind) -> bool {
 }
 
 /// Whitespace as the patterns' `\s` sees it, and the separators U+001C..U+001F that
-/// Python's `str.isspace` counts too (a cut is only ever made between non-spaces, so
+/// Python's `str.isspace` counts too (a cut is only made before a non-space, so
 /// counting more as space only makes fewer cuts).
 fn is_space(c: char) -> bool {
     class(c as u32) & WS != 0 || ('\x1c'..='\x1f').contains(&c) || c.is_whitespace()
