@@ -45,6 +45,61 @@ enum Bytes {
     Owned(Vec<u8>),
 }
 
+/// The text of the gzip file `file` (any number of members), decompressed into a
+/// temporary file that is unlinked at once and mapped, so that like any mapped input
+/// it is read and released chunk by chunk: memory does not grow with its size (it was
+/// decompressed into memory whole). It needs room in the temporary folder (`TMPDIR`).
+/// Where files cannot be unlinked while open, it is decompressed into memory.
+fn gunzip(path: &Path, file: File) -> Result<Bytes> {
+    let mut decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    if !cfg!(unix) {
+        let mut out = Vec::new();
+        decoder
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(path, e))?;
+        return Ok(Bytes::Owned(out));
+    }
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".bpekit-gunzip-{}-{n}", std::process::id()));
+    let in_tmp = |e: std::io::Error| {
+        let message = format!(
+            "decompressing {} here: {e} (set TMPDIR to a folder with room)",
+            path.display()
+        );
+        Error::io(&dir, std::io::Error::new(e.kind(), message))
+    };
+    let mut out = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(in_tmp)?;
+    // The open handle, then the map, keep the bytes; no name is left behind.
+    let _ = std::fs::remove_file(&tmp);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0usize;
+    loop {
+        let n = match decoder.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        std::io::Write::write_all(&mut out, &buf[..n]).map_err(in_tmp)?;
+        len += n;
+    }
+    if len == 0 {
+        return Ok(Bytes::Owned(Vec::new()));
+    }
+    // SAFETY: the file is private to this process (created new, unlinked) and no
+    // longer written.
+    unsafe { Mmap::map(&out) }
+        .map(Bytes::Mapped)
+        .map_err(in_tmp)
+}
+
 /// One input file's bytes.
 pub struct Source {
     pub path: PathBuf,
@@ -52,8 +107,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Maps `path`; reads it whole when it cannot be mapped (a pipe, a device), or
-    /// decompresses it whole when its name ends in `.gz`.
+    /// Maps `path`; reads it whole when it cannot be mapped (a pipe, a device); when
+    /// its name ends in `.gz`, decompresses it into a temporary file it maps ([`gunzip`]).
     pub fn open(path: &Path) -> Result<Self> {
         let err = |e| Error::io(path, e);
         let mut file = File::open(path).map_err(err)?;
@@ -65,15 +120,13 @@ impl Source {
             )));
         }
         let bytes = if path.extension().is_some_and(|e| e == "gz") {
-            let mut out = Vec::new();
             // An empty file reads as empty, as Python's gzip reads it (a pipe, which
             // reports a length of 0 too, is read).
-            if !(meta.is_file() && meta.len() == 0) {
-                flate2::read::MultiGzDecoder::new(file)
-                    .read_to_end(&mut out)
-                    .map_err(err)?;
+            if meta.is_file() && meta.len() == 0 {
+                Bytes::Owned(Vec::new())
+            } else {
+                gunzip(path, file)?
             }
-            Bytes::Owned(out)
         } else if !meta.is_file() || meta.len() == 0 {
             // Pipes (`/dev/stdin`, `<(...)`) and devices report a length of 0 and cannot
             // be mapped, nor can an empty file; files of /proc report 0 and hold text.
@@ -137,7 +190,7 @@ impl Source {
         }
     }
 
-    /// Whether the bytes were read into memory (`.gz`, pipes) rather than mapped.
+    /// Whether the bytes were read into memory (pipes) rather than mapped.
     fn is_owned(&self) -> bool {
         matches!(self.bytes, Bytes::Owned(_))
     }
@@ -147,8 +200,8 @@ impl Source {
 /// and Linux allows 65,530 by default: a folder of 70,000 files, all mapped up front,
 /// left none for the threads' stacks (the encode panicked).
 const GROUP_FILES: usize = 1024;
-/// Input bytes read into memory (decompressed `.gz` files, pipes) held at once at most,
-/// beyond the file that passes it.
+/// Input bytes read into memory (pipes and devices) held at once at most, beyond the
+/// file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
 
 /// The sum of the files' sizes on disk: what a progress bar can know before opening

@@ -259,7 +259,7 @@ def _as_json_lines(text: bytes) -> bytes:
     return "".join(json.dumps({"text": line}) + "\n" for line in lines).encode("utf-8")
 
 
-@pytest.mark.parametrize("layout", ["lines", "json lines", "crlf", "russian"])
+@pytest.mark.parametrize("layout", ["lines", "json lines", "crlf", "russian", "gzip"])
 def test_encode_file_memory_does_not_grow_with_input(tmp_path, layout: str) -> None:
     """Regression for the other layouts: chunks ended only at a `\n` between printable
     ASCII and an ASCII letter or digit, so JSON lines, CRLF text and paragraphs in
@@ -279,11 +279,21 @@ def test_encode_file_memory_does_not_grow_with_input(tmp_path, layout: str) -> N
         "russian": data_path("multilingual", "tinystories_ru_sample.txt")
         .read_bytes()
         .replace(b"<|endoftext|>", b""),
+        "gzip": stories,
     }[layout]
     big = tmp_path / "big.txt"
     with open(big, "wb") as f:
         for _ in range(42_000_000 // len(unit) + 1):  # >= 42 MB
             f.write(unit)
+    if layout == "gzip":
+        # Twice as much, decompressed into a mapped temporary file: it was decompressed
+        # into memory whole (+84 MB on top of the rest).
+        import gzip
+
+        with gzip.open(tmp_path / "big.txt.gz", "wb", compresslevel=1) as f:
+            f.write(big.read_bytes() * 2)
+        big.unlink()
+        big = tmp_path / "big.txt.gz"
     proc = subprocess.run(
         [sys.executable, "-c", RSS_SCRIPT, str(big), str(tmp_path / "big.npy")],
         capture_output=True,
@@ -440,3 +450,19 @@ def test_more_bad_arguments_are_named(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"cut\.npy: not a readable \.npy array"):
         bpekit.load_tokens(tmp_path / "cut.npy")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_gz_needs_room_in_tmpdir(tmp_path, monkeypatch) -> None:
+    import gzip
+
+    src = tmp_path / "in.txt.gz"
+    src.write_bytes(gzip.compress(b"hello world\n" * 100))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match=r"missing: decompressing .*in\.txt\.gz here: .*set TMPDIR"):
+        bpekit.encode_file(src, tmp_path / "o.npy", bpekit_encoding("gpt2"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    bpekit.encode_file(src, tmp_path / "o.npy", bpekit_encoding("gpt2"))
+    assert bpekit.load_tokens(tmp_path / "o.npy").tolist() == bpekit_encoding("gpt2").encode(
+        "hello world\n" * 100
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt.gz", "o.npy"]
