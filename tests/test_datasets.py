@@ -466,3 +466,15 @@ def test_gz_needs_room_in_tmpdir(tmp_path, monkeypatch) -> None:
         "hello world\n" * 100
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt.gz", "o.npy"]
+
+
+def test_cli_encode_counts_gz_text_decompressed(tmp_path, capsys) -> None:
+    """The summary's MB and bytes/token are of the text (they used a .gz file's size)."""
+    import gzip
+
+    text = data_path("cs336", "tinystories_sample.txt").read_bytes()
+    src = tmp_path / "t.txt.gz"
+    src.write_bytes(gzip.compress(text))
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(tmp_path / "t.npy"), "--quiet"]) == 0
+    n = len(bpekit_encoding("gpt2").encode(text.decode(), allowed_special="all"))
+    assert f"{len(text) / n:.2f} bytes/token" in capsys.readouterr().out

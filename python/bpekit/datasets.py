@@ -96,6 +96,32 @@ def encode_file(
     ``tokenizer`` may also be an encoding name or a folder with vocab.json + merges.txt.
     Returns the number of tokens written.
     """
+    n_tokens, _ = encode_file_counts(
+        inputs,
+        output,
+        tokenizer,
+        dtype=dtype,
+        num_threads=num_threads,
+        progress=progress,
+        errors=errors,
+        chunk_size=chunk_size,
+    )
+    return n_tokens
+
+
+def encode_file_counts(
+    inputs: PathLike | Iterable[PathLike],
+    output: PathLike,
+    tokenizer: Tokenizer | str,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    num_threads: int | None = None,
+    progress: bool = False,
+    errors: str = "strict",
+    chunk_size: int = 0,
+) -> tuple[int, int]:
+    """``encode_file``, returning the number of tokens written and of text bytes read
+    (a ``.gz`` file's decompressed bytes, as the bytes/token figure wants them)."""
     from bpekit.encodings import load_tokenizer
 
     tok = load_tokenizer(tokenizer)
@@ -109,7 +135,7 @@ def encode_file(
     bar = ProgressBar("encoding", unit="bytes") if progress else None
     completed = False
     try:
-        n: int = tok._core.encode_files(
+        counts: tuple[int, int] = tok._core.encode_files(
             [os.fspath(f) for f in files],
             out,
             itemsize,
@@ -119,7 +145,7 @@ def encode_file(
             progress=bar,
         )
         completed = True
-        return n
+        return counts
     finally:
         if bar is not None:
             bar.close(completed)

@@ -310,7 +310,8 @@ impl PyEncoder {
         })
     }
 
-    /// Encodes files into one `.npy`; returns the number of tokens.
+    /// Encodes files into one `.npy`; returns the number of tokens and of text bytes
+    /// read (a `.gz` file's decompressed).
     #[pyo3(signature = (paths, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_files(
@@ -323,7 +324,7 @@ impl PyEncoder {
         errors: &str,
         chunk_size: usize,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<u64> {
+    ) -> PyResult<(u64, u64)> {
         let mut options = FileOptions {
             num_threads: num_threads.unwrap_or(0),
             utf8: Utf8Policy::parse(errors)?,
@@ -335,7 +336,7 @@ impl PyEncoder {
         }
         let encoder = self.inner.clone();
         run_with_progress(py, progress, move |p| {
-            encode_files(&encoder, &paths, &output, options, p)
+            encode_files(&encoder, &paths, &output, options, p).map(|n| (n, p.done()))
         })
     }
 }

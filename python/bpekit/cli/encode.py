@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from bpekit.cli.train import add_run_options, peak_rss_mib
-from bpekit.datasets import encode_file
+from bpekit.datasets import encode_file_counts
 from bpekit.encodings import load_tokenizer
 from bpekit.training import resolve_inputs
 
@@ -44,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--threads must be at least 1")
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     files = resolve_inputs(args.inputs)
-    total = sum(f.stat().st_size for f in files)
     t0 = time.perf_counter()
-    n = encode_file(
+    # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
+    n, total = encode_file_counts(
         files,
         args.out,
         tok,
