@@ -36,8 +36,8 @@ but the default of ``allowed_special`` depends on how the tokenizer was made:
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from bpekit import _core
 from bpekit._text_rules import (
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["Tokenizer"]
 
 AllowedSpecial = Literal["all"] | Collection[str]
+T = TypeVar("T")
 
 
 class _Default:
@@ -79,6 +80,15 @@ def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
 def _ids_list(ids: Iterable[int]) -> list[int]:
     tolist = getattr(ids, "tolist", None)
     return tolist() if callable(tolist) else list(ids)
+
+
+def _on_str(encode: Callable[..., T], text: str, *args: Any) -> T:
+    """``encode(text, *args)``; a text with lone surrogates (no UTF-8) is encoded as
+    tiktoken reads it (see ``bpekit._text_rules``)."""
+    try:
+        return encode(text, *args)
+    except UnicodeEncodeError:
+        return encode(without_surrogates(text), *args)
 
 
 def _unknown_huge_id(ids: list[int]) -> KeyError:
@@ -264,17 +274,11 @@ class Tokenizer:
         """
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
-        try:
-            return self._core.encode(text, allowed, disallowed)
-        except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
-            return self._core.encode(without_surrogates(text), allowed, disallowed)
+        return _on_str(self._core.encode, text, allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special tokens encoded as ordinary text."""
-        try:
-            return self._core.encode(text, [], [])
-        except UnicodeEncodeError:
-            return self._core.encode(without_surrogates(text), [], [])
+        return _on_str(self._core.encode, text, [], [])
 
     def encode_batch(
         self,
@@ -319,10 +323,7 @@ class Tokenizer:
         """``encode`` as a numpy ``uint32`` array."""
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
-        try:
-            return self._core.encode_to_numpy(text, allowed, disallowed)
-        except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
-            return self._core.encode_to_numpy(without_surrogates(text), allowed, disallowed)
+        return _on_str(self._core.encode_to_numpy, text, allowed, disallowed)
 
     def encode_iterable(
         self,
