@@ -104,6 +104,8 @@ fn gunzip(path: &Path, file: File) -> Result<Bytes> {
 pub struct Source {
     pub path: PathBuf,
     bytes: Bytes,
+    /// The file's size on disk (0 for pipes), which progress totals start from.
+    on_disk: u64,
 }
 
 impl Source {
@@ -150,6 +152,7 @@ impl Source {
         Ok(Self {
             path: path.to_owned(),
             bytes,
+            on_disk: meta.len(),
         })
     }
 
@@ -157,6 +160,7 @@ impl Source {
     pub fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Self {
         Self {
             path: path.into(),
+            on_disk: bytes.len() as u64,
             bytes: Bytes::Owned(bytes),
         }
     }
@@ -253,7 +257,7 @@ impl Iterator for Groups<'_> {
                 Ok(s) => s,
                 Err(e) => return Some(Err(e)),
             };
-            let on_disk = std::fs::metadata(path).map_or(0, |m| m.len());
+            let on_disk = source.on_disk;
             let held = source.bytes().len() as u64;
             let total = self.progress.total();
             self.progress
