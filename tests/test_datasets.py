@@ -478,3 +478,45 @@ def test_cli_encode_counts_gz_text_decompressed(tmp_path, capsys) -> None:
     assert main(["encode", str(src), "-t", "gpt2", "-o", str(tmp_path / "t.npy"), "--quiet"]) == 0
     n = len(bpekit_encoding("gpt2").encode(text.decode(), allowed_special="all"))
     assert f"{len(text) / n:.2f} bytes/token" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_after_each_file_ends_every_file_in_order(tmp_path, threads: int) -> None:
+    """`after_each_file` writes the token after each file, empty ones included, in
+    input order, also across the groups that files are opened in (1,024 files each)
+    and after files cut into many chunks."""
+    tok = bpekit_encoding("gpt2")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    texts = []
+    for i in range(1_030):
+        empty = i % 7 == 3 or i in (1_022, 1_023, 1_024, 1_029)
+        lines = 40 if i % 50 == 0 else 1  # every 50th file is cut into several chunks
+        text = "" if empty else f"document {i}\n" + "a line of text\n" * lines
+        texts.append(text)
+        (folder / f"{i:05d}.txt").write_text(text, encoding="utf-8")
+    out = tmp_path / "t.npy"
+    eot = tok.eot_token
+    n = bpekit.encode_file(
+        folder, out, tok, num_threads=threads, chunk_size=64, after_each_file="<|endoftext|>"
+    )
+    want = [i for text in texts for i in [*tok.encode_ordinary(text), eot]]
+    assert n == len(want) and bpekit.load_tokens(out).tolist() == want
+    # An ordinary token works too; text that is not one token is refused, naming it.
+    bpekit.encode_file(folder / "00000.txt", out, tok, after_each_file="\n")
+    assert bpekit.load_tokens(out).tolist() == [*tok.encode(texts[0]), 198]
+    with pytest.raises(ValueError, match=r"'<\|eot\|>', to write after each file, is not a single token"):
+        bpekit.encode_file(folder, out, tok, after_each_file="<|eot|>")
+
+
+def test_cli_after_each_file(tmp_path, capsys) -> None:
+    from bpekit.cli import main
+
+    for name, text in [("a.txt", "one"), ("b.txt", ""), ("c.txt", "three")]:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "t.npy"
+    files = [str(tmp_path / n) for n in ("a.txt", "b.txt", "c.txt")]
+    args = ["-t", "gpt2", "-o", str(out), "--after-each-file", "<|endoftext|>", "--quiet"]
+    assert main(["encode", *files, *args]) == 0
+    tok = bpekit_encoding("gpt2")
+    assert tok.decode(bpekit.load_tokens(out).tolist()) == "one<|endoftext|><|endoftext|>three<|endoftext|>"

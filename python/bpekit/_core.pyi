@@ -126,4 +126,5 @@ class Encoder:
         errors: str = "strict",
         chunk_size: int = 0,
         progress: _Progress = None,
+        after_each_file: int | None = None,
     ) -> tuple[int, int]: ...

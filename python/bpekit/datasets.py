@@ -86,6 +86,7 @@ def encode_file(
     progress: bool = False,
     errors: str = "strict",
     chunk_size: int = 0,
+    after_each_file: str | None = None,
 ) -> int:
     """Encodes a file, several, or a directory (its files sorted by path) into one ``.npy``.
 
@@ -94,6 +95,12 @@ def encode_file(
     chunks, in memory independent of the input size; the output is written to a
     temporary file and renamed, so an interrupted run (Ctrl-C) leaves no output.
     ``tokenizer`` may also be an encoding name or a folder with vocab.json + merges.txt.
+
+    ``after_each_file`` (say ``"<|endoftext|>"``), the text of one token, writes that
+    token's id after each input file, empty ones included: for a folder with one
+    document per file, so that documents stay apart in the array (nanoGPT's data
+    scripts append ``eot_token`` to each document the same way).
+
     Returns the number of tokens written.
     """
     n_tokens, _ = encode_file_counts(
@@ -105,6 +112,7 @@ def encode_file(
         progress=progress,
         errors=errors,
         chunk_size=chunk_size,
+        after_each_file=after_each_file,
     )
     return n_tokens
 
@@ -119,6 +127,7 @@ def encode_file_counts(
     progress: bool = False,
     errors: str = "strict",
     chunk_size: int = 0,
+    after_each_file: str | None = None,
 ) -> tuple[int, int]:
     """``encode_file``, returning the number of tokens written and of text bytes read
     (a ``.gz`` file's decompressed bytes, as the bytes/token figure wants them)."""
@@ -131,6 +140,7 @@ def encode_file_counts(
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]
+    end_id = None if after_each_file is None else _single_token_id(tok, after_each_file)
     out = os.fspath(output)
     bar = ProgressBar("encoding", unit="bytes") if progress else None
     completed = False
@@ -143,12 +153,35 @@ def encode_file_counts(
             errors=errors,
             chunk_size=chunk_size,
             progress=bar,
+            after_each_file=end_id,
         )
         completed = True
         return counts
     finally:
         if bar is not None:
             bar.close(completed)
+
+
+def _single_token_id(tok: Tokenizer, text: str) -> int:
+    """The id of the token whose text is ``text``: a special token first (where an ordinary
+    token has the same text, the special one is meant), else an ordinary token.
+
+    >>> _single_token_id(Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"]), "<|eot|>")
+    256
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"after_each_file must be the text of a token (a str), not {text!r}")
+    special = tok.special_tokens.get(text)
+    if special is not None:
+        return special
+    try:
+        return tok.encode_single_token(text)
+    except KeyError:
+        specials = ", ".join(sorted(tok.special_tokens)) or "none"
+        raise ValueError(
+            f"{text!r}, to write after each file, is not a single token of {tok.name!r} "
+            f"(its special tokens: {specials})"
+        ) from None
 
 
 def load_tokens(path: PathLike) -> np.ndarray:

@@ -31,6 +31,9 @@ pub struct FileOptions {
     pub dtype_bytes: usize,
     /// Target chunk size in bytes (0: picked from the input size and thread count).
     pub chunk_size: usize,
+    /// An id written after each input file, empty ones included (an end-of-text token
+    /// that marks where one file's document ends and the next begins).
+    pub after_each_file: Option<u32>,
 }
 
 impl Default for FileOptions {
@@ -40,6 +43,7 @@ impl Default for FileOptions {
             utf8: Utf8Policy::Strict,
             dtype_bytes: 4,
             chunk_size: 0,
+            after_each_file: None,
         }
     }
 }
@@ -65,6 +69,14 @@ pub fn encode_files(
             "uint16 cannot hold ids of a vocabulary of {} tokens; use uint32",
             encoder.bpe().n_slots()
         )));
+    }
+    if let Some(id) = options.after_each_file {
+        // In the vocabulary, so it fits the dtype checked above.
+        if encoder.bpe().token(id).is_none() {
+            return Err(Error::invalid(format!(
+                "token id {id}, to write after each file, is not in the vocabulary"
+            )));
+        }
     }
     check_output(output, paths)?;
     let tmp = temp_path(output);
@@ -202,6 +214,10 @@ fn write_npy(
     // file in order, so the workers never wait between files.
     for group in corpus::Groups::new(paths, progress) {
         let sources = group?;
+        // Files of this group whose ids are all written: `after_each_file` goes out when
+        // the first chunk of a later file arrives (an empty file has no chunk), and for
+        // the rest at the group's end.
+        let mut files_ended = 0;
         let chunks = corpus::Chunks::new(
             &sources,
             &allowed.matcher,
@@ -237,6 +253,7 @@ fn write_npy(
                 Ok(Some((s, range, ids)))
             },
             |_, (s, range, ids)| {
+                count += end_files(&mut file, &mut files_ended, s, options).map_err(io)?;
                 file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
                 count += ids.len() as u64;
                 // Done with these bytes: keep the mapped file out of resident memory.
@@ -247,9 +264,29 @@ fn write_npy(
                 Ok(())
             },
         )?;
+        count += end_files(&mut file, &mut files_ended, sources.len(), options).map_err(io)?;
     }
     file.finish(&npy::header(descr, count), tmp).map_err(io)?;
     Ok(count)
+}
+
+/// Writes `options.after_each_file` for each file from `*ended` up to (not including)
+/// `file`, and moves `*ended` there; returns the ids written.
+fn end_files(
+    out: &mut OutFile,
+    ended: &mut usize,
+    file: usize,
+    options: FileOptions,
+) -> std::io::Result<u64> {
+    let Some(id) = options.after_each_file else {
+        return Ok(0);
+    };
+    let n = file.saturating_sub(*ended);
+    for _ in 0..n {
+        out.write_ids(&[id], options.dtype_bytes)?;
+    }
+    *ended = (*ended).max(file);
+    Ok(n as u64)
 }
 
 #[cfg(test)]
@@ -296,6 +333,33 @@ mod tests {
         if ShortTable::can_share() {
             assert!(e.shared_table_len() > 0);
         }
+
+        // Regression guard for `after_each_file`: after each file, an empty one too.
+        let empty = dir.join("empty.txt");
+        std::fs::write(&empty, "").unwrap();
+        let ended = FileOptions {
+            after_each_file: Some(256),
+            ..options
+        };
+        let paths = [input.clone(), empty.clone(), input.clone()];
+        let n = encode_files(&e, &paths, &out, ended, &Progress::new()).unwrap();
+        let mut want = expected.clone();
+        want.extend([256, 256]);
+        want.extend(&expected);
+        want.push(256);
+        assert_eq!(n as usize, want.len());
+        let data = std::fs::read(&out).unwrap();
+        let ids: Vec<u32> = data[npy::HEADER_LEN..]
+            .chunks(2)
+            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+            .collect();
+        assert_eq!(ids, want);
+        std::fs::remove_file(&empty).unwrap();
+        let unknown = FileOptions {
+            after_each_file: Some(9999),
+            ..options
+        };
+        assert!(encode_files(&e, &paths[..1], &out, unknown, &Progress::new()).is_err());
 
         let cancelled = Progress::new();
         cancelled.cancel();

@@ -312,7 +312,7 @@ impl PyEncoder {
 
     /// Encodes files into one `.npy`; returns the number of tokens and of text bytes
     /// read (a `.gz` file's decompressed).
-    #[pyo3(signature = (paths, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None))]
+    #[pyo3(signature = (paths, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_files(
         &self,
@@ -324,11 +324,13 @@ impl PyEncoder {
         errors: &str,
         chunk_size: usize,
         progress: Option<Py<PyAny>>,
+        after_each_file: Option<u32>,
     ) -> PyResult<(u64, u64)> {
         let mut options = FileOptions {
             num_threads: num_threads.unwrap_or(0),
             utf8: Utf8Policy::parse(errors)?,
             dtype_bytes,
+            after_each_file,
             ..FileOptions::default()
         };
         if chunk_size > 0 {

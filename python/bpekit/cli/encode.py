@@ -35,6 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help="default: uint16 when the vocabulary fits, else uint32",
     )
+    p.add_argument(
+        "--after-each-file",
+        metavar="TOKEN",
+        default=None,
+        help="write this token (say '<|endoftext|>') after each input file, to keep "
+        "one-document-per-file inputs apart; default: nothing between files",
+    )
     add_run_options(p)
     return p
 
@@ -54,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         num_threads=args.threads,
         progress=not args.quiet,
         errors=args.errors,
+        after_each_file=args.after_each_file,
     )
     dt = max(time.perf_counter() - t0, 1e-9)
     print(
