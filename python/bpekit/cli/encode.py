@@ -40,7 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="TOKEN",
         default=None,
         help="write this token (say '<|endoftext|>') after each input file, to keep "
-        "one-document-per-file inputs apart; default: nothing between files",
+        "one-document-per-file inputs apart; the text is taken as it is, with no escapes "
+        "(a newline is $'\\n' in bash); the token counts in the summary; "
+        "default: nothing between files",
     )
     add_run_options(p)
     return p
