@@ -508,9 +508,10 @@ class Tokenizer:
         }
         vocab = self._core.vocab()
         if self._core.is_ranks:
-            # The ordinary tokens: a special token may share an ordinary token's id (same
-            # bytes), and then that token is a rank too.
-            state["ranks"] = {b: i for i, b in vocab.items() if self._core.token_id(b) == i}
+            # The ordinary tokens: every id but those of special tokens, except where a
+            # special token shares an ordinary token's id (same bytes): that is a rank too.
+            only_special = {i for t, i in specials if self._core.token_id(t.encode("utf-8")) != i}
+            state["ranks"] = {b: i for i, b in vocab.items() if i not in only_special}
         else:
             # The whole vocab, special tokens included, so each special token finds its
             # id there rather than being appended again.
