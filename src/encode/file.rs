@@ -334,7 +334,7 @@ mod tests {
             assert!(e.shared_table_len() > 0);
         }
 
-        // Regression guard for `after_each_file`: after each file, an empty one too.
+        // `after_each_file`: the id goes after each file, an empty one too.
         let empty = dir.join("empty.txt");
         std::fs::write(&empty, "").unwrap();
         let ended = FileOptions {
