@@ -295,6 +295,15 @@ mod tests {
 
     use crate::encode::short::ShortTable;
 
+    /// The ids of a `uint16` `.npy` file.
+    fn read_u16_ids(path: &Path) -> Vec<u32> {
+        let data = std::fs::read(path).unwrap();
+        data[npy::HEADER_LEN..]
+            .chunks(2)
+            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+            .collect()
+    }
+
     #[test]
     fn file_equals_encode_and_cancel_leaves_nothing() {
         let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
@@ -322,12 +331,7 @@ mod tests {
         .unwrap();
         let expected = e.encode(&text, e.specials()).unwrap();
         assert_eq!(n as usize, expected.len());
-        let data = std::fs::read(&out).unwrap();
-        let ids: Vec<u32> = data[npy::HEADER_LEN..]
-            .chunks(2)
-            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
-            .collect();
-        assert_eq!(ids, expected);
+        assert_eq!(read_u16_ids(&out), expected);
         // Regression: the workers of a 2-thread encode lease the shared table (they
         // used to keep one table each, merging the same pieces twice).
         if ShortTable::can_share() {
@@ -348,12 +352,7 @@ mod tests {
         want.extend(&expected);
         want.push(256);
         assert_eq!(n as usize, want.len());
-        let data = std::fs::read(&out).unwrap();
-        let ids: Vec<u32> = data[npy::HEADER_LEN..]
-            .chunks(2)
-            .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
-            .collect();
-        assert_eq!(ids, want);
+        assert_eq!(read_u16_ids(&out), want);
         std::fs::remove_file(&empty).unwrap();
         let unknown = FileOptions {
             after_each_file: Some(9999),
