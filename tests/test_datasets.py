@@ -316,6 +316,10 @@ def test_cli_decode_reads_stdin(monkeypatch, capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("15496\n995  0\n"))
     assert main(["decode", "-t", "gpt2"]) == 0
     assert capsys.readouterr().out == "Hello world!"
+    # "-" names stdin too, as in most Unix tools (it was read as a file named "-").
+    monkeypatch.setattr("sys.stdin", io.StringIO("15496 995"))
+    assert main(["decode", "-", "-t", "gpt2"]) == 0
+    assert capsys.readouterr().out == "Hello world"
     monkeypatch.setattr("sys.stdin", io.StringIO("15496 x"))
     assert main(["decode", "-t", "gpt2"]) == 2
     assert "'x', not a token id" in capsys.readouterr().err

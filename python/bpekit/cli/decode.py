@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         nargs="?",
         type=Path,
         default=None,
-        help=".npy file, or a text file of whitespace-separated ids (default: stdin)",
+        help=".npy file, or a text file of whitespace-separated ids (default, or '-': stdin)",
     )
     p.add_argument("--tokenizer", "-t", required=True, help="encoding name or vocab.json + merges.txt folder")
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
@@ -49,7 +49,7 @@ def _id_blocks(path: Path | None) -> Iterator[list[int]]:
         for start in range(0, len(data), BLOCK):
             yield data[start : start + BLOCK].tolist()
         return
-    text = sys.stdin.read() if path is None else path.read_text(encoding="utf-8")
+    text = sys.stdin.read() if path is None or str(path) == "-" else path.read_text(encoding="utf-8")
     ids = []
     for i, word in enumerate(text.split()):
         try:
