@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bpekit.cli import COMMANDS
 from bpekit.formats.gpt2 import load_vocab_merges, save_vocab_merges
 from tests.conftest import data_path
 
@@ -95,3 +96,14 @@ def test_a_trained_folder_keeps_its_pattern(tmp_path: Path) -> None:
     r = bpekit_cli("encode", str(corpus), "-t", str(out), "-o", str(tmp_path / "t.npy"), "--quiet")
     assert r.returncode == 0, r.stderr
     assert bpekit.load_tokens(tmp_path / "t.npy").tolist() == direct.encode(text)
+
+
+def test_every_command_prints_its_help() -> None:
+    # Regression: a "%" in a help text made argparse fail on `--help` of train,
+    # encode and demo.
+    for command in [*COMMANDS, None]:
+        args = [command, "--help"] if command else ["--help"]
+        r = bpekit_cli(*args)
+        assert r.returncode == 0, (command, r.stderr)
+        assert r.stdout.startswith("usage: bpekit"), (command, r.stdout)
+        assert not r.stderr

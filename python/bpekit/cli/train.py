@@ -35,12 +35,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Options of every command that reads text files: threads, UTF-8 errors, quiet."""
+    # argparse formats help texts with %: a literal percent sign is written %%.
     p.add_argument(
         "--threads",
         type=int,
         default=None,
         help="threads for the work, loading included (default: all cores); encode writes "
-        "its output on one more thread, which takes 3-20% of a core",
+        "its output on one more thread, which takes 3-20%% of a core",
     )
     p.add_argument(
         "--errors",
