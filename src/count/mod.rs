@@ -99,13 +99,13 @@ pub fn count_sources(
     } else {
         options.chunk_size
     };
-    // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
-    let chunks = corpus::Chunks::new(sources, specials, chunk_size, pretokenizer.kind());
-
     // More threads than chunks would only idle (a text has at most one chunk per
     // `chunk_size` bytes, and each file ends one).
     let most_chunks = total / chunk_size.max(1) + sources.len();
     let threads = threads.min(most_chunks).max(1);
+    // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
+    let chunks =
+        corpus::Chunks::new(sources, specials, chunk_size, pretokenizer.kind()).tapered(threads);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
     // A thread sees more than its share of the distinct pieces (half of en-small has

@@ -223,7 +223,8 @@ fn write_npy(
             &allowed.matcher,
             chunk_size,
             encoder.pretokenizer().kind(),
-        );
+        )
+        .tapered(threads);
         ordered_map(
             usize::MAX,
             threads,
