@@ -6,6 +6,9 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
+
+from bpekit._threads import check_num_threads
 
 # Subcommand name -> module in this package. Each module defines
 # ``add_parser(subparsers) -> ArgumentParser`` and ``run(args) -> int``.
@@ -28,16 +31,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_input(path: Path) -> bytes:
+    """The bytes of ``path``, a ``.gz`` file's decompressed (as encode and train read
+    their inputs); a corrupt ``.gz`` is a ``ValueError`` naming the file."""
+    data = path.read_bytes()
+    if path.suffix != ".gz":
+        return data
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(data)
+    # Not gzip at all, cut short, or damaged: gzip's messages do not name the file,
+    # and the last two are not errors that main() reports in one line.
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise ValueError(f"{path}: not a valid .gz file ({e})") from None
+
+
+def _quiet_broken_pipe() -> int:
+    """Handles stdout's reader going away (``bpekit inspect ... | head -1``) as Unix
+    tools do: no message, and the status of a process killed by SIGPIPE, 128 + 13,
+    so that ``set -o pipefail`` sees what it sees for ``cat``. (Python leaves SIGPIPE
+    ignored, so a write raises BrokenPipeError instead of ending the process.)"""
+    try:
+        # Python flushes stdout again on exit, which would fail again and print
+        # "Exception ignored ..."; the docs' "Note on SIGPIPE" points it at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout without a file descriptor (a test's)
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     threads = getattr(args, "threads", None)
+    try:
+        # Checked before any work or output (demo printed its banner first).
+        check_num_threads(threads, "--threads")
+    except ValueError as e:
+        print(f"bpekit {args.command}: error: {e}", file=sys.stderr)
+        return 2
     saved = os.environ.get("RAYON_NUM_THREADS")
     if threads is not None and threads >= 1:
         # All of the command's parallel work (loading an encoding included) runs on
         # rayon's global pool, which reads this when the command first uses it.
         os.environ["RAYON_NUM_THREADS"] = str(threads)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        # Here, not at exit, buffered output that meets a closed pipe raises.
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # before OSError, which it is
+        return _quiet_broken_pipe()
     except KeyboardInterrupt:
         print("\nbpekit: interrupted; nothing was written", file=sys.stderr)
         return 130

@@ -1,15 +1,22 @@
 """``bpekit decode [IDS] --tokenizer DIR_OR_ENCODING``: ids (.npy, or whitespace-separated
-on stdin or in a text file) -> text on stdout."""
+on stdin or in a text file, .gz read transparently) -> text on stdout."""
 
 from __future__ import annotations
 
 import argparse
 import codecs
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bpekit.cli import read_input
 from bpekit.encodings import load_tokenizer
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bpekit.tokenizer import Tokenizer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -19,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         nargs="?",
         type=Path,
         default=None,
-        help=".npy file, or a text file of whitespace-separated ids (default, or '-': stdin)",
+        help=".npy file, or a text file (.gz too) of whitespace-separated ids (default, or '-': stdin)",
     )
     p.add_argument("--tokenizer", "-t", required=True, help="encoding name or vocab.json + merges.txt folder")
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
@@ -32,31 +39,86 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 BLOCK = 1 << 20
 
 
-def _id_blocks(path: Path | None) -> Iterator[list[int]]:
-    """The ids of a ``.npy`` (a block at a time, memory-mapped) or of whitespace-separated
-    text in a file or on stdin."""
-    if path is not None and path.suffix == ".npy":
-        import numpy as np
+# A block of ids, and where its i-th id is in the input: "t.npy, index 7".
+Block = tuple[list[int], Callable[[int], str]]
 
-        try:
-            data = np.load(path, mmap_mode="r")
-        except ValueError as e:  # not an array numpy can map (e.g. pickled objects)
-            raise ValueError(f"{path}: not a .npy array of token ids ({e})") from None
-        if data.ndim != 1 or data.dtype.kind not in "iu":
-            raise ValueError(
-                f"{path}: expected a 1-D integer array of token ids, got {data.dtype} of shape {data.shape}"
-            )
+
+def _id_blocks(path: Path | None) -> Iterator[Block]:
+    """The ids of a ``.npy`` (a block at a time, memory-mapped) or of whitespace-separated
+    text in a file (``.gz`` decompressed) or on stdin."""
+    if path is not None and path.suffix == ".npy":
+        data = _load_npy(path)
         for start in range(0, len(data), BLOCK):
-            yield data[start : start + BLOCK].tolist()
+            yield data[start : start + BLOCK].tolist(), lambda i, start=start: f"{path}, index {start + i}"
         return
-    text = sys.stdin.read() if path is None or str(path) == "-" else path.read_text(encoding="utf-8")
+    name, text = _read_ids_text(path)
     ids = []
     for i, word in enumerate(text.split()):
         try:
             ids.append(int(word))
         except ValueError:
-            raise ValueError(f"item {i} of the input is {word!r}, not a token id") from None
-    yield ids
+            where = _line(name, text, i)
+            raise ValueError(f"{where}: item {i} of the input is {word!r}, not a token id") from None
+    yield ids, lambda i: f"{_line(name, text, i)} (item {i})"
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    import numpy as np
+
+    # load_tokens' check: for a file that is no .npy at all, numpy's message is about pickles.
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise ValueError(f"{path}: not a .npy file (write one with bpekit encode)")
+    try:
+        data = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as e:  # a truncated file, a bad header, pickled objects
+        raise ValueError(f"{path}: not a .npy array of token ids ({e})") from None
+    if data.ndim != 1 or data.dtype.kind not in "iu":
+        raise ValueError(
+            f"{path}: expected a 1-D integer array of token ids, got {data.dtype} of shape {data.shape}"
+        )
+    return data
+
+
+def _read_ids_text(path: Path | None) -> tuple[str, str]:
+    """The name to give in messages and the text of a file of ids, or of stdin."""
+    if path is None or str(path) == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream with no bytes under it (a test's StringIO)
+            return "stdin", sys.stdin.read()
+        name, data = "stdin", stdin.read()
+    else:
+        name, data = str(path), read_input(path)
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        of = " of the decompressed data" if name.endswith(".gz") else ""
+        raise ValueError(
+            f"{name}: invalid UTF-8 at byte offset {e.start}{of}; expected token ids separated by whitespace"
+        ) from None
+
+
+def _line(name: str, text: str, item: int) -> str:
+    """``"NAME, line N"``: the line of item ``item`` of ``text.split()``. Found again
+    for a message only, so that reading the ids keeps no line numbers."""
+    seen = 0
+    for n, line in enumerate(text.split("\n"), 1):
+        seen += len(line.split())
+        if seen > item:
+            return f"{name}, line {n}"
+    return name
+
+
+def _first_unknown(tok: Tokenizer, ids: list[int]) -> int | None:
+    """The index of the first id of ``ids`` that is not in ``tok``'s vocabulary: the
+    core's error names the id, not where it is."""
+    unknown = set()
+    for t in set(ids):
+        try:
+            tok.decode_single_token_bytes(t)
+        except KeyError:
+            unknown.add(t)
+    return next((i for i, t in enumerate(ids) if t in unknown), None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,8 +126,15 @@ def run(args: argparse.Namespace) -> int:
     # Incremental decoding gives what decoding all the bytes at once gives, with a
     # character split between two blocks joined again.
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for ids in _id_blocks(args.ids):
-        sys.stdout.write(decoder.decode(tok.decode_bytes(ids)))
+    for ids, where in _id_blocks(args.ids):
+        try:
+            data = tok.decode_bytes(ids)
+        except KeyError:
+            i = _first_unknown(tok, ids)
+            if i is None:
+                raise
+            raise ValueError(f"{where(i)}: token id {ids[i]} is not in the vocabulary") from None
+        sys.stdout.write(decoder.decode(data))
     sys.stdout.write(decoder.decode(b"", final=True))
     sys.stdout.flush()
     return 0

@@ -7,6 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
+from bpekit.cli import read_input
 from bpekit.encodings import load_tokenizer
 
 
@@ -26,20 +27,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _count(text: str) -> int:
-    n = int(text)
+    # argparse would name this function in its message ("invalid _count value").
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
     if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {n}")
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
     return n
 
 
 def _read_text(path: Path, errors: str) -> tuple[str, int]:
     """The text of ``path`` as ``bpekit encode`` reads it (raw bytes, no newline
     translation; ``.gz`` decompressed) and its size in bytes."""
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        import gzip
-
-        data = gzip.decompress(data)
+    data = read_input(path)
     try:
         return data.decode("utf-8", errors=errors), len(data)
     except UnicodeDecodeError as e:
@@ -54,6 +55,10 @@ def _show(b: bytes) -> str:
 
 def run(args: argparse.Namespace) -> int:
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
+    # Read before anything is printed, so that a --file that cannot be read is an error
+    # alone, not one after the whole summary. Read as `bpekit encode` reads it:
+    # read_text() would turn CRLF into LF, and the bytes/token figure would be another file's.
+    measured = None if args.file is None else _read_text(args.file, args.errors)
     vocab = tok.vocab
     specials = tok.special_tokens
     print(f"tokenizer   {tok.name} ({'tiktoken ranks' if tok._core.is_ranks else 'vocab + merges'})")
@@ -63,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
     ordinary = [b for i, b in vocab.items() if i not in special_ids]
     longest = sorted(ordinary, key=lambda b: (-len(b), b))[: args.longest]
     print("longest     " + ", ".join(f"{_show(b)} ({len(b)})" for b in longest))
-    if args.file is not None:
-        # Read as `bpekit encode` reads it: read_text() would turn CRLF into LF, and
-        # the bytes/token figure would be another file's.
-        text, nbytes = _read_text(args.file, args.errors)
+    if measured is not None:
+        text, nbytes = measured
         t0 = time.perf_counter()
         ids = tok.encode(text, allowed_special="all")
         dt = max(time.perf_counter() - t0, 1e-9)
