@@ -107,3 +107,41 @@ def test_every_command_prints_its_help() -> None:
         assert r.returncode == 0, (command, r.stderr)
         assert r.stdout.startswith("usage: bpekit"), (command, r.stdout)
         assert not r.stderr
+
+
+def test_thread_counts_and_vocab_sizes_out_of_range_are_refused_before_any_work(tmp_path: Path) -> None:
+    # Regression: --threads 100000 ran an encode of 12 bytes for minutes; demo printed
+    # its banner before refusing --threads 0; --vocab-size -5 was a traceback.
+    text = tmp_path / "t.txt"
+    text.write_text("hello world\n")
+    for threads in ("0", "-1", "100000"):
+        for args in (
+            ["encode", str(text), "-t", "gpt2", "-o", str(tmp_path / "o.npy")],
+            ["train", str(text), "--vocab-size", "300", "--out", str(tmp_path / "v")],
+            ["demo", "--input", str(text), "--out", str(tmp_path / "v")],
+        ):
+            r = bpekit_cli(*args, "--threads", threads)
+            assert r.returncode == 2 and not r.stdout, (args, r.stdout)
+            want = f"bpekit {args[0]}: error: --threads must be between 1 and 1024, got {threads}\n"
+            assert r.stderr == want
+    for size in ("-5", "5000000000", "1e3"):
+        r = bpekit_cli("train", str(text), "--vocab-size", size, "--out", str(tmp_path / "v"))
+        assert r.returncode == 2 and "argument --vocab-size: expected a whole number" in r.stderr
+        assert "Traceback" not in r.stderr
+    # Too small once the special tokens are counted: refused before counting.
+    out = str(tmp_path / "v")
+    r = bpekit_cli("train", str(text), "--vocab-size", "256", "--special-token", "<|e|>", "--out", out)
+    assert r.returncode == 2 and "at least 256 byte tokens + 1 special tokens" in r.stderr
+    assert "counting" not in r.stderr
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "v").exists()
+
+
+def test_a_pattern_that_matches_nothing_is_warned_about(tmp_path: Path) -> None:
+    text = tmp_path / "t.txt"
+    text.write_text("hello world\n")
+    out = str(tmp_path / "v")
+    r = bpekit_cli("train", str(text), "--vocab-size", "300", "--out", out, "--pattern", "GPT2")
+    assert r.returncode == 0
+    assert "warning: the pattern 'GPT2' matched no text" in r.stderr
+    r = bpekit_cli("train", str(text), "--vocab-size", "300", "--out", str(tmp_path / "w"), "--quiet")
+    assert r.returncode == 0 and "warning" not in r.stderr

@@ -61,6 +61,34 @@ def test_vocab_size_too_small(tmp_path: Path, size: int) -> None:
         bpekit.train_bpe(path, size, SPECIAL)
 
 
+@pytest.mark.parametrize("size", [-5, 0, 255])
+def test_train_from_counts_checks_vocab_size_too(size: int) -> None:
+    # Regression: a negative size raised OverflowError from the core (a traceback
+    # from `bpekit train --vocab-size -5`).
+    counts = bpekit.WordCounts([(b"ab", 3)])
+    with pytest.raises(ValueError, match="at least 256 byte tokens"):
+        bpekit.train_from_counts(counts, size, SPECIAL)
+
+
+@pytest.mark.parametrize("size", [2**21, 2**32, 5_000_000_000, 10**25])
+def test_vocab_size_too_large(tmp_path: Path, size: int) -> None:
+    # Regression: 2**32 or more aborted the process (a 34 GB allocation for the
+    # merge list); beyond 2**64 it raised OverflowError.
+    path = tmp_path / "t.txt"
+    path.write_text("abc")
+    with pytest.raises(ValueError, match="too large"):
+        bpekit.train_bpe(path, size, SPECIAL)
+    with pytest.raises(ValueError, match="too large"):
+        bpekit.train_from_counts(bpekit.WordCounts([(b"ab", 3)]), size)
+
+
+def test_largest_vocab_size_stops_when_no_pair_is_left(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("abcabc abd")
+    vocab, merges = bpekit.train_bpe(path, 2**21 - 1, SPECIAL)
+    assert len(vocab) == 256 + len(SPECIAL) + len(merges) and 0 < len(merges) < 10
+
+
 def test_vocab_size_must_be_int(tmp_path: Path) -> None:
     path = tmp_path / "t.txt"
     path.write_text("abc")

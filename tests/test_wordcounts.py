@@ -61,7 +61,19 @@ def test_load_rejects_garbage(tmp_path: Path) -> None:
     good = tmp_path / "good.wc"
     bpekit.WordCounts([(b"ab", 3)]).save(good)
     good.write_bytes(good.read_bytes()[:-1])
-    with pytest.raises(ValueError, match="truncated"):
+    with pytest.raises(ValueError, match="truncated") as truncated:
         bpekit.WordCounts.load(good)
+    # Regression: the message named a line 0 of this binary file.
+    assert str(truncated.value) == f"{good}: file is truncated"
     with pytest.raises(FileNotFoundError):
         bpekit.WordCounts.load(tmp_path / "missing.wc")
+    # Regression: a folder was "not a bpekit word-counts file (too short)".
+    with pytest.raises(IsADirectoryError, match="directory"):
+        bpekit.WordCounts.load(tmp_path)
+
+
+def test_most_common_takes_counters_n() -> None:
+    counts = bpekit.WordCounts([(b"ab", 3), (b"c", 5)])
+    assert counts.most_common(1) == [(b"c", 5)]
+    # As collections.Counter: a negative n gives nothing (it raised OverflowError).
+    assert counts.most_common(-1) == []

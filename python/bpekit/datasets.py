@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from bpekit._progress import ProgressBar
+from bpekit._threads import check_num_threads
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import resolve_inputs
 
@@ -133,10 +134,11 @@ def encode_file_counts(
     (a ``.gz`` file's decompressed bytes, as the bytes/token figure wants them)."""
     from bpekit.encodings import load_tokenizer
 
+    if not os.fspath(output):
+        raise ValueError("output is an empty path; give the path of the .npy file to write")
     tok = load_tokenizer(tokenizer)
     files = resolve_inputs(inputs)
-    if num_threads is not None and num_threads < 1:
-        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]

@@ -46,6 +46,7 @@ from bpekit._text_rules import (
     split_high_surrogate,
     without_surrogates,
 )
+from bpekit._threads import check_num_threads
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,12 +119,16 @@ class Tokenizer:
         name: str | None = None,
     ) -> None:
         specials = _check_special_tokens(special_tokens)
-        core = _core.Encoder.from_merges(
-            [(int(i), bytes(b)) for i, b in vocab.items()],
-            [(bytes(a), bytes(b)) for a, b in merges],
-            specials,
-            pattern,
-        )
+        tokens = [(int(i), bytes(b)) for i, b in vocab.items()]
+        pairs = [(bytes(a), bytes(b)) for a, b in merges]
+        try:
+            core = _core.Encoder.from_merges(tokens, pairs, specials, pattern)
+        except OverflowError:
+            # The core takes ids as u32 and says only that one did not fit: name it.
+            bad = next(((i, b) for i, b in tokens if not 0 <= i < 2**32), None)
+            if bad is None:
+                raise
+            raise ValueError(f"vocab id {bad[0]} (token {bad[1]!r}) is outside 0..2**32-1") from None
         self._setup(core, name or "bpe", default_allowed="all")
 
     def _setup(self, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> None:
@@ -289,8 +294,7 @@ class Tokenizer:
         disallowed_special: AllowedSpecial = "all",
     ) -> list[list[int]]:
         """``encode`` of each text, in parallel (``num_threads``: default all cores)."""
-        if num_threads is not None and num_threads < 1:
-            raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+        check_num_threads(num_threads)
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         batch = list(texts)
         if others:
@@ -300,8 +304,7 @@ class Tokenizer:
 
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
         """``encode_ordinary`` of each text, in parallel (``num_threads``: default all cores)."""
-        if num_threads is not None and num_threads < 1:
-            raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+        check_num_threads(num_threads)
         return self._encode_texts(list(texts), [], [], num_threads)
 
     def _encode_texts(

@@ -24,6 +24,7 @@ from pathlib import Path
 from bpekit import _core
 from bpekit._core import WordCounts
 from bpekit._progress import ProgressBar
+from bpekit._threads import check_num_threads
 
 __all__ = ["WordCounts", "count_pretokens", "resolve_inputs", "train_bpe", "train_from_counts"]
 
@@ -93,8 +94,7 @@ def count_pretokens(
     changes how work is split, never the result.
     """
     files = resolve_inputs(paths)
-    if num_threads is not None and num_threads < 1:
-        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     bar = _bar(progress, "counting", "bytes")
@@ -116,6 +116,26 @@ def count_pretokens(
             bar.close(completed)
 
 
+# The most tokens bpekit's encoder holds (ids are 21 bits in its pair table).
+MAX_VOCAB_SIZE = (1 << 21) - 1
+
+
+def check_vocab_size(vocab_size: int, specials: Sequence[str]) -> None:
+    """Refuses a ``vocab_size`` that is not an int, below the byte and special tokens,
+    or beyond what the encoder can hold, before any work starts."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < 256 + len(specials):
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: it must be at least 256 byte tokens "
+            f"+ {len(specials)} special tokens = {256 + len(specials)}"
+        )
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too large: bpekit's encoder holds at most {MAX_VOCAB_SIZE:,} tokens"
+        )
+
+
 def train_from_counts(
     counts: WordCounts,
     vocab_size: int,
@@ -129,14 +149,12 @@ def train_from_counts(
     tokens in the order given, then one token per merge in creation order. Fewer
     merges are made when no pair is left to merge.
     """
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    specials = _check_special_tokens(special_tokens)
+    check_vocab_size(vocab_size, specials)
     bar = _bar(progress, "merging", "merges")
     completed = False
     try:
-        vocab, merges = _core.train_from_counts(
-            counts, vocab_size, _check_special_tokens(special_tokens), progress=bar
-        )
+        vocab, merges = _core.train_from_counts(counts, vocab_size, specials, progress=bar)
         completed = True
     finally:
         if bar is not None:
@@ -161,13 +179,7 @@ def train_bpe(
     transparently. See ``count_pretokens`` and ``train_from_counts`` for the options.
     """
     specials = _check_special_tokens(special_tokens)
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
-    if vocab_size < 256 + len(specials):
-        raise ValueError(
-            f"vocab_size {vocab_size} is too small: it must be at least 256 byte tokens "
-            f"+ {len(specials)} special tokens = {256 + len(specials)}"
-        )
+    check_vocab_size(vocab_size, specials)
     counts = count_pretokens(
         input_path,
         specials,

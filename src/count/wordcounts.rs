@@ -220,14 +220,16 @@ impl WordCounts {
     pub fn load(path: &Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let mut r = BufReader::new(file);
-        let bad = |message: String| Error::Format {
-            path: path.to_owned(),
-            line: 0,
-            message,
-        };
+        // A binary file has no lines to name.
+        let bad = |message: String| Error::invalid(format!("{}: {message}", path.display()));
         let mut magic = [0u8; 8];
-        r.read_exact(&mut magic)
-            .map_err(|_| bad("not a bpekit word-counts file (too short)".into()))?;
+        r.read_exact(&mut magic).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                bad("not a bpekit word-counts file (too short)".into())
+            }
+            // A folder opens, and fails at the first read.
+            _ => Error::io(path, e),
+        })?;
         if &magic != MAGIC {
             return Err(bad("not a bpekit word-counts file (bad magic)".into()));
         }

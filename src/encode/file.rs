@@ -91,8 +91,23 @@ pub fn encode_files(
         }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            Err(e)
+            Err(naming_output(e, &tmp, output))
         }
+    }
+}
+
+/// An error writing the temporary file, told as one writing `output` (the path the
+/// caller gave), with the temporary file's name after the reason.
+fn naming_output(e: Error, tmp: &Path, output: &Path) -> Error {
+    match e {
+        Error::Io { path, source } if path == tmp => Error::io(
+            output,
+            std::io::Error::new(
+                source.kind(),
+                format!("{source} (writing its temporary file {})", tmp.display()),
+            ),
+        ),
+        other => other,
     }
 }
 
@@ -203,6 +218,11 @@ fn write_npy(
         0 => auto_chunk_size(total, threads),
         n => n,
     };
+    // No more threads than chunks (tapered ones are at least 64 KiB, or the target if
+    // that is smaller; each file ends one): a thread without a chunk only costs its
+    // start and its workspace.
+    let most_chunks = total / chunk_size.clamp(1, 64 << 10) + paths.len() + 1;
+    let threads = threads.min(most_chunks).max(1);
     let mut count = 0u64;
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.

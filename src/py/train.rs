@@ -71,9 +71,10 @@ impl PyWordCounts {
     }
 
     #[pyo3(signature = (n = 10))]
-    fn most_common<'py>(&self, py: Python<'py>, n: usize) -> Vec<(Bound<'py, PyBytes>, u64)> {
+    /// As `collections.Counter.most_common`: a negative `n` gives nothing.
+    fn most_common<'py>(&self, py: Python<'py>, n: i64) -> Vec<(Bound<'py, PyBytes>, u64)> {
         self.inner
-            .most_common(n)
+            .most_common(usize::try_from(n).unwrap_or(0))
             .into_iter()
             .map(|(w, c)| (PyBytes::new(py, w), c))
             .collect()

@@ -8,6 +8,7 @@ pub mod queue;
 mod words;
 
 use crate::count::WordCounts;
+use crate::encode::pairs::MAX_IDS;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
@@ -52,6 +53,11 @@ pub fn train(
             special_tokens.len()
         )));
     }
+    if vocab_size > MAX_IDS {
+        return Err(Error::invalid(format!(
+            "vocab_size {vocab_size} is too large: the encoder holds at most {MAX_IDS} tokens"
+        )));
+    }
     let wanted = vocab_size - base;
     progress.reset(wanted as u64);
 
@@ -70,7 +76,8 @@ pub fn train(
         })
         .collect();
     let mut queue = PairQueue::from_entries(entries, &tokens);
-    let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted);
+    // The loop may stop long before `wanted` (no pair left), so the list grows.
+    let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted.min(1 << 16));
     let mut grown = Vec::new();
 
     while merges.len() < wanted {

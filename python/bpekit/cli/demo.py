@@ -12,7 +12,7 @@ import os
 import sysconfig
 from pathlib import Path
 
-from bpekit.cli.train import add_common_options, train_and_summarize
+from bpekit.cli.train import add_common_options, train_and_summarize, vocab_size_arg
 
 SHARED_CORPORA = Path("..") / "shared" / "data" / "corpora"
 
@@ -31,7 +31,7 @@ def default_inputs() -> tuple[list[str], str]:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="train a 10,000-token vocabulary on a default corpus")
     p.add_argument("--input", nargs="+", default=None, help="files or folders instead of the default corpus")
-    p.add_argument("--vocab-size", type=int, default=10_000)
+    p.add_argument("--vocab-size", type=vocab_size_arg, default=10_000)
     p.add_argument("--out", type=Path, default=None, help="output folder (default: TMPDIR/bpekit-demo)")
     add_common_options(p)
     return p

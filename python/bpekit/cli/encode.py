@@ -49,8 +49,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads is not None and args.threads < 1:
-        raise ValueError("--threads must be at least 1")
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     files = resolve_inputs(args.inputs)
     t0 = time.perf_counter()

@@ -8,13 +8,19 @@ import sys
 import time
 from pathlib import Path
 
-from bpekit.training import count_pretokens, resolve_inputs, train_from_counts
+from bpekit.training import (
+    MAX_VOCAB_SIZE,
+    check_vocab_size,
+    count_pretokens,
+    resolve_inputs,
+    train_from_counts,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a BPE vocabulary on text files")
     p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently)")
-    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument("--vocab-size", type=vocab_size_arg, required=True)
     p.add_argument(
         "--special-token",
         action="append",
@@ -25,6 +31,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="folder for vocab.json and merges.txt")
     add_common_options(p)
     return p
+
+
+def vocab_size_arg(text: str) -> int:
+    """``--vocab-size``, refused by argparse before any work when out of range (the
+    minimum that counts the special tokens is checked before counting)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 256 <= n <= MAX_VOCAB_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 256 to {MAX_VOCAB_SIZE:,}, got {text!r}"
+        )
+    return n
 
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
@@ -76,6 +96,7 @@ def check_out_folder(out: Path) -> None:
 def train_and_summarize(
     inputs: list[str], vocab_size: int, special_tokens: list[str], out: Path, args: argparse.Namespace
 ) -> int:
+    check_vocab_size(vocab_size, special_tokens)
     check_out_folder(out)
     files = resolve_inputs(inputs)
     total_bytes = sum(f.stat().st_size for f in files)
@@ -90,6 +111,14 @@ def train_and_summarize(
         progress=progress,
     )
     t1 = time.perf_counter()
+    if len(counts) == 0 and total_bytes > 0:
+        # A name typed wrong ("GPT2") is a regex that matches no text: say so rather
+        # than write a vocabulary of bytes alone.
+        print(
+            f"bpekit: warning: the pattern {args.pattern!r} matched no text; pattern names are "
+            "gpt2, cl100k and o200k, anything else is a regex",
+            file=sys.stderr,
+        )
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
     t2 = time.perf_counter()
     # Imported here: every command builds this module's parser, and the writer's
@@ -117,7 +146,4 @@ def train_and_summarize(
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads is not None and args.threads < 1:
-        print("bpekit train: error: --threads must be at least 1", file=sys.stderr)
-        return 2
     return train_and_summarize(args.inputs, args.vocab_size, args.special_tokens or [], args.out, args)

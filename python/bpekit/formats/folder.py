@@ -45,6 +45,10 @@ def save_folder(
 ) -> None:
     """Writes ``vocab.json``, ``merges.txt`` and ``bpekit.json`` into ``directory``."""
     d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise NotADirectoryError(
+            f"{d}: not a folder; the tokenizer is saved as vocab.json, merges.txt and bpekit.json in one"
+        )
     vocab_data, merges_data = vocab_merges_bytes(vocab, merges)
     config = {"pattern": pattern, "special_tokens": list(special_tokens), "name": name}
     config_data = (json.dumps(config, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
