@@ -36,13 +36,15 @@ def _expected(tok, files) -> list[int]:
     return ids
 
 
+# Chunks of 200 KB taper (down to 64 KiB) through most of these 700 KB with 2 threads.
+@pytest.mark.parametrize("chunk_size", [50_000, 200_000])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
-def test_encode_file_equals_encode(docs_dir, tmp_path, name: str, threads: int) -> None:
+def test_encode_file_equals_encode(docs_dir, tmp_path, name: str, threads: int, chunk_size: int) -> None:
     tok = bpekit_encoding(name)
     files = sorted(docs_dir.iterdir())
     out = tmp_path / "tokens.npy"
-    n = bpekit.encode_file(docs_dir, out, tok, num_threads=threads, chunk_size=50_000)
+    n = bpekit.encode_file(docs_dir, out, tok, num_threads=threads, chunk_size=chunk_size)
     tokens = bpekit.load_tokens(out)
     assert isinstance(tokens, np.memmap)
     assert tokens.dtype == (np.uint16 if name == "gpt2" else np.uint32)
