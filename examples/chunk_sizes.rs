@@ -1,6 +1,6 @@
 //! Prints how many chunks a file is cut into for a file encode or a count, and the
 //! sizes of the last ones (tapered for several threads): `chunk_sizes FILE
-//! gpt2|o200k TARGET THREADS`.
+//! gpt2|cl100k|o200k TARGET THREADS`.
 use bpekit::corpus::{Chunks, Source};
 use bpekit::pretokenize::Kind;
 use bpekit::specials::SpecialMatcher;
@@ -8,12 +8,16 @@ use bpekit::specials::SpecialMatcher;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, path, kind, target, threads] = args.as_slice() else {
-        return Err("usage: chunk_sizes FILE gpt2|o200k TARGET THREADS".into());
+        return Err("usage: chunk_sizes FILE gpt2|cl100k|o200k TARGET THREADS".into());
     };
     let source = Source::open(std::path::Path::new(path))?;
     let kind = match kind.as_str() {
         "gpt2" => Kind::Gpt2,
-        _ => Kind::O200k,
+        "cl100k" => Kind::Cl100k,
+        "o200k" => Kind::O200k,
+        other => {
+            return Err(format!("unknown pattern kind {other:?}: gpt2, cl100k or o200k").into())
+        }
     };
     let target: usize = target.parse()?;
     let threads: usize = threads.parse()?;

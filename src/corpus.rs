@@ -272,12 +272,12 @@ impl Iterator for Groups<'_> {
 }
 
 /// Cuts `data` into ranges of about `target` bytes. Each cut is the first safe
-/// place at or after a multiple of `target`: right before a special token, or at a
-/// line cut of the pattern `kind` ([`cuts`]); never inside an occurrence of a special
-/// token.
+/// place at or after the previous cut plus `target`: right before a special token, or
+/// at a line cut of the pattern `kind` ([`cuts`]); never inside an occurrence of a
+/// special token.
 /// A stretch with no safe place stays whole: correct, just less parallel.
 ///
-/// Only the bytes near each multiple of `target` are read, not the whole input:
+/// Only the bytes near each place looked at are read, not the whole input:
 /// finding the cuts of a 116 MB file by scanning it all took ~25 ms on one thread
 /// before any encoding could start (8% of a 2-thread encode).
 pub fn chunk_ranges(

@@ -30,6 +30,17 @@ def test_thread_counts_out_of_range(tmp_path: Path, threads: int) -> None:
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_num_threads_may_be_a_numpy_integer() -> None:
+    import numpy as np
+
+    tok = bpekit.Tokenizer(BYTES, [])
+    assert tok.encode_batch(["ab", "c"], num_threads=np.int64(2)) == [[97, 98], [99]]
+    with pytest.raises(TypeError, match="num_threads must be an int or None, got float"):
+        tok.encode_batch(["a"], num_threads=2.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got bool"):
+        tok.encode_batch(["a"], num_threads=True)
+
+
 def test_many_threads_for_a_small_input_start_few(tmp_path: Path) -> None:
     # A file encode starts no more threads than it has chunks.
     tok = bpekit.Tokenizer(BYTES, [])

@@ -138,7 +138,7 @@ def encode_file_counts(
         raise ValueError("output is an empty path; give the path of the .npy file to write")
     tok = load_tokenizer(tokenizer)
     files = resolve_inputs(inputs)
-    check_num_threads(num_threads)
+    num_threads = check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]

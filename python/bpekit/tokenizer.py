@@ -294,7 +294,7 @@ class Tokenizer:
         disallowed_special: AllowedSpecial = "all",
     ) -> list[list[int]]:
         """``encode`` of each text, in parallel (``num_threads``: default all cores)."""
-        check_num_threads(num_threads)
+        num_threads = check_num_threads(num_threads)
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         batch = list(texts)
         if others:
@@ -304,7 +304,7 @@ class Tokenizer:
 
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
         """``encode_ordinary`` of each text, in parallel (``num_threads``: default all cores)."""
-        check_num_threads(num_threads)
+        num_threads = check_num_threads(num_threads)
         return self._encode_texts(list(texts), [], [], num_threads)
 
     def _encode_texts(

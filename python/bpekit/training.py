@@ -94,7 +94,7 @@ def count_pretokens(
     changes how work is split, never the result.
     """
     files = resolve_inputs(paths)
-    check_num_threads(num_threads)
+    num_threads = check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     bar = _bar(progress, "counting", "bytes")

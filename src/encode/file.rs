@@ -218,11 +218,6 @@ fn write_npy(
         0 => auto_chunk_size(total, threads),
         n => n,
     };
-    // No more threads than chunks (tapered ones are at least 64 KiB, or the target if
-    // that is smaller; each file ends one): a thread without a chunk only costs its
-    // start and its workspace.
-    let most_chunks = total / chunk_size.clamp(1, 64 << 10) + paths.len() + 1;
-    let threads = threads.min(most_chunks).max(1);
     let mut count = 0u64;
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
@@ -238,17 +233,25 @@ fn write_npy(
         // the first chunk of a later file arrives (an empty file has no chunk), and for
         // the rest at the group's end.
         let mut files_ended = 0;
+        // No more workers than this group can have chunks (tapered ones are at least
+        // 64 KiB, or the target if that is smaller; each file ends one): a worker
+        // without a chunk only costs its start and its workspace. Counted from the
+        // bytes held, as a pipe's or a `.gz` file's size on disk says nothing.
+        let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
+        let workers = threads
+            .min(held / chunk_size.clamp(1, 64 << 10) + sources.len())
+            .max(1);
         let chunks = corpus::Chunks::new(
             &sources,
             &allowed.matcher,
             chunk_size,
             encoder.pretokenizer().kind(),
         )
-        .tapered(threads);
+        .tapered(workers);
         ordered_map(
             usize::MAX,
-            threads,
-            threads * CHUNKS_AHEAD_PER_THREAD,
+            workers,
+            workers * CHUNKS_AHEAD_PER_THREAD,
             // Threads share one short table, so a piece merged by one is a hit for all.
             || match threads {
                 1 => {

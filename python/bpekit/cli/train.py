@@ -115,8 +115,8 @@ def train_and_summarize(
         # A name typed wrong ("GPT2") is a regex that matches no text: say so rather
         # than write a vocabulary of bytes alone.
         print(
-            f"bpekit: warning: the pattern {args.pattern!r} matched no text; pattern names are "
-            "gpt2, cl100k and o200k, anything else is a regex",
+            f"bpekit: warning: the pattern {args.pattern!r} matched no text outside the special "
+            "tokens; pattern names are gpt2, cl100k and o200k, anything else is a regex",
             file=sys.stderr,
         )
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
