@@ -222,13 +222,18 @@ fn write_npy(
     // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
     // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
     let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-    if threads > 1 {
-        encoder.size_shared_for(total);
-    }
     // Files a group at a time (`corpus::Groups`); within a group, every chunk of every
     // file in order, so the workers never wait between files.
     for group in corpus::Groups::new(paths, progress) {
         let sources = group?;
+        // The tables are sized for the whole input as far as it is known: opening this
+        // group put its pipes' and `.gz` files' real sizes into the total, where their
+        // sizes on disk (0, or the compressed size) had left a table too small, grown
+        // by copying while the workers waited on it.
+        let sized_for = usize::try_from(progress.total()).unwrap_or(usize::MAX);
+        if threads > 1 {
+            encoder.size_shared_for(sized_for);
+        }
         // Files of this group whose ids are all written: `after_each_file` goes out when
         // the first chunk of a later file arrives (an empty file has no chunk), and for
         // the rest at the group's end.
@@ -256,7 +261,7 @@ fn write_npy(
             || match threads {
                 1 => {
                     let mut lease = encoder.lease();
-                    lease.short.reserve_pairs(short_pairs_for(total));
+                    lease.short.reserve_pairs(short_pairs_for(sized_for));
                     lease
                 }
                 _ => encoder.lease_shared(),
