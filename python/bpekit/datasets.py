@@ -201,8 +201,8 @@ def load_tokens(path: PathLike) -> np.ndarray:
     except (ValueError, OSError) as e:  # a truncated file, a bad header
         raise ValueError(f"{os.fspath(path)}: not a readable .npy array ({e})") from None
     if tokens.ndim != 1 or tokens.dtype.kind not in "ui":
-        got = f"{tokens.dtype} {tokens.shape}"
-        raise ValueError(f"{os.fspath(path)}: expected a 1-D integer array, got {got}")
+        got = f"{tokens.dtype} of shape {tokens.shape}"
+        raise ValueError(f"{os.fspath(path)}: expected a 1-D integer array of token ids, got {got}")
     return tokens
 
 

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bpekit.cli import read_input
+from bpekit.datasets import load_tokens
 from bpekit.encodings import load_tokenizer
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from bpekit.tokenizer import Tokenizer
 
 
@@ -47,7 +46,7 @@ def _id_blocks(path: Path | None) -> Iterator[Block]:
     """The ids of a ``.npy`` (a block at a time, memory-mapped) or of whitespace-separated
     text in a file (``.gz`` decompressed) or on stdin."""
     if path is not None and path.suffix == ".npy":
-        data = _load_npy(path)
+        data = load_tokens(path)
         for start in range(0, len(data), BLOCK):
             yield data[start : start + BLOCK].tolist(), lambda i, start=start: f"{path}, index {start + i}"
         return
@@ -60,24 +59,6 @@ def _id_blocks(path: Path | None) -> Iterator[Block]:
             where = _line(name, text, i)
             raise ValueError(f"{where}: item {i} of the input is {word!r}, not a token id") from None
     yield ids, lambda i: f"{_line(name, text, i)} (item {i})"
-
-
-def _load_npy(path: Path) -> np.ndarray:
-    import numpy as np
-
-    # load_tokens' check: for a file that is no .npy at all, numpy's message is about pickles.
-    with open(path, "rb") as f:
-        if f.read(6) != b"\x93NUMPY":
-            raise ValueError(f"{path}: not a .npy file (write one with bpekit encode)")
-    try:
-        data = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError) as e:  # a truncated file, a bad header, pickled objects
-        raise ValueError(f"{path}: not a .npy array of token ids ({e})") from None
-    if data.ndim != 1 or data.dtype.kind not in "iu":
-        raise ValueError(
-            f"{path}: expected a 1-D integer array of token ids, got {data.dtype} of shape {data.shape}"
-        )
-    return data
 
 
 def _read_ids_text(path: Path | None) -> tuple[str, str]:
