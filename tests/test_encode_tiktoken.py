@@ -6,7 +6,8 @@ Covered: gpt2, cl100k_base and o200k_base on every text file of ../shared/data
 whole; for larger ones the first ~1 MB (cut at a line end) is compared, which keeps
 the suite at a few minutes on 2 cores (tiktoken runs ~4-10 MB/s per thread). Both
 sides run in parallel (encode_batch). Also every row of reference/*.csv for r50k,
-p50k, p50k_edit, cl100k and o200k.
+p50k, p50k_edit, cl100k and o200k; and a sample of each vocabulary's tokens in contexts
+that make pieces which are, or almost are, tokens.
 """
 
 from __future__ import annotations
@@ -63,6 +64,46 @@ def test_data_files_match_tiktoken(name: str, texts: list[tuple[str, str]]) -> N
         if e != g
     ]
     assert not bad, "\n".join(bad)
+
+
+# Texts made of vocabulary tokens: pieces that are a token, almost a token (case
+# changed, a space or a contraction added), or several glued, so the merges run on
+# pieces where one wrong rank changes the ids (random text rarely makes such pieces).
+TOKEN_CONTEXTS = [
+    lambda t: t,
+    lambda t: " " + t,
+    lambda t: t + t,
+    lambda t: t * 5,
+    lambda t: "x" + t + "\n",
+    lambda t: t.upper(),
+    lambda t: t.swapcase() + "'s",
+    lambda t: "1" + t + " ",
+    lambda t: t.strip() * 3,
+]
+TOKEN_SAMPLE = 3000
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_vocabulary_tokens_in_contexts_like_tiktoken(name: str) -> None:
+    import random
+
+    tk = tiktoken_encoding(name)
+    ours = bpekit_encoding(name)
+    tokens = []
+    for i in range(tk.n_vocab):
+        try:
+            tokens.append(tk.decode_single_token_bytes(i).decode("utf-8"))
+        except (KeyError, UnicodeDecodeError):
+            continue  # special-token gaps, and tokens that are part of a character
+    rng = random.Random(20261122)
+    sample = rng.sample(tokens, TOKEN_SAMPLE)
+    texts = [context(t) for context in TOKEN_CONTEXTS for t in sample]
+    texts += ["".join(sample[i : i + 20]) for i in range(0, len(sample), 20)]
+    expected = tk.encode_ordinary_batch(texts, num_threads=2)
+    got = ours.encode_ordinary_batch(texts, num_threads=2)
+    pairs = zip(texts, expected, got, strict=True)
+    bad = [f"{t!r}: {_first_difference(e, g)}" for t, e, g in pairs if e != g]
+    assert not bad, "\n".join(bad[:10])
 
 
 def _reference_rows(name: str) -> list[tuple[str, list[int]]]:
