@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 
@@ -21,12 +21,17 @@ struct State<T> {
     consumer_waiting: bool,
     /// Workers sleeping on `room` until the consumer catches up.
     workers_waiting: usize,
+    /// A worker panicked: its item will never come.
+    worker_panicked: bool,
 }
 
 impl<T> State<T> {
     /// Whether the consumer, if asleep, has something to do: its next item, or the end.
     fn consumer_can_go(&self) -> bool {
-        self.stop || self.consumed >= self.end || self.done.contains_key(&self.consumed)
+        self.stop
+            || self.worker_panicked
+            || self.consumed >= self.end
+            || self.done.contains_key(&self.consumed)
     }
 }
 
@@ -63,15 +68,22 @@ where
         end: n,
         consumer_waiting: false,
         workers_waiting: 0,
+        worker_panicked: false,
     });
     // The consumer waits on `ready` for its next item; workers wait on `room`.
     let ready = Condvar::new();
     let room = Condvar::new();
     let poisoned = || Error::invalid("a worker thread panicked");
     let max_ahead = max_ahead.max(1);
-    let halt = || {
-        if let Ok(mut g) = state.lock() {
+    // Stops every thread and wakes the sleepers. Run when the consumer is done or
+    // failed (a worker past the end waits for room too, and the scope joins them
+    // all), and when any thread unwinds, so that a panic ends the map (the scope
+    // raises it again once all threads are joined) instead of hanging it.
+    let halt = |worker_panicked: bool| {
+        {
+            let mut g = state.lock().unwrap_or_else(PoisonError::into_inner);
             g.stop = true;
+            g.worker_panicked |= worker_panicked;
         }
         ready.notify_all();
         room.notify_all();
@@ -79,6 +91,11 @@ where
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
+                let _on_panic = OnDrop(|| {
+                    if std::thread::panicking() {
+                        halt(true);
+                    }
+                });
                 let mut scratch = init();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -118,7 +135,8 @@ where
                 }
             });
         }
-        let outcome = (|| {
+        let _halt = OnDrop(|| halt(false));
+        (|| {
             for i in 0..n {
                 let r = {
                     let mut g = state.lock().map_err(|_| poisoned())?;
@@ -128,6 +146,9 @@ where
                         }
                         if i >= g.end {
                             return Ok(());
+                        }
+                        if g.worker_panicked {
+                            return Err(poisoned());
                         }
                         g.consumer_waiting = true;
                         g = ready.wait(g).map_err(|_| poisoned())?;
@@ -145,12 +166,17 @@ where
                 }
             }
             Ok(())
-        })();
-        // Done or failed: no worker may be left waiting for room (those past the end
-        // wait there too), or the scope would never end.
-        halt();
-        outcome
+        })()
     })
+}
+
+/// Runs its closure when dropped: on return and on unwinding alike.
+struct OnDrop<F: Fn()>(F);
+
+impl<F: Fn()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +273,39 @@ mod tests {
                 },
             );
             assert!(matches!(r, Err(Error::Cancelled)));
+        }
+    }
+
+    /// A panic in `work` or in `sink` ends the map, as a panic, instead of leaving the
+    /// consumer waiting for an item that never comes (or the scope joining workers
+    /// asleep for room), as it did before the threads halted on unwinding.
+    #[test]
+    fn a_panic_in_work_or_sink_ends_the_map() {
+        for (panic_in_work, threads) in [(true, 1), (true, 3), (false, 1), (false, 3)] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    ordered_map(
+                        usize::MAX,
+                        threads,
+                        1,
+                        || (),
+                        |i, _| {
+                            assert!(!(panic_in_work && i == 3), "test panic in work");
+                            Ok(Some(i))
+                        },
+                        |i, _| {
+                            assert!(panic_in_work || i != 3, "test panic in sink");
+                            Ok(())
+                        },
+                    )
+                }));
+                let _ = tx.send(r.is_err());
+            });
+            let panicked = rx
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the map hung after a panic");
+            assert!(panicked, "in work: {panic_in_work}, threads: {threads}");
         }
     }
 
