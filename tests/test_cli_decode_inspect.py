@@ -43,6 +43,17 @@ def test_decode_names_the_file_and_place_of_bad_text(tmp_path: Path) -> None:
     assert_one_line_error(r, "stdin, line 3: item 2 of the input is 'x', not a token id")
 
 
+def test_missing_files_are_named_as_the_core_names_them(tmp_path: Path) -> None:
+    # Python's own OSErrors read "[Errno 2] No such file or directory: '...npy'" where
+    # the core's read "PATH: no such file or directory".
+    for name in ["missing.npy", "missing.txt"]:
+        r = bpekit_cli("decode", str(tmp_path / name), "-t", "gpt2")
+        assert_one_line_error(r, f"{tmp_path / name}: no such file or directory")
+        assert "Errno" not in r.stderr
+    r = bpekit_cli("encode", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "o.npy"), "-t", "gpt2")
+    assert_one_line_error(r, f"{tmp_path / 'missing.txt'}: no such file or directory")
+
+
 def test_decode_reads_gz_text(tmp_path: Path) -> None:
     ids = tmp_path / "ids.txt.gz"
     ids.write_bytes(gzip.compress(b"15496 995\n"))

@@ -64,6 +64,20 @@ def _quiet_broken_pipe() -> int:
     return 141
 
 
+def _os_error_text(e: OSError) -> str:
+    """An OSError raised by Python itself (``[Errno 2] No such file or directory:
+    'x.npy'``) worded as the core words its own: ``x.npy: no such file or directory``.
+
+    >>> _os_error_text(FileNotFoundError(2, "No such file or directory", "x.npy"))
+    'x.npy: no such file or directory'
+    >>> _os_error_text(OSError("t.npy: not a .npy file"))
+    't.npy: not a .npy file'
+    """
+    if e.filename is None or not e.strerror:
+        return str(e)
+    return f"{e.filename}: {e.strerror[:1].lower()}{e.strerror[1:]}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     threads = getattr(args, "threads", None)
@@ -92,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         # A KeyError's str() quotes its message. The core names the Python keyword;
         # on the command line it is a flag.
         text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        if isinstance(e, OSError):
+            text = _os_error_text(e)
         message = text.replace(
             'pass errors="replace" or errors="ignore"', "pass --errors replace or --errors ignore"
         )
