@@ -5,6 +5,8 @@
 //! sets the flag on Ctrl-C.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
@@ -49,5 +51,131 @@ impl Progress {
         } else {
             Ok(())
         }
+    }
+}
+
+/// Runs `job` on a thread of its own while this thread calls `tick` every `every`: to
+/// draw progress, or to notice Ctrl-C. An `Err` from `tick` cancels the job and comes
+/// back beside the job's outcome; `tick` is not called again after one.
+///
+/// A panic in the job comes back as `Err(its message)` instead of being raised again
+/// on this thread, so that the caller can report it as an error: the job's thread is
+/// joined here, where a scope left to join it would panic in turn.
+pub fn run_watched<T, E, J, K>(
+    progress: &Progress,
+    job: J,
+    every: Duration,
+    mut tick: K,
+) -> (std::result::Result<Result<T>, String>, Option<E>)
+where
+    T: Send,
+    J: FnOnce(&Progress) -> Result<T> + Send,
+    K: FnMut(&Progress) -> std::result::Result<(), E>,
+{
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        let handle = s.spawn(move || {
+            let _ = tx.send(job(progress));
+        });
+        let mut stopped_by = None;
+        let outcome = loop {
+            match rx.recv_timeout(every) {
+                Ok(r) => break Some(r),
+                Err(RecvTimeoutError::Disconnected) => break None,
+                Err(RecvTimeoutError::Timeout) => {
+                    if stopped_by.is_none() {
+                        if let Err(e) = tick(progress) {
+                            progress.cancel();
+                            stopped_by = Some(e);
+                        }
+                    }
+                }
+            }
+        };
+        let outcome = match (outcome, handle.join()) {
+            (Some(r), _) => Ok(r),
+            (None, Err(payload)) => Err(panic_message(payload.as_ref())),
+            (None, Ok(())) => Err("the job's thread ended without a result".to_owned()),
+        };
+        (outcome, stopped_by)
+    })
+}
+
+/// The message a panic was raised with (`panic!` gives a `&str` or a `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "no message".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK: Duration = Duration::from_millis(5);
+
+    #[test]
+    fn run_watched_returns_the_outcome_and_ticks_meanwhile() {
+        let progress = Progress::new();
+        let mut ticks = 0;
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |p| {
+                std::thread::sleep(Duration::from_millis(60));
+                p.add(7);
+                Ok(42)
+            },
+            TICK,
+            |_| {
+                ticks += 1;
+                Ok::<(), ()>(())
+            },
+        );
+        assert!(matches!(outcome, Ok(Ok(42))));
+        assert!(stopped.is_none() && ticks > 0 && progress.done() == 7);
+    }
+
+    #[test]
+    fn run_watched_cancels_the_job_when_a_tick_fails() {
+        let progress = Progress::new();
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |p| loop {
+                p.check()?;
+                std::thread::sleep(Duration::from_millis(1));
+            },
+            TICK,
+            |_| Err::<(), _>("interrupted"),
+        );
+        assert!(matches!(outcome, Ok(Err::<(), _>(Error::Cancelled))));
+        assert_eq!(stopped, Some("interrupted"));
+    }
+
+    /// Regression: the job's thread was left to the scope to join, which raised its
+    /// panic again, so the binding's "please report this" error could never be made
+    /// (Python saw pyo3's PanicException instead).
+    #[test]
+    fn run_watched_returns_a_panic_as_its_message() {
+        let progress = Progress::new();
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |_| -> Result<()> { panic!("test panic {}", 7) },
+            TICK,
+            |_| Ok::<(), ()>(()),
+        );
+        assert_eq!(outcome.err().as_deref(), Some("test panic 7"));
+        assert!(stopped.is_none());
+        let (outcome, _) = run_watched(
+            &progress,
+            |_| -> Result<()> { std::panic::panic_any(5u8) },
+            TICK,
+            |_| Ok::<(), ()>(()),
+        );
+        assert_eq!(outcome.err().as_deref(), Some("no message"));
     }
 }

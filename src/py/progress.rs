@@ -2,14 +2,13 @@
 //! wakes every 100 ms to call the Python progress callback and check for Ctrl-C.
 //! The core itself never touches Python: it only bumps `Progress` counters.
 
-use std::sync::mpsc;
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::error::Result;
-use crate::progress::Progress;
+use crate::progress::{run_watched, Progress};
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -29,42 +28,18 @@ where
             Ok(())
         })
     };
-    let (outcome, interrupted) = py.detach(|| {
-        std::thread::scope(|s| {
-            let (tx, rx) = mpsc::channel();
-            let progress = &progress;
-            s.spawn(move || {
-                let r = work(progress);
-                let _ = tx.send(r);
-            });
-            let mut interrupted: Option<PyErr> = None;
-            loop {
-                match rx.recv_timeout(POLL) {
-                    Ok(r) => return (Some(r), interrupted),
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return (None, interrupted),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if interrupted.is_none() {
-                            if let Err(e) = report(progress) {
-                                progress.cancel();
-                                interrupted = Some(e);
-                            }
-                        }
-                    }
-                }
-            }
-        })
-    });
+    let (outcome, interrupted) = py.detach(|| run_watched(&progress, work, POLL, report));
     if let Some(e) = interrupted {
         return Err(e);
     }
     match outcome {
-        Some(Ok(value)) => {
+        Ok(Ok(value)) => {
             report(&progress)?;
             Ok(value)
         }
-        Some(Err(e)) => Err(e.into()),
-        None => Err(PyRuntimeError::new_err(
-            "bpekit worker thread panicked; please report this as a bug",
-        )),
+        Ok(Err(e)) => Err(e.into()),
+        Err(panic) => Err(PyRuntimeError::new_err(format!(
+            "bpekit worker thread panicked ({panic}); please report this as a bug"
+        ))),
     }
 }
