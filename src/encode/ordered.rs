@@ -27,11 +27,9 @@ struct State<T> {
 
 impl<T> State<T> {
     /// Whether the consumer, if asleep, has something to do: its next item, or the end.
+    /// (A stop or a panic wakes it through `halt`, which wakes every sleeper.)
     fn consumer_can_go(&self) -> bool {
-        self.stop
-            || self.worker_panicked
-            || self.consumed >= self.end
-            || self.done.contains_key(&self.consumed)
+        self.consumed >= self.end || self.done.contains_key(&self.consumed)
     }
 }
 
@@ -242,9 +240,9 @@ mod tests {
         assert_eq!(count, 10);
     }
 
-    /// Workers asleep for room must wake when the end is found, or when the consumer
-    /// fails, or the map would never return (the scope joins them). A slow consumer
-    /// and a lookahead of 1 keep most workers asleep.
+    /// Workers asleep for room (some of them past the end) must wake when the map ends,
+    /// at the end or when the consumer fails, or it would never return (the scope joins
+    /// them). A slow consumer and a lookahead of 1 keep most workers asleep.
     #[test]
     fn wakes_workers_waiting_for_room_at_the_end_and_on_error() {
         let slow_sink = |_: usize, _: usize| {
