@@ -168,7 +168,7 @@ impl Source {
     /// Tells the OS that `range` of a mapped file will not be read again, so its pages
     /// leave this process's resident memory (they stay in the page cache). Readers of
     /// huge files call it behind them to keep memory flat. No-op for in-memory bytes.
-    pub fn release(&self, range: Range<usize>) {
+    fn release(&self, range: Range<usize>) {
         #[cfg(unix)]
         if let Bytes::Mapped(m) = &self.bytes {
             if range.start < range.end && range.end <= m.len() {
@@ -185,6 +185,31 @@ impl Source {
         }
         #[cfg(not(unix))]
         let _ = range;
+    }
+
+    /// A reader that is done with `..to` and released `..from` before: releases
+    /// `from..` up to the last 2 MiB boundary (of address) at or below `to` once that
+    /// is at least [`RELEASE_STEP`] on, and returns where released bytes now end.
+    /// `to == len` releases the rest.
+    ///
+    /// Why: releasing each 1 MB chunk as it was written split the file's huge-page
+    /// mappings and flushed them from both cores' TLBs each time, with an interrupt
+    /// to the other core. In a 1-thread encode of the 116 MB English corpus on the
+    /// 2-core test VM, waiting for those flushes took from nothing to 14% of the
+    /// time, by the host's load (perf, gpt2).
+    pub fn release_behind(&self, from: usize, to: usize) -> usize {
+        const HUGE_PAGE: usize = 2 << 20;
+        let len = self.bytes().len();
+        let base = self.bytes().as_ptr() as usize;
+        let end = match to >= len {
+            true => len,
+            false => ((base + to) & !(HUGE_PAGE - 1)).saturating_sub(base),
+        };
+        if end <= from || (end < len && end - from < RELEASE_STEP) {
+            return from;
+        }
+        self.release(from..end);
+        end
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -204,6 +229,11 @@ impl Source {
 /// and Linux allows 65,530 by default: a folder of 70,000 files, all mapped up front,
 /// left none for the threads' stacks (the encode panicked).
 const GROUP_FILES: usize = 1024;
+
+/// The least a reader releases at once ([`Source::release_behind`]): mapped input
+/// stays at most this much (plus a huge page) above what it reads.
+const RELEASE_STEP: usize = 8 << 20;
+
 /// Input bytes read into memory (pipes and devices) held at once at most, beyond the
 /// file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
@@ -711,6 +741,30 @@ mod tests {
         let ranges = chunk_ranges(text, &none, 1, Kind::O200k);
         let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
         assert_eq!(cuts, vec![0, 3, 7, 11, 14]);
+    }
+
+    #[test]
+    fn releasing_behind_a_reader_goes_in_steps_and_keeps_the_bytes() {
+        let path = std::env::temp_dir().join(format!("bpekit-release-{}", std::process::id()));
+        let text: Vec<u8> = (0..(20 << 20) + 123).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &text).unwrap();
+        let source = Source::open(&path).unwrap();
+        let base = source.bytes().as_ptr() as usize;
+        // Less than a step behind: nothing yet.
+        assert_eq!(source.release_behind(0, 1 << 20), 0);
+        // A step and a huge page or more: up to a huge-page boundary at or below the
+        // reader (of address: the map may start anywhere in a huge page).
+        let to = RELEASE_STEP + (3 << 20) + 5;
+        let first = source.release_behind(0, to);
+        assert!((RELEASE_STEP..=to).contains(&first));
+        assert_eq!((base + first) % (2 << 20), 0);
+        assert_eq!(source.release_behind(first, first + 100), first);
+        // The end of the file releases the rest.
+        assert_eq!(source.release_behind(first, text.len()), text.len());
+        // Released pages are read from the file again.
+        assert!(source.bytes() == text.as_slice());
+        drop(source);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -457,6 +457,7 @@ impl Encoder {
     pub fn encode(&self, text: &str, allowed: &Specials) -> Result<Vec<u32>> {
         let mut ws = self.lease();
         ws.short.reserve_pairs(short_pairs_for(text.len()));
+        ws.short.populate();
         self.encode_fresh(text, allowed, &mut ws, output_buffer(text.len()))
     }
 

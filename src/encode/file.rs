@@ -238,6 +238,8 @@ fn write_npy(
         // the first chunk of a later file arrives (an empty file has no chunk), and for
         // the rest at the group's end.
         let mut files_ended = 0;
+        // Where each file's released bytes end ([`corpus::Source::release_behind`]).
+        let mut released = vec![0; sources.len()];
         // No more workers than this group can have chunks (tapered ones are at least
         // 64 KiB, or the target if that is smaller; each file ends one): a worker
         // without a chunk only costs its start and its workspace. Counted from the
@@ -258,13 +260,14 @@ fn write_npy(
             workers,
             workers * CHUNKS_AHEAD_PER_THREAD,
             // Threads share one short table, so a piece merged by one is a hit for all.
-            || match threads {
-                1 => {
-                    let mut lease = encoder.lease();
-                    lease.short.reserve_pairs(short_pairs_for(sized_for));
-                    lease
-                }
-                _ => encoder.lease_shared(),
+            || {
+                let mut lease = match threads {
+                    1 => encoder.lease(),
+                    _ => encoder.lease_shared(),
+                };
+                lease.short.reserve_pairs(short_pairs_for(sized_for));
+                lease.short.populate();
+                lease
             },
             |i, ws| {
                 progress.check()?;
@@ -286,7 +289,7 @@ fn write_npy(
                 file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
                 count += ids.len() as u64;
                 // Done with these bytes: keep the mapped file out of resident memory.
-                sources[s].release(range);
+                released[s] = sources[s].release_behind(released[s], range.end);
                 if let Ok(mut spare) = spare_buffers.lock() {
                     spare.push(ids);
                 }

@@ -12,6 +12,8 @@
 //! Only the range the encoder is about to write is faulted, a chunk ahead of it, so
 //! the half of the buffer that a text never fills stays untouched.
 
+use crate::hugemem::populate_write;
+
 /// Bytes faulted per call.
 const CHUNK: usize = 1 << 20;
 /// Buffers smaller than this are left to ordinary faults: they come from the heap,
@@ -71,22 +73,6 @@ impl Prefault {
         if to > from && !populate_write(from, to - from) {
             *self = Self::default();
         }
-    }
-}
-
-/// Faults in `len` bytes at `addr` for writing; false where the kernel cannot.
-fn populate_write(addr: usize, len: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        const MADV_POPULATE_WRITE: libc::c_int = 23;
-        // SAFETY: the range lies inside a buffer the caller owns (checked against its
-        // base and capacity); populating changes no contents.
-        unsafe { libc::madvise(addr as *mut libc::c_void, len, MADV_POPULATE_WRITE) == 0 }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (addr, len);
-        false
     }
 }
 

@@ -219,6 +219,7 @@ impl Encoder {
         let mut ws = self.lease();
         // UTF-8 is at least a byte per code point: a size for the table and the ids.
         ws.short.reserve_pairs(short_pairs_for(text.len()));
+        ws.short.populate();
         let mut out = output_buffer(text.len());
         ws.prefault = Prefault::new(&out);
         let mut buf = Vec::new();
@@ -250,6 +251,7 @@ impl Encoder {
                             1 => self.lease(),
                             _ => self.lease_shared(),
                         };
+                        ws.short.populate();
                         (ws, Vec::new())
                     },
                     |(ws, buf), text| {
