@@ -198,7 +198,7 @@ impl Source {
     /// 2-core test VM, waiting for those flushes took from nothing to 14% of the
     /// time, by the host's load (perf, gpt2).
     pub fn release_behind(&self, from: usize, to: usize) -> usize {
-        const HUGE_PAGE: usize = 2 << 20;
+        use crate::hugemem::HUGE_PAGE;
         let len = self.bytes().len();
         let base = self.bytes().as_ptr() as usize;
         let end = match to >= len {
@@ -759,7 +759,7 @@ mod tests {
         let to = RELEASE_STEP + (3 << 20) + 5;
         let first = source.release_behind(0, to);
         assert!((RELEASE_STEP..=to).contains(&first));
-        assert_eq!((base + first) % (2 << 20), 0);
+        assert_eq!((base + first) % crate::hugemem::HUGE_PAGE, 0);
         assert_eq!(source.release_behind(first, first + 100), first);
         // The end of the file releases the rest.
         assert_eq!(source.release_behind(first, text.len()), text.len());

@@ -11,7 +11,8 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
-const HUGE_PAGE: usize = 2 << 20;
+/// A huge page on x86-64: 2 MiB.
+pub const HUGE_PAGE: usize = 2 << 20;
 
 /// Types for which all-zero bytes are a valid value.
 ///
