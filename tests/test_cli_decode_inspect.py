@@ -34,13 +34,14 @@ def test_decode_names_the_file_and_place_of_bad_text(tmp_path: Path) -> None:
     bad.write_bytes(b"15496 \xff 995\n")
     r = bpekit_cli("decode", str(bad), "-t", "gpt2")
     assert_one_line_error(r, "bad.txt: invalid UTF-8 at byte offset 6")
-    # A word that is no id was named without the file or line.
+    # A word that is no id was named without the file or line. Its index counts from 0,
+    # as a .npy's does ("item 2" read as the second word).
     item = tmp_path / "item.txt"
     item.write_text("15496 995\nhello\n", encoding="utf-8")
     r = bpekit_cli("decode", str(item), "-t", "gpt2")
-    assert_one_line_error(r, "item.txt, line 2: item 2 of the input is 'hello', not a token id")
+    assert_one_line_error(r, "item.txt, line 2: index 2 of the input is 'hello', not a token id")
     r = bpekit_cli("decode", "-t", "gpt2", input="15496\n\n995 x\n")
-    assert_one_line_error(r, "stdin, line 3: item 2 of the input is 'x', not a token id")
+    assert_one_line_error(r, "stdin, line 3: index 2 of the input is 'x', not a token id")
 
 
 def test_missing_files_are_named_as_the_core_names_them(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_decode_says_where_an_unknown_id_is(tmp_path: Path) -> None:
     r = bpekit_cli("decode", str(tmp_path / "big.npy"), "-t", "gpt2")
     assert_one_line_error(r, "big.npy, index 1500000: token id 60000 is not in the vocabulary")
     r = bpekit_cli("decode", "-t", "gpt2", input="15496\n995 60000 99999999999999999999\n")
-    assert_one_line_error(r, "stdin, line 2 (item 2): token id 60000 is not in the vocabulary")
+    assert_one_line_error(r, "stdin, line 2 (index 2): token id 60000 is not in the vocabulary")
 
 
 def test_inspect_names_a_bad_file_before_the_summary(tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_decode_cli_streams_blocks_and_names_bad_input(tmp_path, capsys, monkeyp
         assert "expected a 1-D integer array of token ids" in capsys.readouterr().err
     (tmp_path / "ids.txt").write_text("15339 99999999999999999999 1\n", encoding="utf-8")
     assert main(["decode", str(tmp_path / "ids.txt"), "-t", "cl100k_base"]) == 2
-    want = "ids.txt, line 1 (item 1): token id 99999999999999999999 is not in the vocabulary\n"
+    want = "ids.txt, line 1 (index 1): token id 99999999999999999999 is not in the vocabulary\n"
     assert want in capsys.readouterr().err
 
 

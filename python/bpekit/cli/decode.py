@@ -57,8 +57,8 @@ def _id_blocks(path: Path | None) -> Iterator[Block]:
             ids.append(int(word))
         except ValueError:
             where = _line(name, text, i)
-            raise ValueError(f"{where}: item {i} of the input is {word!r}, not a token id") from None
-    yield ids, lambda i: f"{_line(name, text, i)} (item {i})"
+            raise ValueError(f"{where}: index {i} of the input is {word!r}, not a token id") from None
+    yield ids, lambda i: f"{_line(name, text, i)} (index {i})"
 
 
 def _read_ids_text(path: Path | None) -> tuple[str, str]:
