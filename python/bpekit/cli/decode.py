@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import itertools
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bpekit.cli import read_input
+from bpekit.cli._input import input_name, text_blocks
 from bpekit.datasets import load_tokens
 from bpekit.encodings import load_tokenizer
 
@@ -44,46 +46,88 @@ Block = tuple[list[int], Callable[[int], str]]
 
 def _id_blocks(path: Path | None) -> Iterator[Block]:
     """The ids of a ``.npy`` (a block at a time, memory-mapped) or of whitespace-separated
-    text in a file (``.gz`` decompressed) or on stdin."""
+    text in a file (``.gz`` decompressed) or on stdin (a block of text at a time)."""
     if path is not None and path.suffix == ".npy":
         data = load_tokens(path)
         for start in range(0, len(data), BLOCK):
             yield data[start : start + BLOCK].tolist(), lambda i, start=start: f"{path}, index {start + i}"
         return
-    name, text = _read_ids_text(path)
-    ids = []
-    for i, word in enumerate(text.split()):
-        try:
-            ids.append(int(word))
-        except ValueError:
-            where = _line(name, text, i)
-            raise ValueError(f"{where}: index {i} of the input is {word!r}, not a token id") from None
-    yield ids, lambda i: f"{_line(name, text, i)} (index {i})"
+    yield from _text_id_blocks(path)
 
 
-def _read_ids_text(path: Path | None) -> tuple[str, str]:
-    """The name to give in messages and the text of a file of ids, or of stdin."""
-    if path is None or str(path) == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        if stdin is None:  # a text stream with no bytes under it (a test's StringIO)
-            return "stdin", sys.stdin.read()
-        name, data = "stdin", stdin.read()
-    else:
-        name, data = str(path), read_input(path)
-    try:
-        return name, data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        of = " of the decompressed data" if name.endswith(".gz") else ""
-        raise ValueError(
-            f"{name}: invalid UTF-8 at byte offset {e.start}{of}; expected token ids separated by whitespace"
-        ) from None
+# The longest word read as an id: ids have at most 10 digits (2**32 - 1); this leaves
+# room for leading zeros and bounds what is held of a word that never ends (/dev/zero).
+MAX_ID_CHARS = 100
+
+# What makes a word no id: a character other than whitespace and ASCII digits (int()
+# also takes "4_6_4", "+464" and full-width digits), or too many characters.
+_NOT_ID = re.compile(rf"[^\s0-9]|\S{{{MAX_ID_CHARS + 1}}}")
 
 
-def _line(name: str, text: str, item: int) -> str:
-    """``"NAME, line N"``: the line of item ``item`` of ``text.split()``. Found again
-    for a message only, so that reading the ids keeps no line numbers."""
+def _text_id_blocks(path: Path | None) -> Iterator[Block]:
+    """The ids of whitespace-separated text, a block of text at a time. A word cut by a
+    block's end is held for the next block; the line and index of each block's first
+    word are carried along for messages."""
+    name = input_name(path)
+    of = " of the decompressed data" if name.endswith(".gz") else ""
+
+    def utf8_error(offset: int) -> ValueError:
+        return ValueError(
+            f"{name}: invalid UTF-8 at byte offset {offset}{of}; expected token ids separated by whitespace"
+        )
+
+    held, line, index = "", 1, 0  # a word cut by the last block; where `text` starts
+    for chunk in itertools.chain(text_blocks(path, utf8_error), [""]):
+        text = held + chunk
+        cut = _last_word_start(text) if chunk else len(text)  # "": the end, nothing follows
+        text, held = text[:cut], text[cut:]
+        ids = _parse_ids(name, text, line, index)
+        yield ids, lambda i, t=text, n=line, at=index: f"{_line(name, t, i, n)} (index {at + i})"
+        line += text.count("\n")
+        index += len(ids)
+
+
+def _last_word_start(text: str) -> int:
+    """Where the word that ends ``text`` starts (``len(text)`` when it ends in
+    whitespace): that word may go on in the next block. A word already longer than
+    ``MAX_ID_CHARS`` is not held (``_parse_ids`` reports it), so a word that never ends
+    is held no longer than that.
+
+    >>> _last_word_start("12 34"), _last_word_start("12 34 "), _last_word_start("1" * 101)
+    (3, 6, 101)
+    """
+    i = len(text)
+    stop = max(0, i - MAX_ID_CHARS)
+    while i > stop and not text[i - 1].isspace():
+        i -= 1
+    if i == stop and i > 0 and not text[i - 1].isspace():
+        return len(text)
+    return i
+
+
+def _parse_ids(name: str, text: str, line: int, index: int) -> list[int]:
+    """The ids of the whitespace-separated words of ``text``, which starts on line
+    ``line`` at word ``index`` of the input; a word that is no id is an error naming
+    its place."""
+    bad = _NOT_ID.search(text)
+    if bad is None:
+        return list(map(int, text.split()))
+    start = bad.start()
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:].split(maxsplit=1)[0]
+    shown = repr(word) if len(word) <= MAX_ID_CHARS else f"{word[:20]!r}... (over {MAX_ID_CHARS} characters)"
+    line += text.count("\n", 0, start)
+    index += len(text[:start].split())
+    raise ValueError(f"{name}, line {line}: index {index} of the input is {shown}, not a token id")
+
+
+def _line(name: str, text: str, item: int, first_line: int) -> str:
+    """``"NAME, line N"``: the line of item ``item`` of ``text.split()``, where ``text``
+    starts on line ``first_line``. Found again for a message only, so that reading the
+    ids keeps no line numbers."""
     seen = 0
-    for n, line in enumerate(text.split("\n"), 1):
+    for n, line in enumerate(text.split("\n"), first_line):
         seen += len(line.split())
         if seen > item:
             return f"{name}, line {n}"

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from bpekit.cli import read_input
+from bpekit.cli._input import byte_blocks, input_name, utf8_blocks
 from bpekit.encodings import load_tokenizer
+
+if TYPE_CHECKING:
+    from bpekit.tokenizer import Tokenizer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="describe a tokenizer (and its compression on a file)")
     p.add_argument("tokenizer", help="encoding name or folder with vocab.json + merges.txt")
-    p.add_argument("--file", type=Path, default=None, help="text file to measure compression on")
+    p.add_argument(
+        "--file", type=Path, default=None, help="text file (.gz too; '-': stdin) to measure compression on"
+    )
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
     p.add_argument("--longest", type=_count, default=10, help="how many longest tokens to show")
     p.add_argument(
@@ -37,16 +44,60 @@ def _count(text: str) -> int:
     return n
 
 
-def _read_text(path: Path, errors: str) -> tuple[str, int]:
-    """The text of ``path`` as ``bpekit encode`` reads it (raw bytes, no newline
-    translation; ``.gz`` decompressed) and its size in bytes."""
-    data = read_input(path)
-    try:
-        return data.decode("utf-8", errors=errors), len(data)
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path}: invalid UTF-8 at byte offset {e.start}; pass --errors replace or --errors ignore"
-        ) from None
+# The most text the streaming encoder may hold while it waits for a place where the
+# text can be cut (a special token, or for the named patterns a newline between two
+# non-whitespace characters). Reading a whole file took 1.3 GB for 50 MB, and
+# /dev/zero (no such place, ever) grew until a MemoryError traceback.
+MAX_UNCUT_BYTES = 64 << 20
+
+
+class Measured(NamedTuple):
+    """What encoding ``--file`` gave: its size in bytes, its tokens, the seconds taken."""
+
+    nbytes: int
+    ntokens: int
+    seconds: float
+
+
+def _measure(tok: Tokenizer, path: Path, errors: str) -> Measured:
+    """Encodes ``path`` as ``bpekit encode`` reads it (raw bytes, no newline translation;
+    ``.gz`` decompressed; every special token recognised) a block at a time, in bounded
+    memory. The count is exactly that of encoding the whole text at once: the stream
+    emits ids only up to places that no later text can change."""
+    name = input_name(path)
+    of = " of the decompressed data" if name.endswith(".gz") else ""
+
+    def utf8_error(offset: int) -> ValueError:
+        return ValueError(
+            f"{name}: invalid UTF-8 at byte offset {offset}{of}; pass --errors replace or --errors ignore"
+        )
+
+    nbytes = 0  # read so far (decompressed)
+
+    def counted(blocks: Iterator[bytes]) -> Iterator[bytes]:
+        nonlocal nbytes
+        for block in blocks:
+            nbytes += len(block)
+            yield block
+
+    t0 = time.perf_counter()
+    # allowed None, disallowed none: every special token encoded as such, as encode does.
+    stream = tok._core.stream(None, [])
+    ntokens = 0
+    for text in utf8_blocks(counted(byte_blocks(path)), utf8_error, errors):
+        ntokens += len(stream.feed(text))
+        # The stream looks for a cut again only once its text has doubled since the
+        # last search, so at least half of what it holds is known to have none.
+        if stream.pending > 2 * MAX_UNCUT_BYTES:
+            start = nbytes - stream.pending
+            raise ValueError(
+                f"{name}: over {MAX_UNCUT_BYTES >> 20} MiB of text from byte offset {start:,}{of} hold "
+                "no place where encoding may be cut (a special token, or a newline between two "
+                "non-whitespace characters); bpekit inspect measures files whose stretches without "
+                f"one are {MAX_UNCUT_BYTES >> 20} MiB at most (bpekit encode takes any)"
+            )
+    ntokens += len(stream.finish())
+    return Measured(nbytes, ntokens, max(time.perf_counter() - t0, 1e-9))
 
 
 def _show(b: bytes) -> str:
@@ -55,10 +106,9 @@ def _show(b: bytes) -> str:
 
 def run(args: argparse.Namespace) -> int:
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
-    # Read before anything is printed, so that a --file that cannot be read is an error
-    # alone, not one after the whole summary. Read as `bpekit encode` reads it:
-    # read_text() would turn CRLF into LF, and the bytes/token figure would be another file's.
-    measured = None if args.file is None else _read_text(args.file, args.errors)
+    # Measured before anything is printed, so that a --file that cannot be read is an
+    # error alone, not one after the whole summary.
+    measured = None if args.file is None else _measure(tok, args.file, args.errors)
     vocab = tok.vocab
     specials = tok.special_tokens
     print(f"tokenizer   {tok.name} ({'tiktoken ranks' if tok._core.is_ranks else 'vocab + merges'})")
@@ -69,12 +119,9 @@ def run(args: argparse.Namespace) -> int:
     longest = sorted(ordinary, key=lambda b: (-len(b), b))[: args.longest]
     print("longest     " + ", ".join(f"{_show(b)} ({len(b)})" for b in longest))
     if measured is not None:
-        text, nbytes = measured
-        t0 = time.perf_counter()
-        ids = tok.encode(text, allowed_special="all")
-        dt = max(time.perf_counter() - t0, 1e-9)
+        nbytes, ntokens, dt = measured
         print(
-            f"file        {args.file}: {nbytes:,} bytes -> {len(ids):,} tokens, "
-            f"{nbytes / max(len(ids), 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
+            f"file        {args.file}: {nbytes:,} bytes -> {ntokens:,} tokens, "
+            f"{nbytes / max(ntokens, 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
         )
     return 0
