@@ -21,6 +21,7 @@ Every file's sha256 is checked against tiktoken's.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -227,27 +228,68 @@ def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Token
     return tok
 
 
-def infer_special_tokens(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> list[str]:
-    """Tokens of ``vocab`` that are neither single bytes nor made by a merge: the special
-    tokens of a vocabulary saved by ``bpekit train`` (in id order).
+# What a special token looks like: "<|endoftext|>", "<s>", "</s>", "<unk>", "[CLS]",
+# "<extra_id_0>". Only a token that looks like one is taken as special: a vocab.json
+# beside a merges.txt cut short makes thousands of ordinary tokens unreachable, and
+# taking those as special (" i", "he") changed how ordinary text encodes, silently.
+_LOOKS_SPECIAL = re.compile(r"<\|[^\s|][^\s]*\|>|</?[A-Za-z0-9_][\w.:-]*>|\[[A-Za-z0-9_][\w.:-]*\]", re.ASCII)
 
-    >>> infer_special_tokens({0: b"a", 1: b"b", 2: b"ab", 3: b"<|e|>"}, [(b"a", b"b")])
-    ['<|e|>']
+
+def looks_special(token: bytes) -> bool:
+    """Whether ``token`` has the form of a special token: ``<|...|>``, ``<...>``,
+    ``</...>`` or ``[...]`` around a name without spaces, in valid UTF-8.
+
+    >>> [looks_special(t) for t in (b"<|endoftext|>", b"</s>", b"[CLS]", b" i", b"<|a b|>", b"<|\\xff|>")]
+    [True, True, True, False, False, False]
+    """
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:  # a special token is text
+        return False
+    return _LOOKS_SPECIAL.fullmatch(text) is not None
+
+
+def unreachable_tokens(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """Tokens of ``vocab`` that are neither single bytes nor made by a merge, in id
+    order: special tokens, or signs that ``merges`` is not all of ``vocab``'s merges.
+
+    >>> unreachable_tokens({0: b"a", 1: b"b", 2: b"ab", 3: b"<|e|>", 4: b"ba"}, [(b"a", b"b")])
+    [b'<|e|>', b'ba']
     """
     made = {a + b for a, b in merges}
-    return [
-        tok.decode("utf-8")
-        for _, tok in sorted(vocab.items())
-        if len(tok) > 1 and tok not in made and _is_utf8(tok)
-    ]
+    return [tok for _, tok in sorted(vocab.items()) if len(tok) > 1 and tok not in made]
 
 
-def _is_utf8(b: bytes) -> bool:
-    try:
-        b.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+def infer_special_tokens(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> list[str]:
+    """The special tokens of a vocabulary with no record of them: the tokens that are
+    neither single bytes nor made by a merge *and* look special (``looks_special``),
+    in id order. Other unreachable tokens are ordinary ones whose merges are missing
+    (see ``load_tokenizer``, which warns of them).
+
+    >>> infer_special_tokens({0: b"a", 1: b"b", 2: b"ab", 3: b"<|e|>", 4: b"ba"}, [(b"a", b"b")])
+    ['<|e|>']
+    """
+    return [tok.decode("utf-8") for tok in unreachable_tokens(vocab, merges) if looks_special(tok)]
+
+
+def _warn_unreachable(folder: Path, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]]) -> None:
+    """Warns of the ordinary-looking tokens of ``vocab`` that no merge makes: encoding
+    never gives them, which is what a merges.txt cut short or from another
+    vocabulary looks like."""
+    ordinary = [t for t in unreachable_tokens(vocab, merges) if not looks_special(t)]
+    if not ordinary:
+        return
+    import warnings
+
+    examples = ", ".join(repr(t.decode("utf-8", "replace")) for t in ordinary[:5])
+    warnings.warn(
+        f"{folder}: {len(ordinary):,} tokens of vocab.json are made by no merge of merges.txt "
+        f"and do not look special ({examples}, ...); is merges.txt cut short or another "
+        "vocabulary's? They stay ordinary tokens that encoding never gives; name the special "
+        "tokens with special_tokens= (--special-token) or in a bpekit.json",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def load_tokenizer(
@@ -256,7 +298,10 @@ def load_tokenizer(
     """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
     with ``vocab.json`` + ``merges.txt``: its pattern and special tokens are those of its
     ``bpekit.json`` (``Tokenizer.save`` and ``bpekit train`` write one), else GPT-2's
-    pattern and the special tokens inferred; ``special_tokens`` overrides either.
+    pattern and the special tokens inferred (``infer_special_tokens``: unreachable by
+    the merges and special-looking); ``special_tokens`` overrides either. Without a
+    ``bpekit.json`` or ``special_tokens``, tokens that no merge makes but that look
+    ordinary (a merges.txt cut short) are a ``UserWarning`` naming the folder.
     """
     if isinstance(spec, Tokenizer):
         return spec
@@ -282,6 +327,7 @@ def load_tokenizer(
             specials = config.special_tokens
         else:
             specials = infer_special_tokens(vocab, merges)
+            _warn_unreachable(folder, vocab, merges)
         pattern, name = ("gpt2", None) if config is None else (config.pattern, config.name)
         return Tokenizer._from_loaded_files(vocab, merges, specials, pattern, name, merges_path)
     raise FileNotFoundError(
