@@ -10,6 +10,8 @@ not one of these runs through the generic regex engine.
 ['I', "'ll", ' go', ' ', ' now']
 """
 
+import re
+
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 CL100K = (
@@ -47,3 +49,18 @@ def resolve(pattern: str) -> str:
     True
     """
     return NAMED.get(pattern, pattern)
+
+
+# What a pattern name looks like: a bare word. As a regex such a word matches itself
+# and no other text, which no pre-tokenizer wants, so one that is no name is a name
+# mistyped ("gpt3", "GPT2", "o200k-base").
+_NAME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def unknown_name(pattern: str) -> bool:
+    """Whether ``pattern`` looks like a pattern name but is none of ``NAMED``.
+
+    >>> unknown_name("gpt3"), unknown_name("gpt2"), unknown_name(r"\\S+|\\s+")
+    (True, False, False)
+    """
+    return pattern not in NAMED and _NAME_LIKE.fullmatch(pattern) is not None

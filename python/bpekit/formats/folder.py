@@ -6,6 +6,10 @@ keeps the pattern (and the special tokens, so none need guessing):
 
     {"pattern": "<regex>", "special_tokens": ["<|endoftext|>"], "name": "o200k_base"}
 
+``"pattern"`` is the regex text, or one of the names of ``bpekit.patterns.NAMED``; a
+bare word that is none of them is an error (a mistyped name, which as a regex would
+match only itself).
+
 A folder without it (the CS336 fixtures, HF's GPT-2 files) reads as GPT-2's pattern
 with its special tokens inferred. The three files are written to temporary names
 first and renamed only once all are written, so a failed save leaves the old files.
@@ -21,6 +25,7 @@ from typing import NamedTuple
 
 from bpekit._atomic import atomic_write_all
 from bpekit.formats.gpt2 import vocab_merges_bytes
+from bpekit.patterns import NAMED, unknown_name
 
 VOCAB = "vocab.json"
 MERGES = "merges.txt"
@@ -71,6 +76,12 @@ def load_config(directory: str | os.PathLike[str]) -> FolderConfig | None:
     name = data.get("name") if isinstance(data, dict) else None
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f'{path}: expected "pattern", the pre-tokenizer regex, as a non-empty string')
+    if unknown_name(pattern):
+        # Read as a regex it matched only itself: the folder encoded text to no tokens.
+        raise ValueError(
+            f'{path}: "pattern" is {pattern!r}, which is no pattern name; '
+            f"give one of {', '.join(NAMED)}, or the regex itself"
+        )
     if not isinstance(specials, list) or not all(isinstance(t, str) for t in specials):
         raise ValueError(f'{path}: expected "special_tokens" to be a list of strings')
     if name is not None and not isinstance(name, str):
