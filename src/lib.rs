@@ -9,6 +9,7 @@ pub mod encode;
 pub mod error;
 pub mod hugemem;
 pub mod piecekey;
+pub mod pool;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;

@@ -16,6 +16,7 @@ use rustc_hash::FxBuildHasher;
 
 use crate::corpus::{self, Source, Utf8Policy};
 use crate::error::Result;
+use crate::pool::default_threads;
 use crate::pretokenize::Pretokenizer;
 use crate::progress::Progress;
 use crate::specials::{Segment, SpecialMatcher};
@@ -45,10 +46,6 @@ impl Default for CountOptions {
             utf8: Utf8Policy::Strict,
         }
     }
-}
-
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Enough chunks per thread to balance uneven documents, few enough that

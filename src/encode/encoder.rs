@@ -1,7 +1,7 @@
 //! Text -> ids: split on special tokens, pre-tokenize, then merge each piece (whole
 //! piece lookup, cache, or byte-pair merge). Also batches and decoding.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use super::batched::Batch;
 use super::cache::PieceCache;
@@ -554,39 +554,6 @@ fn thread_cpu_seconds() -> f64 {
         .get_or_init(std::time::Instant::now)
         .elapsed()
         .as_secs_f64()
-}
-
-/// A thread pool and its thread count.
-type SizedPool = (usize, Arc<rayon::ThreadPool>);
-
-/// Runs `work` on a pool of `num_threads` threads (0: rayon's global pool). Pools are
-/// kept per thread count, so calling `encode_batch` in a loop starts no threads.
-pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
-    static POOLS: OnceLock<Mutex<Vec<SizedPool>>> = OnceLock::new();
-    if num_threads == 0 {
-        return Ok(work());
-    }
-    let pools = POOLS.get_or_init(|| Mutex::new(Vec::new()));
-    let pool = {
-        let mut pools = pools
-            .lock()
-            .map_err(|_| Error::invalid("thread pool registry poisoned"))?;
-        match pools.iter().find(|(n, _)| *n == num_threads) {
-            Some((_, p)) => p.clone(),
-            None => {
-                let p = rayon::ThreadPoolBuilder::new()
-                    .num_threads(num_threads)
-                    .build()
-                    .map_err(|e| {
-                        Error::invalid(format!("cannot start {num_threads} threads: {e}"))
-                    })?;
-                let p = Arc::new(p);
-                pools.push((num_threads, p.clone()));
-                p
-            }
-        }
-    };
-    Ok(pool.install(work))
 }
 
 #[cfg(test)]

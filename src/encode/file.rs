@@ -208,7 +208,7 @@ fn write_npy(
     let mut file = OutFile::create(tmp).map_err(io)?;
     file.write_bytes(&npy::header(descr, 0)).map_err(io)?;
     let threads = if options.num_threads == 0 {
-        crate::count::default_threads()
+        crate::pool::default_threads()
     } else {
         options.num_threads
     };

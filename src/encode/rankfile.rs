@@ -15,6 +15,7 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use super::encoder::Encoder;
 use crate::error::{Error, Result};
+use crate::pool::run_in_pool;
 
 /// `(token bytes, rank)` pairs, and the line index each came from.
 type Ranks = (Vec<(Vec<u8>, u32)>, Vec<usize>);
@@ -94,10 +95,12 @@ fn parse_tiktoken(data: &[u8], name: &str) -> Result<Ranks> {
         first_line += memchr::memchr_iter(b'\n', segment).count();
         rest = tail;
     }
-    let parsed: Vec<Result<Ranks>> = segments
-        .par_iter()
-        .map(|&(segment, first_line)| parse_lines(segment, first_line, name))
-        .collect();
+    let parsed: Vec<Result<Ranks>> = run_in_pool(0, || {
+        segments
+            .par_iter()
+            .map(|&(segment, first_line)| parse_lines(segment, first_line, name))
+            .collect()
+    })?;
     let mut ranks = Vec::with_capacity(data.len() / 16);
     let mut lines = Vec::with_capacity(data.len() / 16);
     for part in parsed {

@@ -25,6 +25,7 @@ use super::shortids::ShortIds;
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::piecekey::{key_of, KEY_LEN};
+use crate::pool::run_in_pool;
 
 /// Tokens whose splits' lines are prefetched while the splits of an earlier one are
 /// looked up: 2 to 4 hid more of the misses than prefetching a token's own lines
@@ -153,28 +154,30 @@ impl Bpe {
             }
         }
         // Tokens are distinct here (checked above), so each pair is found once.
-        let parts: Vec<Vec<(u32, u32, u32)>> = bpe
-            .tokens
-            .par_chunks(PAIRS_CHUNK)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let base = (c * PAIRS_CHUNK) as u32;
-                let token = |i: usize| chunk.get(i).and_then(|t| t.as_deref());
-                let mut pairs = Vec::new();
-                for t in (0..PREFETCH_AHEAD).filter_map(token) {
-                    bpe.prefetch_splits(t);
-                }
-                for i in 0..chunk.len() {
-                    if let Some(ahead) = token(i + PREFETCH_AHEAD) {
-                        bpe.prefetch_splits(ahead);
+        // On this crate's pools, not rayon's global one, which hangs in a forked child.
+        let parts: Vec<Vec<(u32, u32, u32)>> = run_in_pool(0, || {
+            bpe.tokens
+                .par_chunks(PAIRS_CHUNK)
+                .enumerate()
+                .map(|(c, chunk)| {
+                    let base = (c * PAIRS_CHUNK) as u32;
+                    let token = |i: usize| chunk.get(i).and_then(|t| t.as_deref());
+                    let mut pairs = Vec::new();
+                    for t in (0..PREFETCH_AHEAD).filter_map(token) {
+                        bpe.prefetch_splits(t);
                     }
-                    if let Some(t) = token(i) {
-                        bpe.splits_into_tokens(t, base + i as u32, &mut pairs);
+                    for i in 0..chunk.len() {
+                        if let Some(ahead) = token(i + PREFETCH_AHEAD) {
+                            bpe.prefetch_splits(ahead);
+                        }
+                        if let Some(t) = token(i) {
+                            bpe.splits_into_tokens(t, base + i as u32, &mut pairs);
+                        }
                     }
-                }
-                pairs
-            })
-            .collect();
+                    pairs
+                })
+                .collect()
+        })?;
         bpe.pairs = PairTable::from_parts(&parts, None, &bpe.byte_ids)?;
         Ok(bpe)
     }

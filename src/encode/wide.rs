@@ -12,10 +12,11 @@
 
 use rayon::prelude::*;
 
-use super::encoder::{output_buffer, run_in_pool, short_pairs_for, Encoder, Specials, Workspace};
+use super::encoder::{output_buffer, short_pairs_for, Encoder, Specials, Workspace};
 use super::prefault::Prefault;
 use super::stream::{disallowed_error, Cutter};
 use crate::error::Result;
+use crate::pool::run_in_pool;
 
 /// Code points transcoded per round: 64-256 KB of UTF-8.
 const ROUND: usize = 1 << 16;

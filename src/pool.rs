@@ -1,0 +1,148 @@
+//! The thread pools that parallel work runs on, safe to use again in a forked child.
+//!
+//! Why not rayon's global pool: a process forked after a pool's threads started
+//! (`multiprocessing` with the fork start method, `os.fork()`, a PyTorch `DataLoader`
+//! worker, `datasets.map(num_proc=...)`) has the pool's memory but none of its
+//! threads, so the first job sent to it waits forever. rayon's global pool cannot be
+//! replaced once made; these pools are kept per process instead: a registry records
+//! the process id it was made in, and a call from another process (a forked child)
+//! starts a new registry, with new threads as they are asked for. The old registry is
+//! leaked on purpose: its threads do not exist in the child, and dropping a pool
+//! would signal them through locks that a parent thread may have held at the fork.
+//! Looking the pool up costs a `getpid` and a lock (~0.1 us), once per parallel job.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+/// A thread pool and its thread count.
+type SizedPool = (usize, Arc<rayon::ThreadPool>);
+
+/// The pools of one process.
+struct Registry {
+    pid: u32,
+    pools: Mutex<Vec<SizedPool>>,
+}
+
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This process's registry, made on first use (and again in a forked child).
+fn registry() -> &'static Registry {
+    let pid = std::process::id();
+    let current = REGISTRY.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in REGISTRY came from `Box::into_raw` below and is
+    // never freed (registries are leaked), so it is valid for 'static.
+    if let Some(r) = unsafe { current.as_ref() } {
+        if r.pid == pid {
+            return r;
+        }
+    }
+    let fresh = Box::into_raw(Box::new(Registry {
+        pid,
+        pools: Mutex::new(Vec::new()),
+    }));
+    match REGISTRY.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `fresh` was just made by `Box::into_raw` and is never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(winner) => {
+            // Another thread of this process installed one first: use it.
+            // SAFETY: `fresh` was never shared; `winner` is a leaked registry.
+            unsafe {
+                drop(Box::from_raw(fresh));
+                &*winner
+            }
+        }
+    }
+}
+
+/// The thread count of work that asks for "all cores": `RAYON_NUM_THREADS` when it is
+/// a positive number (the command line sets it for `--threads`), else the cores this
+/// process may run on.
+pub fn default_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Runs `work` on a pool of `num_threads` threads (0: [`default_threads`]), inside
+/// which rayon's parallel iterators run. Pools are kept per thread count, so calling
+/// `encode_batch` in a loop starts no threads.
+pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
+    let num_threads = match num_threads {
+        0 => default_threads(),
+        n => n,
+    };
+    let pool = {
+        // A poisoned lock only means a thread panicked while looking a pool up; the
+        // list itself is always whole.
+        let mut pools = registry().pools.lock().unwrap_or_else(|p| p.into_inner());
+        match pools.iter().find(|(n, _)| *n == num_threads) {
+            Some((_, p)) => p.clone(),
+            None => {
+                let p = rayon::ThreadPoolBuilder::new()
+                    .num_threads(num_threads)
+                    .build()
+                    .map_err(|e| {
+                        Error::invalid(format!("cannot start {num_threads} threads: {e}"))
+                    })?;
+                let p = Arc::new(p);
+                pools.push((num_threads, p.clone()));
+                p
+            }
+        }
+    };
+    Ok(pool.install(work))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rayon::prelude::*;
+
+    #[test]
+    fn runs_on_the_asked_threads_and_reuses_pools() {
+        let n = run_in_pool(3, rayon::current_num_threads).unwrap();
+        assert_eq!(n, 3);
+        let sum: u64 = run_in_pool(2, || (0..1000u64).into_par_iter().sum()).unwrap();
+        assert_eq!(sum, 499_500);
+        let a = registry().pools.lock().unwrap().len();
+        run_in_pool(3, || ()).unwrap();
+        assert_eq!(registry().pools.lock().unwrap().len(), a);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_forked_child_gets_new_threads() {
+        run_in_pool(2, || (0..64u32).into_par_iter().sum::<u32>()).unwrap();
+        // SAFETY: the child only runs Rust code of this crate and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let ok = matches!(
+                run_in_pool(2, || (0..64u32).into_par_iter().sum::<u32>()),
+                Ok(2016)
+            );
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            // SAFETY: waits for the child made above.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                // SAFETY: kills the hung child made above.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the forked child hung in its first parallel job");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+}
