@@ -17,47 +17,101 @@ b'<|endoftext|>'
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bpekit import _core
 from bpekit._core import WordCounts
+from bpekit._paths import PathArg, fspath
 from bpekit._progress import ProgressBar
 from bpekit._threads import check_num_threads
 
 __all__ = ["WordCounts", "count_pretokens", "resolve_inputs", "train_bpe", "train_from_counts"]
 
-PathLike = str | os.PathLike[str]
-Inputs = PathLike | Iterable[PathLike]
+Inputs = PathArg | Iterable[PathArg]
 
 
 def resolve_inputs(inputs: Inputs) -> list[Path]:
-    """The files named by ``inputs``: a path, a list of paths, or directories (their
-    files, recursively, sorted by path, hidden ones skipped).
+    """The files named by ``inputs``: a path (``str``, ``bytes`` or ``os.PathLike``), a
+    list of paths, or directories (their files, recursively, sorted by path, hidden
+    ones skipped).
 
-    Raises ``FileNotFoundError`` naming the first path that does not exist.
+    Raises ``FileNotFoundError`` naming the first path that does not exist, and an
+    ``OSError`` naming one that cannot be read at all (a symbolic link loop, a path
+    through a file); an empty path is a ``ValueError``, not the current folder.
     """
-    items = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
+    items = [inputs] if isinstance(inputs, str | bytes | os.PathLike) else _listed(inputs)
     files: list[Path] = []
     for item in items:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            if not found:
-                raise ValueError(f"{path}: directory holds no files to read")
-            files.extend(found)
-        elif path.exists():
-            files.append(path)
+        path = Path(fspath(item, "an input"))
+        if _is_dir(path):
+            files.extend(_files_under(path))
         else:
-            raise FileNotFoundError(f"{path}: no such file or directory")
+            files.append(path)
     if not files:
         raise ValueError("no input files given")
     return files
+
+
+def _listed(inputs: Iterable[PathArg]) -> list[PathArg]:
+    try:
+        return list(inputs)
+    except TypeError:
+        raise TypeError(
+            f"inputs must be a path (str, bytes or os.PathLike) or a list of paths, "
+            f"not {type(inputs).__name__}: {inputs!r}"
+        ) from None
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; an error naming it when it is not there to read.
+    (``Path.exists`` says False for a symbolic link loop, which read as "no such file".)"""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except OSError as e:
+        raise _unreadable(path, e) from None
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """The files under ``folder``, recursively, sorted by path, hidden ones skipped. A
+    broken symbolic link among them is an error naming it, not a file left out."""
+    found = []
+    for p in folder.rglob("*"):
+        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+            continue
+        if p.is_file():
+            found.append(p)
+        elif p.is_symlink():
+            try:
+                p.stat()  # a link to a folder is not followed (as `grep -r` does)
+            except OSError as e:
+                raise _unreadable(p, e) from None
+    if not found:
+        raise ValueError(f"{folder}: directory holds no files to read")
+    return sorted(found)
+
+
+# How errors of stat() are worded, as the core words its own ("PATH: no such file or
+# directory"); Python's "[Errno 40] Too many levels of symbolic links" is less clear.
+_STAT_ERRORS = {
+    errno.ENOENT: "no such file or directory",
+    errno.ELOOP: "symbolic link loop (too many levels of symbolic links)",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+}
+
+
+def _unreadable(path: Path, e: OSError) -> OSError:
+    """``e``, raised by ``path.stat()``, as an error of its own class naming ``path``."""
+    if path.is_symlink() and e.errno == errno.ENOENT:
+        what = f"a symbolic link to {os.readlink(path)}, which does not exist"
+    else:
+        what = _STAT_ERRORS.get(e.errno or 0, (e.strerror or str(e)).lower())
+    error = type(e)(f"{path}: {what}")
+    error.errno = e.errno  # for callers that look at it; str() stays the message
+    return error
 
 
 def _bar(enabled: bool, desc: str, unit: str) -> ProgressBar | None:

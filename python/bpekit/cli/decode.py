@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bpekit._paths import path_arg
 from bpekit.cli._input import input_name, text_blocks
 from bpekit.datasets import load_tokens
 from bpekit.encodings import load_tokenizer
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "ids",
         nargs="?",
-        type=Path,
+        type=path_arg,
         default=None,
         help=".npy file, or a text file (.gz too) of whitespace-separated ids (default, or '-': stdin)",
     )

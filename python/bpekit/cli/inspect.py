@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from bpekit._paths import path_arg
 from bpekit.cli._input import byte_blocks, input_name, utf8_blocks
 from bpekit.encodings import load_tokenizer
 
@@ -20,7 +21,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="describe a tokenizer (and its compression on a file)")
     p.add_argument("tokenizer", help="encoding name or folder with vocab.json + merges.txt")
     p.add_argument(
-        "--file", type=Path, default=None, help="text file (.gz too; '-': stdin) to measure compression on"
+        "--file",
+        type=path_arg,
+        default=None,
+        help="text file (.gz too; '-': stdin) to measure compression on",
     )
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
     p.add_argument("--longest", type=_count, default=10, help="how many longest tokens to show")

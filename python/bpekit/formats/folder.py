@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bpekit._atomic import atomic_write_all
+from bpekit._paths import fspath
 from bpekit.formats.gpt2 import vocab_merges_bytes
 from bpekit.patterns import NAMED, unknown_name
 
@@ -48,8 +49,9 @@ def save_folder(
     pattern: str,
     name: str | None = None,
 ) -> None:
-    """Writes ``vocab.json``, ``merges.txt`` and ``bpekit.json`` into ``directory``."""
-    d = Path(directory)
+    """Writes ``vocab.json``, ``merges.txt`` and ``bpekit.json`` into ``directory`` (made
+    if missing; an empty path is an error, not the current folder)."""
+    d = Path(fspath(directory, "the folder to save into"))
     if d.exists() and not d.is_dir():
         raise NotADirectoryError(
             f"{d}: not a folder; the tokenizer is saved as vocab.json, merges.txt and bpekit.json in one"

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from bpekit._atomic import atomic_write_all
+from bpekit._paths import fspath
 
 VERSION_LINE = "#version: 0.2"
 
@@ -96,8 +97,10 @@ def save_vocab_merges(
     Both files are written to temporary names and renamed only once both are written,
     so a failed save leaves neither a half file nor a new vocab beside old merges.
     """
+    vocab_file = Path(fspath(vocab_path, "the vocab.json path"))
+    merges_file = Path(fspath(merges_path, "the merges.txt path"))
     vocab_data, merges_data = vocab_merges_bytes(vocab, merges)
-    atomic_write_all([(Path(vocab_path), vocab_data), (Path(merges_path), merges_data)])
+    atomic_write_all([(vocab_file, vocab_data), (merges_file, merges_data)])
 
 
 def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bpekit._atomic import atomic_write
+from bpekit._paths import fspath
 from bpekit.formats.gpt2 import encode_token
 
 if TYPE_CHECKING:
@@ -133,5 +134,6 @@ def _name_special_tokens(
 
 def save_hf(tokenizer: Tokenizer, path: str | os.PathLike[str]) -> None:
     """Writes ``tokenizer.json`` to ``path`` (atomically)."""
+    out = Path(fspath(path, "the tokenizer.json path"))
     text = json.dumps(to_hf_json(tokenizer), ensure_ascii=False)
-    atomic_write(Path(path), text.encode("utf-8"))
+    atomic_write(out, text.encode("utf-8"))

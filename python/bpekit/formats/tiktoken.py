@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bpekit._atomic import atomic_write
+from bpekit._paths import fspath
 
 __all__ = ["load_tiktoken_bpe", "parse_tiktoken_bpe", "save_tiktoken_bpe"]
 
@@ -59,8 +60,9 @@ def load_tiktoken_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
 
 def save_tiktoken_bpe(ranks: Mapping[bytes, int], path: str | os.PathLike[str]) -> None:
     """Writes ``{token bytes: rank}`` as a ``.tiktoken`` file, sorted by rank (atomically)."""
+    out = Path(fspath(path, "the .tiktoken path"))
     lines = [
         base64.b64encode(token) + b" " + str(rank).encode()
         for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])
     ]
-    atomic_write(Path(path), b"\n".join(lines) + b"\n" if lines else b"")
+    atomic_write(out, b"\n".join(lines) + b"\n" if lines else b"")

@@ -1,0 +1,47 @@
+"""Paths given to bpekit, checked the same way by the API and the command line.
+
+An empty path is an error: ``Path("")`` is ``Path(".")``, so ``train_bpe("")`` read
+the whole current folder, recursively, and ``--out ""`` wrote into it. Paths as
+bytes are taken, as ``open`` takes them.
+
+>>> fspath(b"corpus.txt", "an input")
+'corpus.txt'
+>>> fspath("", "an input")
+Traceback (most recent call last):
+...
+ValueError: empty path given as an input; name a file or folder ('.' is the current folder)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+
+
+def fspath(path: PathArg, what: str) -> str:
+    """``path`` as a ``str`` (bytes decoded as ``os.fsdecode`` decodes them). ``what``
+    names it in errors: ``"an input"``, ``"the output folder"``."""
+    if not isinstance(path, str | bytes | os.PathLike):
+        raise TypeError(
+            f"{what} must be a path (str, bytes or os.PathLike), not {type(path).__name__}: {path!r}"
+        )
+    text = os.fsdecode(path)
+    if not text:
+        raise ValueError(f"empty path given as {what}; name a file or folder ('.' is the current folder)")
+    return text
+
+
+def path_arg(text: str) -> Path:
+    """An argparse ``type`` for a path argument: ``type=Path`` turns ``""`` into ``.``,
+    the current folder, before any check can see it.
+
+    >>> str(path_arg("out"))
+    'out'
+    """
+    if not text:
+        import argparse  # lazily: `import bpekit` needs this module, not argparse
+
+        raise argparse.ArgumentTypeError("empty path; name a file or folder ('.' is the current folder)")
+    return Path(text)
