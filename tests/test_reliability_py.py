@@ -439,3 +439,179 @@ def test_symbolic_link_loops_and_broken_links_are_named(tmp_path: Path) -> None:
     r = _cli("train", str(loop), "--vocab-size", "270", "--out", str(tmp_path / "tok"), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"{loop}: symbolic link loop" in r.stderr
+
+
+# ---- 15. messages name the file, line or value at fault ------------------------------
+
+
+def test_invalid_utf8_in_tokenizer_files_names_the_file_and_line(tmp_path: Path) -> None:
+    # Regression: "'utf-8' codec can't decode byte 0xff in position 12: invalid start
+    # byte", with neither file nor line.
+    from bpekit.formats.gpt2 import load_merges, load_vocab
+
+    merges = tmp_path / "merges.txt"
+    merges.write_bytes(b"#version: 0.2\na b\nc \xff\n")
+    with pytest.raises(
+        ValueError, match=f"^{re.escape(str(merges))}:3: invalid UTF-8 .byte 0xff at byte offset 20."
+    ):
+        load_merges(merges)
+    vocab = tmp_path / "vocab.json"
+    vocab.write_bytes(b'{"a": 0,\n "\xc3": 1}')
+    with pytest.raises(
+        ValueError, match=f"^{re.escape(str(vocab))}:2: invalid UTF-8 .byte 0xc3 at byte offset 11."
+    ):
+        load_vocab(vocab)
+    bpekit.Tokenizer(BYTE_VOCAB, []).save(tmp_path / "tok")
+    (tmp_path / "tok" / "bpekit.json").write_bytes(b'{"pattern": "\xff"}')
+    with pytest.raises(ValueError, match=r"bpekit\.json:1: invalid UTF-8 \(byte 0xff"):
+        bpekit.load_tokenizer(tmp_path / "tok")
+
+
+@pytest.mark.parametrize(
+    ("merges", "message"),
+    [
+        ([b"ab"], "merge #0 is b'ab', not a pair of tokens (bytes, bytes)"),
+        (
+            [(b"a", b"b"), (b"a", b"b", b"c")],
+            "merge #1 is (b'a', b'b', b'c'), not a pair of tokens (bytes, bytes)",
+        ),
+        ([("a", "b")], "merge #0 is ('a', 'b'): its tokens must be bytes, not str"),
+        ([(b"a", 98)], "merge #0 is (b'a', 98): its tokens must be bytes, not int"),
+        (["ab"], "merge #0 is 'ab', not a pair of tokens (bytes, bytes)"),
+    ],
+)
+def test_merges_that_are_not_pairs_of_bytes_are_named(merges: list, message: str) -> None:
+    # Regression: b"ab" unpacked into 97 and 98, and bytes(97) is 97 NUL bytes: the
+    # message held 97 NULs.
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        bpekit.Tokenizer({**BYTE_VOCAB, 256: b"ab"}, merges)
+
+
+@pytest.mark.parametrize(
+    ("vocab", "message"),
+    [
+        ({**BYTE_VOCAB, 256.0: b"ab"}, "vocab key 256.0 (token b'ab') must be an int id, not float"),
+        ({**BYTE_VOCAB, 1.5: b"ab"}, "vocab key 1.5 (token b'ab') must be an int id, not float"),
+        ({**BYTE_VOCAB, "256": b"ab"}, "vocab key '256' (token b'ab') must be an int id, not str"),
+        ({**BYTE_VOCAB, 256: "ab"}, "vocab id 256 is 'ab': a token must be bytes, not str"),
+        ({**BYTE_VOCAB, 256: 3}, "vocab id 256 is 3: a token must be bytes, not int"),
+    ],
+)
+def test_vocab_keys_and_tokens_of_the_wrong_type_are_named(vocab: dict, message: str) -> None:
+    # Regression: int(1.5) made the id 1 ("token id 1 is given twice"); 256.0 passed
+    # silently; bytes(3) made a token of 3 NUL bytes.
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        bpekit.Tokenizer(vocab, [])
+
+
+def test_numpy_ints_and_bytearrays_are_still_taken() -> None:
+    np = pytest.importorskip("numpy")
+    vocab = {np.int64(i): bytearray(b) for i, b in BYTE_VOCAB.items()} | {256: b"ab"}
+    tok = bpekit.Tokenizer(vocab, [[bytearray(b"a"), memoryview(b"b")]])
+    assert tok.encode("ab") == [256]
+
+
+def test_errors_none_is_named_everywhere(tmp_path: Path) -> None:
+    # Regression: "'None' is not an instance of 'str'" (train_bpe, count_pretokens),
+    # and for decode "decode() argument 'errors' must be str, not None".
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello")
+    message = 'errors must be "strict", "replace" or "ignore", not None'
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        bpekit.train_bpe(corpus, 260, errors=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        bpekit.count_pretokens(corpus, errors=None)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=re.escape('errors must be "strict", "replace" or "ignore", not "bogus"')
+    ):
+        bpekit.count_pretokens(corpus, errors="bogus")
+    tok = bpekit.Tokenizer(BYTE_VOCAB, [])
+    decode_message = (
+        'errors must be "strict", "replace", "ignore" or another error handler of bytes.decode, not '
+    )
+    with pytest.raises(TypeError, match="^" + re.escape(decode_message + "None") + "$"):
+        tok.decode([104], errors=None)  # type: ignore[arg-type]
+    # Checked up front: bytes.decode looked the handler up only at invalid UTF-8.
+    with pytest.raises(ValueError, match=re.escape(decode_message + '"bogus"')):
+        tok.decode([104], errors="bogus")
+    assert tok.decode([104, 0xFF], errors="backslashreplace") == "h\\xff"  # as tiktoken allows
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="for the owner of datasets.py: encode_file_counts should call bpekit._utf8.check_errors(errors) "
+    "first (the core's TypeError says \"'None' is not an instance of 'str'\")",
+)
+def test_encode_file_errors_none_is_named(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello")
+    message = 'errors must be "strict", "replace" or "ignore", not None'
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        bpekit.encode_file(corpus, tmp_path / "o.npy", bpekit.Tokenizer(BYTE_VOCAB, []), errors=None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="for the owner of src/py/train.rs: WordCounts.__new__ is native; see the report for the change",
+)
+def test_word_counts_name_a_word_that_is_not_bytes() -> None:
+    # "Can't extract `str` to `Vec`" named neither the item nor what was expected.
+    with pytest.raises(TypeError, match=r"counts\[1\] is \('ab', 1\): a word must be bytes, not str"):
+        bpekit.WordCounts([(b"a", 1), ("ab", 1)])
+
+
+@pytest.mark.parametrize("token", ["e", " ", "\n"])
+def test_a_special_token_of_one_byte_is_refused_before_training(tmp_path: Path, token: str) -> None:
+    # Regression: training ran to the end, then saving failed: vocab.json cannot give
+    # the same bytes (byte token 101, special token 256) two ids.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello there\nnew line " * 20)
+    message = f"special token {token!r} is one byte, which is token {ord(token)} already"
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        bpekit.train_bpe(tmp_path / "missing.txt", 300, ["<|endoftext|>", token])  # before reading
+    counts = bpekit.count_pretokens(corpus, [token])  # counting may split at it
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        bpekit.train_from_counts(counts, 300, [token])
+    _, merges = bpekit.train_from_counts(counts, 300, [])  # the way the message points to
+    assert all(token.encode() not in (a + b) for a, b in merges)
+    r = _cli(
+        "train", str(corpus), "--vocab-size", "300", "--special-token", token, "--out", "tok", cwd=tmp_path
+    )
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "tok").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="for the owner of _atomic.py: a write error should name the file being written (see the report)",
+)
+def test_disk_full_while_saving_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ENOSPC, simulated: "[Errno 28] No space left on device" named no path.
+    import errno
+
+    import bpekit._atomic
+
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd: int, mode: str) -> None:
+            self.file = real_fdopen(fd, mode)
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(bpekit._atomic.os, "fdopen", Full)
+    folder = tmp_path / "tok"
+    with pytest.raises(OSError) as caught:
+        bpekit.Tokenizer(BYTE_VOCAB, []).save(folder)
+    monkeypatch.undo()
+    assert caught.value.errno == errno.ENOSPC
+    assert list(folder.iterdir()) == []  # nothing half-written (true already)
+    assert caught.value.filename == str(folder / "vocab.json"), caught.value
+    assert str(folder / "vocab.json") in str(caught.value)

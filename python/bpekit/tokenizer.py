@@ -35,6 +35,7 @@ but the default of ``allowed_special`` depends on how the tokenizer was made:
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -47,6 +48,7 @@ from bpekit._text_rules import (
     without_surrogates,
 )
 from bpekit._threads import check_num_threads
+from bpekit._utf8 import check_decode_errors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,6 +78,65 @@ def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
         if not isinstance(t, str) or not t:
             raise TypeError(f"special tokens must be non-empty str, got {t!r}")
     return tokens
+
+
+# What a token's bytes may be given as. Not str (no encoding is implied) and not int:
+# bytes(97) is 97 NUL bytes, and a merge given as b"ab" unpacked into 97 and 98.
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _vocab_items(vocab: Mapping[int, bytes]) -> list[tuple[int, bytes]]:
+    """``vocab``'s entries, checked (``_vocab_item``); plain ints and bytes, the usual
+    case, pass in one quick scan (checking each entry apart cost GPT-2's 50K 15 ms)."""
+    items = list(vocab.items())
+    if all(type(i) is int and type(b) is bytes for i, b in items):
+        return items
+    return [_vocab_item(i, b) for i, b in items]
+
+
+def _merge_pairs(merges: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``merges``, checked (``_merge_pair``); tuples of two bytes pass in one quick scan."""
+    pairs = list(merges)
+    if all(type(p) is tuple and len(p) == 2 and type(p[0]) is bytes and type(p[1]) is bytes for p in pairs):
+        return pairs
+    return [_merge_pair(k, m) for k, m in enumerate(pairs)]
+
+
+def _vocab_item(i: Any, token: Any) -> tuple[int, bytes]:
+    """A vocab entry as the core takes it, or a ``TypeError`` naming it: ``int()`` made
+    the key 1.5 the id 1 (then "id 1 is given twice", or a silent overwrite).
+
+    >>> _vocab_item(1.5, b"a")
+    Traceback (most recent call last):
+    ...
+    TypeError: vocab key 1.5 (token b'a') must be an int id, not float
+    """
+    if isinstance(i, bool) or not hasattr(type(i), "__index__"):
+        raise TypeError(f"vocab key {i!r} (token {token!r}) must be an int id, not {type(i).__name__}")
+    if not isinstance(token, _BYTES_LIKE):
+        raise TypeError(f"vocab id {i!r} is {token!r}: a token must be bytes, not {type(token).__name__}")
+    return operator.index(i), bytes(token)
+
+
+def _merge_pair(k: int, merge: Any) -> tuple[bytes, bytes]:
+    """Merge #``k`` as the core takes it, or a ``TypeError`` naming it (a merge given
+    as ``b"ab"`` made two tokens of 97 and 98 NUL bytes).
+
+    >>> _merge_pair(0, b"ab")
+    Traceback (most recent call last):
+    ...
+    TypeError: merge #0 is b'ab', not a pair of tokens (bytes, bytes)
+    """
+    if isinstance(merge, str | bytes | bytearray | memoryview):
+        raise TypeError(f"merge #{k} is {merge!r}, not a pair of tokens (bytes, bytes)")
+    try:
+        a, b = merge
+    except (TypeError, ValueError):
+        raise TypeError(f"merge #{k} is {merge!r}, not a pair of tokens (bytes, bytes)") from None
+    if not isinstance(a, _BYTES_LIKE) or not isinstance(b, _BYTES_LIKE):
+        bad = type(b if isinstance(a, _BYTES_LIKE) else a).__name__
+        raise TypeError(f"merge #{k} is {merge!r}: its tokens must be bytes, not {bad}")
+    return bytes(a), bytes(b)
 
 
 def _ids_list(ids: Iterable[int]) -> list[int]:
@@ -119,8 +180,7 @@ class Tokenizer:
         name: str | None = None,
     ) -> None:
         specials = _check_special_tokens(special_tokens)
-        tokens = [(int(i), bytes(b)) for i, b in vocab.items()]
-        pairs = [(bytes(a), bytes(b)) for a, b in merges]
+        tokens, pairs = _vocab_items(vocab), _merge_pairs(merges)
         try:
             core = _core.Encoder.from_merges(tokens, pairs, specials, pattern)
         except OverflowError:
@@ -395,7 +455,7 @@ class Tokenizer:
         >>> tok.decode([104, 105, 0xFF])
         'hi\\ufffd'
         """
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+        return self.decode_bytes(ids).decode("utf-8", errors=check_decode_errors(errors))
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         try:

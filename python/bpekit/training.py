@@ -28,6 +28,7 @@ from bpekit._core import WordCounts
 from bpekit._paths import PathArg, fspath
 from bpekit._progress import ProgressBar
 from bpekit._threads import check_num_threads
+from bpekit._utf8 import check_errors
 
 __all__ = ["WordCounts", "count_pretokens", "resolve_inputs", "train_bpe", "train_from_counts"]
 
@@ -147,6 +148,7 @@ def count_pretokens(
     ``num_threads`` defaults to all cores; ``chunk_size`` (bytes, 0 = automatic) only
     changes how work is split, never the result.
     """
+    errors = check_errors(errors)
     files = resolve_inputs(paths)
     num_threads = check_num_threads(num_threads)
     if chunk_size < 0:
@@ -176,7 +178,9 @@ MAX_VOCAB_SIZE = (1 << 21) - 1
 
 def check_vocab_size(vocab_size: int, specials: Sequence[str]) -> None:
     """Refuses a ``vocab_size`` that is not an int, below the byte and special tokens,
-    or beyond what the encoder can hold, before any work starts."""
+    or beyond what the encoder can hold, and special tokens that no vocabulary can
+    hold (``check_trainable_special_tokens``), before any work starts."""
+    check_trainable_special_tokens(specials)
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     if vocab_size < 256 + len(specials):
@@ -190,6 +194,29 @@ def check_vocab_size(vocab_size: int, specials: Sequence[str]) -> None:
         )
 
 
+def check_trainable_special_tokens(specials: Sequence[str]) -> None:
+    """Refuses a special token of one byte (``"\\n"``, ``"e"``): bytes 0..255 are tokens
+    0..255 already, and a vocabulary cannot give the same bytes two ids (vocab.json
+    maps each token to one id), so saving failed, after all the training.
+
+    Counting may still split the corpus at such a text: pass it to ``count_pretokens``
+    and not to ``train_from_counts``.
+
+    >>> check_trainable_special_tokens(["<|endoftext|>", "\\n"])
+    Traceback (most recent call last):
+    ...
+    ValueError: special token '\\n' is one byte, which is token 10 already: ...
+    """
+    for token in specials:
+        data = token.encode("utf-8") if isinstance(token, str) else b""
+        if len(data) == 1:
+            raise ValueError(
+                f"special token {token!r} is one byte, which is token {data[0]} already: a vocabulary "
+                "cannot hold the same bytes twice, so special tokens to train with must be 2 bytes or "
+                "more (count_pretokens may still split the corpus at it)"
+            )
+
+
 def train_from_counts(
     counts: WordCounts,
     vocab_size: int,
@@ -201,7 +228,8 @@ def train_from_counts(
 
     Returns ``(vocab, merges)``: ids 0..255 are the bytes by value, then the special
     tokens in the order given, then one token per merge in creation order. Fewer
-    merges are made when no pair is left to merge.
+    merges are made when no pair is left to merge. A special token must be 2 bytes or
+    more: one byte is a byte token already (see ``check_trainable_special_tokens``).
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
@@ -231,6 +259,9 @@ def train_bpe(
 
     ``input_path`` is a path, a list of paths or a directory; ``.gz`` files are read
     transparently. See ``count_pretokens`` and ``train_from_counts`` for the options.
+    Arguments are checked before the corpus is read: a special token of one byte
+    (``"\\n"``), which is a byte token already, is a ``ValueError``; to split the
+    corpus at one, call ``count_pretokens`` with it and ``train_from_counts`` without.
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)

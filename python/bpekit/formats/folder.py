@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from bpekit._atomic import atomic_write_all
 from bpekit._paths import fspath
-from bpekit.formats.gpt2 import vocab_merges_bytes
+from bpekit.formats.gpt2 import read_utf8, vocab_merges_bytes
 from bpekit.patterns import NAMED, unknown_name
 
 VOCAB = "vocab.json"
@@ -66,7 +66,7 @@ def load_config(directory: str | os.PathLike[str]) -> FolderConfig | None:
     """``bpekit.json`` of ``directory``, or ``None`` when it has none."""
     path = Path(directory) / CONFIG
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path)
     except FileNotFoundError:
         return None
     try:

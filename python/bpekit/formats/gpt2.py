@@ -11,6 +11,7 @@ b' hello\\n'
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -103,11 +104,26 @@ def save_vocab_merges(
     atomic_write_all([(vocab_file, vocab_data), (merges_file, merges_data)])
 
 
+def read_utf8(path: Path) -> str:
+    """The text of ``path``; invalid UTF-8 is a ``ValueError`` naming the file, line and
+    byte offset (Python's names neither file nor line: "'utf-8' codec can't decode
+    byte 0xff in position 4")."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}:{line}: invalid UTF-8 (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+            f"{path.name} is UTF-8 text"
+        ) from None
+
+
 def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
     """Reads ``vocab.json`` into {id: bytes}."""
     path = Path(vocab_path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(data, dict):
@@ -128,7 +144,8 @@ def load_merges(merges_path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]
     """Reads ``merges.txt``, with or without a ``#version`` line."""
     path = Path(merges_path)
     merges: list[tuple[bytes, bytes]] = []
-    with open(path, encoding="utf-8") as f:
+    # Lines as a file opened in text mode gives them (\r\n and \r end lines too).
+    with io.StringIO(read_utf8(path), newline=None) as f:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\r\n")
             if not line or (lineno == 1 and line.startswith("#version")):
