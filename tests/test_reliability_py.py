@@ -615,3 +615,28 @@ def test_disk_full_while_saving_names_the_file(tmp_path: Path, monkeypatch: pyte
     assert list(folder.iterdir()) == []  # nothing half-written (true already)
     assert caught.value.filename == str(folder / "vocab.json"), caught.value
     assert str(folder / "vocab.json") in str(caught.value)
+
+
+# ---- 16. leniency removed ---------------------------------------------------------------
+
+
+def test_a_token_given_twice_in_vocab_json_is_an_error(tmp_path: Path) -> None:
+    # Regression: json kept the last id silently, losing the other.
+    folder = tmp_path / "tok"
+    bpekit.Tokenizer({**BYTE_VOCAB, 256: b" t"}, [(b" ", b"t")]).save(folder)
+    text = (folder / "vocab.json").read_text(encoding="utf-8")
+    (folder / "vocab.json").write_text(text.replace('"Ġt": 256', '"Ġt": 256, "Ġt": 257'), encoding="utf-8")
+    message = f"{folder / 'vocab.json'}: token 'Ġt' is given twice (256, then 257)"
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        bpekit.load_tokenizer(folder)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a t")
+    r = _cli("encode", str(corpus), "-t", str(folder), "-o", str(tmp_path / "o.npy"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    # bpekit.json too: which "pattern" was meant?
+    (folder / "vocab.json").write_text(text, encoding="utf-8")
+    (folder / "bpekit.json").write_text('{"pattern": "gpt2", "special_tokens": [], "pattern": "o200k"}')
+    with pytest.raises(
+        ValueError, match=re.escape("bpekit.json: key 'pattern' is given twice ('gpt2', then 'o200k')")
+    ):
+        bpekit.load_tokenizer(folder)

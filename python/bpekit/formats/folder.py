@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from bpekit._atomic import atomic_write_all
 from bpekit._paths import fspath
-from bpekit.formats.gpt2 import read_utf8, vocab_merges_bytes
+from bpekit.formats.gpt2 import json_object, read_utf8, vocab_merges_bytes
 from bpekit.patterns import NAMED, unknown_name
 
 VOCAB = "vocab.json"
@@ -70,7 +70,7 @@ def load_config(directory: str | os.PathLike[str]) -> FolderConfig | None:
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=json_object(path, "key"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     pattern = data.get("pattern") if isinstance(data, dict) else None

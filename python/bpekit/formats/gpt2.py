@@ -14,9 +14,10 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from bpekit._atomic import atomic_write_all
 from bpekit._paths import fspath
@@ -119,11 +120,36 @@ def read_utf8(path: Path) -> str:
         ) from None
 
 
+def json_object(path: Path, what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json.loads`` ``object_pairs_hook`` for which a key given twice is an error
+    naming ``path``: json keeps the last value silently, so a vocab.json with a token
+    twice lost one of its ids.
+
+    >>> json.loads('{"a": 0, "a": 1}', object_pairs_hook=json_object(Path("v.json"), "token"))
+    Traceback (most recent call last):
+    ...
+    ValueError: v.json: token 'a' is given twice (0, then 1)
+    """
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ValueError(f"{path}: {what} {key!r} is given twice ({seen[key]!r}, then {value!r})")
+            seen[key] = value
+        raise AssertionError("unreachable")
+
+    return hook
+
+
 def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
-    """Reads ``vocab.json`` into {id: bytes}."""
+    """Reads ``vocab.json`` into {id: bytes}; a token given twice is an error."""
     path = Path(vocab_path)
     try:
-        data = json.loads(read_utf8(path))
+        data = json.loads(read_utf8(path), object_pairs_hook=json_object(path, "token"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(data, dict):
