@@ -3,6 +3,7 @@
 //! A plain Rust crate: `cargo test` needs no Python. The PyO3 bindings live in
 //! [`py`] behind the `python` feature and are the only place Python types appear.
 
+pub mod atomic;
 pub mod corpus;
 pub mod count;
 pub mod encode;

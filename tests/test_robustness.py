@@ -107,3 +107,207 @@ def test_multiprocessing_after_the_pool_started(method: str, tmp_path: Path) -> 
     proc = run_file(script, str(encodings), method, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------- unsafe writes
+
+
+def byte_tokenizer(specials: list[str] | None = None):
+    import bpekit
+
+    return bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], specials or [])
+
+
+def test_encode_file_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    # Issue 22, item 6: the temporary output had a guessable name (.NAME.PID.tmp),
+    # was opened without O_EXCL and reopened by name, so a link planted there had
+    # its target overwritten and became the output.
+    import bpekit
+
+    src = tmp_path / "in.txt"
+    src.write_text("hello world\n" * 1000)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "out.npy"
+    (tmp_path / f".out.npy.{os.getpid()}.tmp").symlink_to(victim)
+    n = bpekit.encode_file(src, out, byte_tokenizer())
+    assert n == 12_000
+    assert victim.read_text() == "precious"
+    assert not out.is_symlink() and bpekit.load_tokens(out).shape == (12_000,)
+    # The output itself a link: the link is replaced, its target left alone.
+    out.unlink()
+    out.symlink_to(victim)
+    bpekit.encode_file(src, out, byte_tokenizer())
+    assert victim.read_text() == "precious" and not out.is_symlink()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f".out.npy.{os.getpid()}.tmp", "in.txt", "out.npy", "victim.txt"]
+
+
+def test_word_counts_save_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    import bpekit
+
+    src = tmp_path / "in.txt"
+    src.write_text("low lower lowest")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "c.wc"
+    (tmp_path / "c.tmp-bpekit").symlink_to(victim)
+    counts = bpekit.count_pretokens(src, [])
+    counts.save(out)
+    assert victim.read_text() == "precious"
+    assert bpekit.WordCounts.load(out).total == counts.total
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.tmp-bpekit", "c.wc", "in.txt", "victim"]
+
+
+def test_demo_writes_into_a_private_new_folder(tmp_path: Path) -> None:
+    # bpekit demo wrote into the fixed TMPDIR/bpekit-demo, through whatever link
+    # another user had planted there.
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "bpekit-demo").symlink_to(victim)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the quick brown fox jumps over the lazy dog\n" * 200)
+    proc = run_args(
+        ["-m", "bpekit.cli", "demo", "--input", str(corpus), "--vocab-size", "300", "--quiet"],
+        120,
+        {"TMPDIR": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert list(victim.iterdir()) == []
+    made = [p for p in tmp_path.iterdir() if p.name.startswith("bpekit-demo-")]
+    assert len(made) == 1 and (made[0] / "vocab.json").is_file()
+    assert made[0].stat().st_mode & 0o777 == 0o700
+
+
+# ---------------------------------------------------------------- signals
+
+
+@linux_only
+@pytest.mark.parametrize(
+    ("command", "sig"),
+    [("encode", "SIGTERM"), ("encode", "SIGHUP"), ("train", "SIGTERM")],
+)
+def test_termination_mid_run_cleans_up_like_ctrl_c(tmp_path: Path, command: str, sig: str) -> None:
+    # Issue 22, item 7: SIGTERM or SIGHUP (timeout, a closed terminal) killed a run at
+    # once and left its multi-MB hidden temporary file. The input is a pipe this test
+    # holds open, so the run is surely under way when the signal comes.
+    import signal
+    import time
+
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    out = tmp_path / ("out.npy" if command == "encode" else "tok")
+    args = ["-t", "gpt2"] if command == "encode" else ["--vocab-size", "300"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bpekit.cli", command, str(fifo), *args, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings"))},
+    )
+    try:
+        with open(fifo, "w") as writer:  # returns once the run has opened the pipe
+            writer.write("hello world\n" * 100_000)
+            writer.flush()
+            proc.send_signal(getattr(signal, sig))
+            time.sleep(0.5)  # the signal is seen while the run waits for more input
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert f"terminated ({sig}); nothing was written" in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fifo"]
+
+
+def test_an_interrupt_after_the_output_is_in_place_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    # Issue 22, item 8: a Ctrl-C landing just after the final rename reported
+    # "nothing was written" although the old output had been replaced.
+    import bpekit.cli.encode as encode_cli
+    from bpekit.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text("hello world")
+    out = tmp_path / "out.npy"
+    out.write_bytes(b"old")
+    real = encode_cli.encode_file_counts
+
+    def interrupted_after(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encode_cli, "encode_file_counts", interrupted_after)
+    monkeypatch.setenv("BPEKIT_ENCODINGS", str(data_path("encodings")))
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet"]) == 130
+    assert out.read_bytes() != b"old"
+    err = capsys.readouterr().err
+    assert f"bpekit: interrupted after the output was complete: wrote {out}" in err
+
+    def interrupted_before(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encode_cli, "encode_file_counts", interrupted_before)
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet"]) == 130
+    assert "bpekit: interrupted; nothing was written" in capsys.readouterr().err
+
+
+def test_interrupt_messages_tell_what_is_on_disk(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from bpekit.cli import _identity, _interrupted_message
+
+    out = tmp_path / "out.npy"
+    args = argparse.Namespace(command="encode", out=out)
+    before = {out: _identity(out)}
+    assert (
+        _interrupted_message(args, before, KeyboardInterrupt()) == "bpekit: interrupted; nothing was written"
+    )
+    out.write_bytes(b"new")
+    msg = _interrupted_message(args, before, KeyboardInterrupt())
+    assert msg == f"bpekit: interrupted after the output was complete: wrote {out}"
+
+
+def test_a_set_of_renames_is_not_split_by_a_signal(tmp_path: Path) -> None:
+    # vocab.json, merges.txt and bpekit.json are renamed one after another; Ctrl-C
+    # between two renames left a new vocab beside old merges. It now waits for them.
+    import signal
+
+    from bpekit._atomic import _signals_deferred
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        done = []
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                done.append(1)
+        assert done == [1]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_full_disk_names_the_file_being_saved(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    import bpekit._atomic as atomic
+
+    class Full:
+        def __init__(self, fd: int, mode: str) -> None:
+            os.close(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fdopen", Full)
+    target = tmp_path / "tok" / "vocab.json"
+    with pytest.raises(OSError, match="No space left on device") as info:
+        atomic.atomic_write_all([(target, b"{}")])
+    assert info.value.filename == str(target) and info.value.errno == errno.ENOSPC
+    assert list((tmp_path / "tok").iterdir()) == []

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -28,17 +32,56 @@ def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
     try:
         for path, data in files:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # mkstemp: O_CREAT | O_EXCL under a random name, so no planted link is
+            # followed; the mode is set through the handle, not by name again.
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             written.append((tmp, path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, _mode_for(path))
-        for tmp, path in written:
-            os.replace(tmp, path)
+            try:
+                os.fchmod(fd, _mode_for(path))
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except OSError as e:
+                # "[Errno 28] No space left on device" names no file: name the output.
+                raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+        with _signals_deferred():
+            for tmp, path in written:
+                os.replace(tmp, path)
     except BaseException:
         for tmp, _ in written:
             Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_DEFERRED = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Holds Ctrl-C, SIGTERM and SIGHUP back until the block ends, so that a set of
+    renames happens whole (an interrupt between two left a new vocab.json beside
+    old merges). The signal's own handler runs right after. Only the main thread
+    can change handlers; elsewhere signals reach the main thread anyway."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, Any]] = []
+    saved: dict[int, Any] = {}
+    for name in _DEFERRED:
+        num = getattr(signal, name, None)
+        if num is None:
+            continue
+        handler = signal.getsignal(num)
+        if not callable(handler):
+            continue  # SIG_IGN or SIG_DFL: nothing Python would run between renames
+        saved[num] = handler
+        signal.signal(num, lambda n, frame: caught.append((n, frame)))
+    try:
+        yield
+    finally:
+        for num, handler in saved.items():
+            signal.signal(num, handler)
+        for num, frame in caught[:1]:
+            saved[num](num, frame)
 
 
 def _check_target(path: Path) -> None:

@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
+use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"BPEKITWC";
@@ -186,11 +187,12 @@ impl WordCounts {
         Ok(())
     }
 
+    /// Writes the counts to `path`, which shows the old file or the whole new one,
+    /// never a part ([`AtomicFile`]).
     pub fn save(&self, path: &Path) -> Result<()> {
         let err = |e| Error::io(path, e);
-        let tmp = path.with_extension("tmp-bpekit");
-        let file = std::fs::File::create(&tmp).map_err(err)?;
-        let mut w = BufWriter::new(file);
+        let file = AtomicFile::create(path, false).map_err(err)?;
+        let mut w = BufWriter::new(file.file());
         let mut write = || -> std::io::Result<()> {
             w.write_all(MAGIC)?;
             w.write_all(&VERSION.to_le_bytes())?;
@@ -209,12 +211,9 @@ impl WordCounts {
             }
             w.flush()
         };
-        if let Err(e) = write() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err(e));
-        }
+        write().map_err(err)?;
         drop(w);
-        std::fs::rename(&tmp, path).map_err(err)
+        file.commit().map_err(err)
     }
 
     pub fn load(path: &Path) -> Result<Self> {

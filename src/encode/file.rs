@@ -5,10 +5,11 @@
 //! bytes near each cut are read, and each cut is found when a worker asks for its
 //! chunk, so encoding starts at once).
 //! Chunks are encoded in parallel (`ordered::ordered_map`, a few chunks ahead of the
-//! writer at most) and written in input order into a temporary file after a
-//! placeholder header; the header gets the real length at the end and the file is
-//! renamed into place. Each chunk's input pages are released once it is written. An error or Ctrl-C
-//! removes the temporary file, so an interrupted run leaves no output.
+//! writer at most) and written in input order into a file with no name yet
+//! ([`crate::atomic::AtomicFile`]) after a placeholder header; the header gets the
+//! real length at the end and the file is put in place of the output. Each chunk's
+//! input pages are released once it is written. An error, Ctrl-C or even SIGKILL
+//! leaves no new file behind.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -79,36 +80,7 @@ pub fn encode_files(
         }
     }
     check_output(output, paths)?;
-    let tmp = temp_path(output);
-    let result = write_npy(encoder, paths, &tmp, options, progress);
-    match result {
-        Ok(n) => {
-            std::fs::rename(&tmp, output).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                Error::io(output, e)
-            })?;
-            Ok(n)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(naming_output(e, &tmp, output))
-        }
-    }
-}
-
-/// An error writing the temporary file, told as one writing `output` (the path the
-/// caller gave), with the temporary file's name after the reason.
-fn naming_output(e: Error, tmp: &Path, output: &Path) -> Error {
-    match e {
-        Error::Io { path, source } if path == tmp => Error::io(
-            output,
-            std::io::Error::new(
-                source.kind(),
-                format!("{source} (writing its temporary file {})", tmp.display()),
-            ),
-        ),
-        other => other,
-    }
+    write_npy(encoder, paths, output, options, progress)
 }
 
 /// Small enough that every thread gets many chunks (balance), large enough that
@@ -184,17 +156,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn temp_path(output: &Path) -> PathBuf {
-    let name = output
-        .file_name()
-        .map_or_else(|| "tokens.npy".into(), |n| n.to_string_lossy().into_owned());
-    output.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
 fn write_npy(
     encoder: &Encoder,
     paths: &[PathBuf],
-    tmp: &Path,
+    output: &Path,
     options: FileOptions,
     progress: &Progress,
 ) -> Result<u64> {
@@ -204,8 +169,8 @@ fn write_npy(
     } else {
         "<u4"
     };
-    let io = |e| Error::io(tmp, e);
-    let mut file = OutFile::create(tmp).map_err(io)?;
+    let io = |e| Error::io(output, e);
+    let mut file = OutFile::create(output).map_err(io)?;
     file.write_bytes(&npy::header(descr, 0)).map_err(io)?;
     let threads = if options.num_threads == 0 {
         crate::pool::default_threads()
@@ -298,7 +263,7 @@ fn write_npy(
         )?;
         count += end_files(&mut file, &mut files_ended, sources.len(), options).map_err(io)?;
     }
-    file.finish(&npy::header(descr, count), tmp).map_err(io)?;
+    file.finish(&npy::header(descr, count)).map_err(io)?;
     Ok(count)
 }
 

@@ -12,11 +12,12 @@
 //! the file cut to its real length at the end. File systems without `O_DIRECT`
 //! (tmpfs) refuse it at open, or at the first write, and get buffered writes.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
 use memmap2::MmapMut;
+
+use crate::atomic::AtomicFile;
 
 /// The alignment direct I/O asks of buffers, offsets and sizes on Linux file systems.
 const BLOCK: usize = 4096;
@@ -25,7 +26,8 @@ const BLOCK: usize = 4096;
 const STAGING_BLOCKS: usize = 256;
 
 pub struct OutFile {
-    file: File,
+    /// Written under no name (or a temporary one) until [`OutFile::finish`].
+    file: AtomicFile,
     direct: bool,
     /// Page-aligned, as direct writes need. An anonymous map rather than a zeroed
     /// vector: the kernel supplies its pages as they are first written, while the
@@ -39,12 +41,13 @@ pub struct OutFile {
 }
 
 impl OutFile {
-    /// Creates (truncates) `path`, direct where the file system allows.
+    /// Starts a file that will replace `path` when finished ([`AtomicFile`]), direct
+    /// where the file system allows.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let (file, direct) = open(path)?;
+        let file = AtomicFile::create(path, true)?;
         Ok(Self {
+            direct: file.is_direct(),
             file,
-            direct,
             staging: MmapMut::map_anon(STAGING_BLOCKS * BLOCK)?,
             staged: 0,
             flushed: 0,
@@ -57,7 +60,7 @@ impl OutFile {
 
     /// Writes `staging`'s first `len` bytes to the file.
     fn write_staged(&self, len: usize) -> io::Result<()> {
-        (&self.file).write_all(&self.staging[..len])
+        self.file.file().write_all(&self.staging[..len])
     }
 
     /// Appends `bytes`.
@@ -142,7 +145,7 @@ impl OutFile {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
-            let fd = self.file.as_raw_fd();
+            let fd = self.file.file().as_raw_fd();
             // SAFETY: plain fcntl calls on an open descriptor we own.
             let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
             if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0 {
@@ -153,9 +156,10 @@ impl OutFile {
         Ok(())
     }
 
-    /// Writes what is staged, then `header` over the file's first bytes, and cuts the
-    /// file to its real length. Returns the file's length.
-    pub fn finish(mut self, header: &[u8], path: &Path) -> io::Result<u64> {
+    /// Writes what is staged, then `header` over the file's first bytes, cuts the
+    /// file to its real length and puts it in place of the path it was made for.
+    /// Returns the file's length.
+    pub fn finish(mut self, header: &[u8]) -> io::Result<u64> {
         let len = self.flushed + self.staged as u64;
         if self.direct && !self.staged.is_multiple_of(BLOCK) {
             // Pad the last block; the file is cut back below.
@@ -166,31 +170,29 @@ impl OutFile {
         } else {
             self.flush_staged(self.staged)?;
         }
-        drop(self.file);
         // The header goes through the page cache: a write of a few bytes at offset 0
-        // is not block-aligned, and the file is closed for direct writes by now.
-        let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
-        file.write_all(header)?;
-        file.set_len(len)?;
-        file.flush()?;
+        // is not block-aligned for a direct write.
+        if self.direct {
+            self.stop_direct()?;
+        }
+        write_all_at(self.file.file(), header, 0)?;
+        self.file.file().set_len(len)?;
+        self.file.commit()?;
         Ok(len)
     }
 }
 
-/// Opens `path` for writing, with `O_DIRECT` where it is taken; true if direct.
-fn open(path: &Path) -> io::Result<(File, bool)> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut direct = options.clone();
-        direct.custom_flags(libc::O_DIRECT);
-        if let Ok(file) = direct.open(path) {
-            return Ok((file, true));
-        }
-    }
-    Ok((options.open(path)?, false))
+#[cfg(unix)]
+fn write_all_at(file: &std::fs::File, bytes: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, at)
+}
+
+#[cfg(not(unix))]
+fn write_all_at(mut file: &std::fs::File, bytes: &[u8], at: u64) -> io::Result<()> {
+    use std::io::Seek;
+    file.seek(io::SeekFrom::Start(at))?;
+    file.write_all(bytes)?;
+    file.seek(io::SeekFrom::End(0)).map(drop)
 }
 
 #[cfg(test)]
@@ -208,7 +210,7 @@ mod tests {
         for part in ids.chunks(ids.len().div_ceil(pieces).max(1)) {
             out.write_ids(part, width).unwrap();
         }
-        let len = out.finish(b"HEAD", &path).unwrap();
+        let len = out.finish(b"HEAD").unwrap();
         let data = std::fs::read(&path).unwrap();
         assert_eq!(data.len() as u64, len);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -242,7 +244,7 @@ mod tests {
         out.write_ids(&[1, 2], 2).unwrap();
         out.stop_direct().unwrap();
         out.write_ids(&[3], 4).unwrap();
-        out.finish(b"H", &path).unwrap();
+        out.finish(b"H").unwrap();
         assert_eq!(
             std::fs::read(&path).unwrap(),
             b"H\x00\x02\x00\x03\x00\x00\x00"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from bpekit._threads import check_num_threads
 
@@ -78,6 +80,58 @@ def _os_error_text(e: OSError) -> str:
     return f"{e.filename}: {e.strerror[:1].lower()}{e.strerror[1:]}"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (what ``timeout`` and a closed terminal send), raised where
+    Ctrl-C's ``KeyboardInterrupt`` would be, so that the same clean-up runs: the core
+    stops at its next check and leaves no temporary file."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+def _stop_on_termination() -> None:
+    """SIGTERM and SIGHUP stop a command as Ctrl-C does (by default they kill the
+    process at once, leaving whatever was half done)."""
+    for name in ("SIGTERM", "SIGHUP"):
+        num = getattr(signal, name, None)
+        if num is not None and signal.getsignal(num) in (signal.SIG_DFL, None):
+            signal.signal(num, _raise_terminated)
+
+
+def output_paths(args: argparse.Namespace) -> list[Path]:
+    """The files a command writes (none for those that write to stdout)."""
+    out = getattr(args, "out", None)
+    if out is None:
+        return []
+    out = Path(out)
+    if args.command in ("train", "demo"):
+        return [out / name for name in ("vocab.json", "merges.txt", "bpekit.json")]
+    return [out]
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _interrupted_message(args: argparse.Namespace, before: dict[Path, Any], e: KeyboardInterrupt) -> str:
+    """What an interrupt left on disk, from the outputs' identities before and now:
+    an interrupt can land after the last rename, when the new outputs are in place."""
+    what = f"terminated ({e.args[0]})" if isinstance(e, Terminated) else "interrupted"
+    changed = [p for p in output_paths(args) if _identity(p) != before.get(p)]
+    if not changed:
+        return f"bpekit: {what}; nothing was written"
+    return f"bpekit: {what} after the output was complete: wrote {', '.join(map(str, changed))}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     threads = getattr(args, "threads", None)
@@ -92,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         # All of the command's parallel work (loading an encoding included) runs on
         # rayon's global pool, which reads this when the command first uses it.
         os.environ["RAYON_NUM_THREADS"] = str(threads)
+    _stop_on_termination()
+    before = {p: _identity(p) for p in output_paths(args)}
     try:
         status = int(args._run(args) or 0)
         # Here, not at exit, buffered output that meets a closed pipe raises.
@@ -99,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except BrokenPipeError:  # before OSError, which it is
         return _quiet_broken_pipe()
-    except KeyboardInterrupt:
-        print("\nbpekit: interrupted; nothing was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print("\n" + _interrupted_message(args, before, e), file=sys.stderr)
+        return 128 + e.signum if isinstance(e, Terminated) else 130
     except (OSError, ValueError, KeyError, TypeError) as e:
         # A KeyError's str() quotes its message. The core names the Python keyword;
         # on the command line it is a flag.

@@ -32,7 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="train a 10,000-token vocabulary on a default corpus")
     p.add_argument("--input", nargs="+", default=None, help="files or folders instead of the default corpus")
     p.add_argument("--vocab-size", type=vocab_size_arg, default=10_000)
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: TMPDIR/bpekit-demo)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: a new private folder TMPDIR/bpekit-demo-XXXXXXXX)",
+    )
     add_common_options(p)
     return p
 
@@ -45,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
     # tempfile is imported here, not when the parser is built for every command.
     import tempfile
 
-    out = args.out or Path(tempfile.gettempdir()) / "bpekit-demo"
+    # A new folder of this user's, made with mkdtemp (0700, a name nobody can plant a
+    # link at ahead of time): a fixed name in the shared temporary folder wrote through
+    # whatever link another user had put there.
+    out = args.out or Path(tempfile.mkdtemp(prefix="bpekit-demo-"))
+    args.out = out  # what an interrupt reports on (cli.output_paths)
     print(f"bpekit demo: training a {args.vocab_size:,}-token vocabulary on {what}")
     return train_and_summarize(inputs, args.vocab_size, ["<|endoftext|>"], out, args)
