@@ -267,14 +267,14 @@ mod tests {
         let out = dir.join("out.bin");
         std::fs::write(&out, b"old").unwrap();
         let f = AtomicFile::create(&out, false).unwrap();
-        (&*f.file()).write_all(b"new data").unwrap();
+        f.file().write_all(b"new data").unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"old");
         f.commit().unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"new data");
         assert_eq!(names(&dir), ["out.bin"]);
         // Dropped without a commit: nothing new, the old file as it was.
         let f = AtomicFile::create(&out, false).unwrap();
-        (&*f.file()).write_all(b"lost").unwrap();
+        f.file().write_all(b"lost").unwrap();
         drop(f);
         assert_eq!(names(&dir), ["out.bin"]);
         assert_eq!(std::fs::read(&out).unwrap(), b"new data");
@@ -286,12 +286,12 @@ mod tests {
         let dir = scratch("named");
         let out = dir.join("out.bin");
         let f = AtomicFile::create_named(&out, false).unwrap();
-        (&*f.file()).write_all(b"x").unwrap();
+        f.file().write_all(b"x").unwrap();
         assert_eq!(names(&dir).len(), 1);
         drop(f);
         assert!(names(&dir).is_empty());
         let f = AtomicFile::create_named(&out, false).unwrap();
-        (&*f.file()).write_all(b"y").unwrap();
+        f.file().write_all(b"y").unwrap();
         f.commit().unwrap();
         assert_eq!(names(&dir), ["out.bin"]);
         assert_eq!(std::fs::read(&out).unwrap(), b"y");
@@ -307,7 +307,7 @@ mod tests {
         let out = dir.join("out.bin");
         std::os::unix::fs::symlink(&victim, &out).unwrap();
         let f = AtomicFile::create(&out, false).unwrap();
-        (&*f.file()).write_all(b"ids").unwrap();
+        f.file().write_all(b"ids").unwrap();
         f.commit().unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         assert!(!std::fs::symlink_metadata(&out).unwrap().is_symlink());
