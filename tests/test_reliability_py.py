@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import subprocess
 import sys
-import threading
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -24,42 +23,48 @@ from tests.conftest import data_path
 ADDRESS_SPACE_CAP = 4 << 30
 
 
-class Run:
+class Run(NamedTuple):
     """A finished command: its exit status, stderr, and peak resident memory in MiB."""
 
-    def __init__(self, returncode: int, stderr: str, peak_mib: float, timed_out: bool) -> None:
-        self.returncode, self.stderr, self.peak_mib, self.timed_out = returncode, stderr, peak_mib, timed_out
+    returncode: int
+    stderr: str
+    peak_mib: float
+    timed_out: bool
+
+
+# Runs a command and prints its exit status, whether it timed out, and its own peak RSS
+# (wait4), with its address space capped. Run from this small launcher, not forked from
+# the test process itself: a forked child starts with its parent's resident pages, and
+# Linux keeps that high-water mark across exec, so the child of a pytest process of
+# 1.7 GB "peaked" at 1.7 GB.
+_LAUNCHER = """
+import os, resource, subprocess, sys, time
+cap, timeout, stdin = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+with open(stdin, "rb") as fin:
+    p = subprocess.Popen(sys.argv[4:], stdin=fin, stdout=subprocess.DEVNULL, preexec_fn=limit)
+deadline, timed_out = time.monotonic() + timeout, False
+while True:
+    pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+    if pid:
+        break
+    if time.monotonic() > deadline and not timed_out:
+        p.kill()
+        timed_out = True
+    time.sleep(0.02)
+print(os.waitstatus_to_exitcode(status), int(timed_out), usage.ru_maxrss)
+"""
 
 
 def run_measured(*args: str, stdin: Path | None = None, timeout: float = 120) -> Run:
-    """``bpekit ARGS`` in a child process, stdout discarded; its own peak RSS comes from
-    ``wait4`` (RUSAGE_CHILDREN would mix in every child this test process ever had)."""
+    """``bpekit ARGS`` in a child process, stdout discarded, killed after ``timeout``
+    seconds; its peak RSS is its own (see ``_LAUNCHER``)."""
     env = {**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings"))}
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_CAP, ADDRESS_SPACE_CAP))
-
-    with open(stdin or os.devnull, "rb") as fin:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "bpekit.cli", *args],
-            stdin=fin,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            preexec_fn=cap,
-        )
-        timer = threading.Timer(timeout, p.kill)
-        timer.start()
-        try:
-            assert p.stderr is not None
-            stderr = p.stderr.read().decode("utf-8", "replace")
-            _, status, usage = os.wait4(p.pid, 0)
-        finally:
-            timer.cancel()
-            p.stderr.close()
-    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    timed_out = not timer.is_alive() and p.returncode == -9
-    return Run(p.returncode, stderr, usage.ru_maxrss / 1024, timed_out)
+    command = [sys.executable, "-m", "bpekit.cli", *args]
+    launch = [sys.executable, "-c", _LAUNCHER, str(ADDRESS_SPACE_CAP), str(timeout), str(stdin or os.devnull)]
+    r = subprocess.run(launch + command, capture_output=True, text=True, env=env, timeout=timeout + 60)
+    returncode, timed_out, peak_kib = map(int, r.stdout.split())
+    return Run(returncode, r.stderr, peak_kib / 1024, bool(timed_out))
 
 
 def assert_one_line_error(r: Run, *said: str) -> None:
