@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+use crate::mapguard::Guard;
 use crate::pretokenize::{cuts, Kind};
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
@@ -41,8 +42,18 @@ impl Utf8Policy {
 }
 
 enum Bytes {
-    Mapped(Mmap),
+    Mapped(Mapped),
     Owned(Vec<u8>),
+}
+
+/// A mapped input file, registered with [`mapguard`] while it lives.
+struct Mapped {
+    /// Declared before `map`, so it unregisters the mapping before it is unmapped.
+    guard: Option<Guard>,
+    map: Mmap,
+    /// The file's device and inode, to tell a shrunk file from one replaced by
+    /// another under the same name (which leaves the mapped bytes as they were).
+    id: Option<(u64, u64)>,
 }
 
 /// The text of the gzip file `file` (any number of members), decompressed into a
@@ -95,8 +106,15 @@ fn gunzip(path: &Path, file: File) -> Result<Bytes> {
     }
     // SAFETY: the file is private to this process (created new, unlinked) and no
     // longer written.
+    // Not guarded: nobody else can truncate an unlinked file of ours.
     unsafe { Mmap::map(&out) }
-        .map(Bytes::Mapped)
+        .map(|map| {
+            Bytes::Mapped(Mapped {
+                guard: None,
+                map,
+                id: None,
+            })
+        })
         .map_err(in_tmp)
 }
 
@@ -138,10 +156,15 @@ impl Source {
             Bytes::Owned(buf)
         } else {
             let mut buf = Vec::new();
-            // SAFETY: the map is read-only; a file truncated under us while mapped is the
-            // same hazard every mmap-based reader accepts (SIGBUS), documented in the README.
+            // SAFETY: the map is read-only. A file truncated under us while mapped
+            // would raise SIGBUS; the guard turns that into zeros and a mark that the
+            // readers check ([`Source::check_intact`]).
             match unsafe { Mmap::map(&file) } {
-                Ok(m) => Bytes::Mapped(m),
+                Ok(map) => Bytes::Mapped(Mapped {
+                    guard: Guard::new(map.as_ptr(), map.len()),
+                    map,
+                    id: file_id(&meta),
+                }),
                 // Pipes and special files cannot be mapped: read them instead.
                 Err(_) => {
                     file.read_to_end(&mut buf).map_err(err)?;
@@ -170,7 +193,7 @@ impl Source {
     /// huge files call it behind them to keep memory flat. No-op for in-memory bytes.
     fn release(&self, range: Range<usize>) {
         #[cfg(unix)]
-        if let Bytes::Mapped(m) = &self.bytes {
+        if let Bytes::Mapped(Mapped { map: m, .. }) = &self.bytes {
             if range.start < range.end && range.end <= m.len() {
                 // SAFETY: the map is private, read-only and never written, so dropping its
                 // pages only means they are read from the file again if touched.
@@ -214,7 +237,7 @@ impl Source {
 
     pub fn bytes(&self) -> &[u8] {
         match &self.bytes {
-            Bytes::Mapped(m) => m,
+            Bytes::Mapped(m) => &m.map,
             Bytes::Owned(v) => v,
         }
     }
@@ -222,6 +245,40 @@ impl Source {
     /// Whether the bytes were read into memory (pipes) rather than mapped.
     fn is_owned(&self) -> bool {
         matches!(self.bytes, Bytes::Owned(_))
+    }
+
+    /// Whether a read of the mapped file ran past its end (it was truncated while
+    /// mapped), and read zeros there instead ([`mapguard`]). One atomic load.
+    pub fn faulted(&self) -> bool {
+        match &self.bytes {
+            Bytes::Mapped(m) => m.guard.as_ref().is_some_and(Guard::faulted),
+            Bytes::Owned(_) => false,
+        }
+    }
+
+    /// An error if the file shrank while it was mapped: a read past its new end was
+    /// turned into zeros, or (a shrink within the last page faults nowhere) the file
+    /// at the same path, the same inode, is now shorter than what was mapped.
+    pub fn check_intact(&self) -> Result<()> {
+        let Bytes::Mapped(m) = &self.bytes else {
+            return Ok(());
+        };
+        let now = std::fs::metadata(&self.path).ok();
+        let shrunk = now.as_ref().is_some_and(|meta| {
+            file_id(meta) == m.id && m.id.is_some() && meta.len() < m.map.len() as u64
+        });
+        if self.faulted() || shrunk {
+            let size = now.map_or(String::new(), |meta| format!(", now {}", meta.len()));
+            return Err(Error::io(
+                &self.path,
+                std::io::Error::other(format!(
+                    "changed size while being read (was {} bytes{size}); \
+                     nothing was written from it",
+                    m.map.len()
+                )),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -248,6 +305,26 @@ pub fn size_on_disk(paths: &[PathBuf]) -> u64 {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum()
+}
+
+/// A file's device and inode, where the platform has them.
+fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// An error if any of `sources` shrank while it was read ([`Source::check_intact`]);
+/// called once a group's work is done, before its results are used.
+pub fn check_intact(sources: &[Source]) -> Result<()> {
+    sources.iter().try_for_each(Source::check_intact)
 }
 
 /// `paths` opened in order, a group at a time ([`GROUP_FILES`], [`GROUP_READ_BYTES`]):
@@ -463,6 +540,14 @@ impl<'a> Chunks<'a> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         while state.found.len() <= i {
             let source = state.source;
+            // A file truncated while mapped reads zeros from there on, with no safe
+            // cut: cutting it further would make one chunk of the rest. Its readers
+            // fail at their next chunk ([`decode`]).
+            if self.sources.get(source).is_some_and(Source::faulted) {
+                state.cutter = None;
+                state.source += 1;
+                continue;
+            }
             let cutter = match &mut state.cutter {
                 Some(c) => c,
                 None => {
@@ -576,7 +661,13 @@ pub fn decode<'a>(
     let bytes = &source.bytes()[range.clone()];
     // The common case, valid text, checked at ~2x the speed of `std` (4% of a 1-thread
     // count of en-small went to validation); `std` then says where an error is.
-    if let Ok(s) = simdutf8::basic::from_utf8(bytes) {
+    let valid = simdutf8::basic::from_utf8(bytes);
+    // Validation read every byte: a file truncated since (or before) is seen here,
+    // before the zeros read in its place are used.
+    if source.faulted() {
+        source.check_intact()?;
+    }
+    if let Ok(s) = valid {
         return Ok(Cow::Borrowed(s));
     }
     match std::str::from_utf8(bytes) {

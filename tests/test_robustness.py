@@ -311,3 +311,61 @@ def test_a_full_disk_names_the_file_being_saved(tmp_path: Path, monkeypatch) -> 
         atomic.atomic_write_all([(target, b"{}")])
     assert info.value.filename == str(target) and info.value.errno == errno.ENOSPC
     assert list((tmp_path / "tok").iterdir()) == []
+
+
+# ---------------------------------------------------------------- inputs that shrink
+
+COUNT_SCRIPT = """
+import sys, bpekit
+try:
+    bpekit.count_pretokens(sys.argv[1:], ["<|endoftext|>"])
+except OSError as e:
+    print("OSError:", e)
+"""
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["encode", "train", "count_pretokens"])
+@pytest.mark.parametrize(("size", "shrink_to"), [(1 << 20, 100), (5000, 4500)])
+def test_an_input_that_shrinks_while_mapped_is_an_error(
+    tmp_path: Path, how: str, size: int, shrink_to: int
+) -> None:
+    # Issue 22, item 2: truncating an input while it was mapped killed the
+    # interpreter with SIGBUS, no message, and left a hidden temporary file. The
+    # file is mapped first; a pipe after it, which this test holds open, keeps the run
+    # waiting until the file has been cut. (1 MB -> 100 bytes faults; 5000 -> 4500
+    # stays inside the last page, where reads see zeros and nothing faults.)
+    victim = tmp_path / "a.txt"
+    victim.write_bytes(b"hello world\n" * (size // 12) + b"x" * (size % 12))
+    fifo = tmp_path / "b.fifo"
+    os.mkfifo(fifo)
+    if how == "count_pretokens":
+        argv = ["-c", COUNT_SCRIPT, str(victim), str(fifo)]
+    elif how == "encode":
+        argv = ["-m", "bpekit.cli", "encode", str(victim), str(fifo), "-t", "gpt2", "-o", "out.npy"]
+    else:
+        argv = ["-m", "bpekit.cli", "train", str(victim), str(fifo), "--vocab-size", "300", "--out", "tok"]
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings")), "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        with open(fifo, "w") as writer:  # opened once the run has mapped a.txt
+            os.truncate(victim, shrink_to)
+            writer.write("more text\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    message = f"{victim}: changed size while being read (was {size} bytes, now {shrink_to})"
+    if how == "count_pretokens":
+        assert proc.returncode == 0, err
+        assert out.startswith(f"OSError: {message}")
+    else:
+        assert proc.returncode == 2, err
+        assert f"bpekit {how}: error: {message}" in err
+        assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.fifo"]

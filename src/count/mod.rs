@@ -66,7 +66,9 @@ pub fn count_files(
     progress.reset(corpus::size_on_disk(paths));
     let mut counts: Option<WordCounts> = None;
     for group in corpus::Groups::new(paths, progress) {
-        let part = count_sources(&group?, specials, pretokenizer, options, progress)?;
+        let sources = group?;
+        let part = count_sources(&sources, specials, pretokenizer, options, progress)?;
+        corpus::check_intact(&sources)?;
         match counts.as_mut() {
             None => counts = Some(part),
             Some(c) => c.add(&part)?,

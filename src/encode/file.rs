@@ -261,6 +261,7 @@ fn write_npy(
                 Ok(())
             },
         )?;
+        corpus::check_intact(&sources)?;
         count += end_files(&mut file, &mut files_ended, sources.len(), options).map_err(io)?;
     }
     file.finish(&npy::header(descr, count)).map_err(io)?;
