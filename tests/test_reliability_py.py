@@ -586,12 +586,9 @@ def test_a_special_token_of_one_byte_is_refused_before_training(tmp_path: Path, 
     assert not (tmp_path / "tok").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="for the owner of _atomic.py: a write error should name the file being written (see the report)",
-)
 def test_disk_full_while_saving_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # ENOSPC, simulated: "[Errno 28] No space left on device" named no path.
+    # ENOSPC, simulated: "[Errno 28] No space left on device" named no path (fixed in
+    # _atomic.py by 3f2419c).
     import errno
 
     import bpekit._atomic
