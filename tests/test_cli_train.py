@@ -136,12 +136,15 @@ def test_thread_counts_and_vocab_sizes_out_of_range_are_refused_before_any_work(
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "v").exists()
 
 
-def test_a_pattern_that_matches_nothing_is_warned_about(tmp_path: Path) -> None:
+def test_a_mistyped_pattern_name_is_an_error(tmp_path: Path) -> None:
+    # A bare word is no regex anyone means (it matches only itself): "GPT2" was
+    # trained on as a regex, with a warning; it is now refused before any work.
     text = tmp_path / "t.txt"
     text.write_text("hello world\n")
     out = str(tmp_path / "v")
     r = bpekit_cli("train", str(text), "--vocab-size", "300", "--out", out, "--pattern", "GPT2")
-    assert r.returncode == 0
-    assert "warning: the pattern 'GPT2' matched no text outside the special tokens" in r.stderr
+    assert r.returncode == 2
+    assert 'error: unknown pattern name "GPT2"; the names are gpt2, r50k_base' in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "v").exists()
     r = bpekit_cli("train", str(text), "--vocab-size", "300", "--out", str(tmp_path / "w"), "--quiet")
     assert r.returncode == 0 and "warning" not in r.stderr

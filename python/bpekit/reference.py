@@ -47,12 +47,26 @@ def split_on_special_tokens(text: str, special_tokens: Sequence[str]) -> list[st
 
 
 def pretokenize(text: str, pattern: str = GPT2) -> list[str]:
-    """The pieces the pattern finds, in order.
+    """The pieces of ``text``: the pattern's matches in order, and the text between
+    them as pieces of their own, so that no text is dropped (what HF's ``Split`` with
+    ``Isolated`` does; ``regex.findall`` would skip it). Empty matches give no piece.
 
     >>> pretokenize("I'll go  now")
     ['I', "'ll", ' go', ' ', ' now']
+    >>> pretokenize("abc 12 def", r"\\d")
+    ['abc ', '1', '2', ' def']
     """
-    return regex.findall(resolve(pattern), text)
+    pieces: list[str] = []
+    end = 0
+    for m in regex.finditer(resolve(pattern), text):
+        if m.start() > end:
+            pieces.append(text[end : m.start()])
+        if m.group():
+            pieces.append(m.group())
+        end = max(end, m.end())
+    if end < len(text):
+        pieces.append(text[end:])
+    return pieces
 
 
 def count_words(text: str, special_tokens: Sequence[str] = (), pattern: str = GPT2) -> Counter[bytes]:
@@ -214,7 +228,6 @@ def encode_reference(
     >>> encode_reference("abc<|e|>", vocab, [(b"a", b"b")], ["<|e|>"])
     [256, 99, 257]
     """
-    import regex
 
     from bpekit.patterns import GPT2
 
@@ -233,7 +246,7 @@ def encode_reference(
         if is_special:
             out.append(ids_of[segment.encode("utf-8")])
             continue
-        for piece in regex.findall(pattern or GPT2, segment):
+        for piece in pretokenize(segment, pattern or GPT2):
             parts = [bytes([b]) for b in piece.encode("utf-8")]
             out.extend(ids_of[p] for p in merge_word(parts, ranks))
     return out

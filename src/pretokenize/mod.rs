@@ -51,6 +51,16 @@ pub struct Pretokenizer {
     simd: Simd,
 }
 
+/// Whether `pattern` is a bare word (a letter, then letters, digits, `_` or `-`):
+/// what a pattern name looks like. As a regex such a word matches only itself,
+/// which no pre-tokenizer wants, so one that is no name is a name mistyped ("GPT2",
+/// "gpt3", "o200k-base"). The Python side's `patterns.unknown_name` agrees.
+fn looks_like_a_name(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 impl Pretokenizer {
     /// `spec` is a name from [`patterns::NAMED`] or a regex. A regex whose text is
     /// exactly a named pattern's gets that pattern's engine.
@@ -67,6 +77,14 @@ impl Pretokenizer {
         };
         if text.is_empty() {
             return Err(Error::invalid("pre-tokenizer pattern is empty"));
+        }
+        if kind == Kind::Custom && looks_like_a_name(text) {
+            let names: Vec<&str> = patterns::NAMED.iter().map(|(n, _)| *n).collect();
+            return Err(Error::invalid(format!(
+                "unknown pattern name {text:?}; the names are {}, and any other \
+                 pattern is a regex (a bare word as a regex matches only itself)",
+                names.join(", ")
+            )));
         }
         let regex = match kind {
             Kind::Custom => Some(RegexSplitter::new(text)?),
@@ -90,8 +108,8 @@ impl Pretokenizer {
     }
 
     /// Calls `f(start, end)` with the byte range of each piece of `text`, in order.
-    /// With a named pattern the pieces are contiguous and cover `text`; a custom
-    /// pattern skips what it does not match, as `regex.findall` does.
+    /// The pieces are contiguous and cover `text`: a custom pattern's unmatched text
+    /// comes as pieces of its own ([`RegexSplitter::for_each_piece`]).
     pub fn for_each_span<F: FnMut(usize, usize)>(&self, text: &str, mut f: F) -> Result<()> {
         match (self.kind, &self.regex) {
             (_, Some(regex)) => regex.for_each_piece(text, |p| {

@@ -129,7 +129,9 @@ fn count_pretokens(
     let specials = SpecialMatcher::new(&special_tokens)?;
     let pretokenizer = Pretokenizer::new(pattern)?;
     let options = CountOptions {
-        num_threads: num_threads.unwrap_or_else(crate::pool::default_threads).max(1),
+        num_threads: num_threads
+            .unwrap_or_else(crate::pool::default_threads)
+            .max(1),
         chunk_size,
         utf8: Utf8Policy::parse(errors)?,
     };

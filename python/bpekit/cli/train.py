@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import time
 from pathlib import Path
 
@@ -111,14 +110,6 @@ def train_and_summarize(
         progress=progress,
     )
     t1 = time.perf_counter()
-    if len(counts) == 0 and total_bytes > 0:
-        # A name typed wrong ("GPT2") is a regex that matches no text: say so rather
-        # than write a vocabulary of bytes alone.
-        print(
-            f"bpekit: warning: the pattern {args.pattern!r} matched no text outside the special "
-            "tokens; pattern names are gpt2, cl100k and o200k, anything else is a regex",
-            file=sys.stderr,
-        )
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
     t2 = time.perf_counter()
     # Imported here: every command builds this module's parser, and the writer's
