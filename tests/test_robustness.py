@@ -369,3 +369,26 @@ def test_an_input_that_shrinks_while_mapped_is_an_error(
         assert f"bpekit {how}: error: {message}" in err
         assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.fifo"]
+
+
+# ---------------------------------------------------------------- custom patterns
+
+
+def test_a_custom_pattern_drops_no_text(tmp_path: Path) -> None:
+    # Issue 22, item 9: the bytes between a custom pattern's matches vanished.
+    import bpekit
+    from bpekit import reference
+
+    text = "abc 12 def\n<|e|>x9"
+    tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|e|>"], pattern=r"\d")
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    vocab = {i: bytes([i]) for i in range(256)}
+    assert ids == reference.encode_reference(text, vocab, [], ["<|e|>"], pattern=r"\d")
+    src = tmp_path / "t.txt"
+    src.write_text(text)
+    bpekit.encode_file(src, tmp_path / "t.npy", tok)
+    assert bpekit.load_tokens(tmp_path / "t.npy").tolist() == ids
+    counts = bpekit.count_pretokens(src, ["<|e|>"], pattern=r"\d")
+    assert sum(len(w) * c for w, c in counts.to_dict().items()) == len(text) - len("<|e|>")
+    assert counts.to_dict() == reference.count_words(text, ["<|e|>"], r"\d")
