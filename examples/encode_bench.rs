@@ -65,7 +65,8 @@ fn parallel(
             true => encoder.lease_shared(),
             false => encoder.lease(),
         })
-        .collect();
+        .collect::<Result<_, _>>()
+        .expect("workspaces");
     for _ in 0..runs {
         let t0 = std::time::Instant::now();
         std::thread::scope(|s| {

@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = std::time::Instant::now();
         for p in &pieces {
             out.clear();
-            merge_piece(&bpe, p, NONE, &mut scratch, &mut out);
+            merge_piece(&bpe, p, NONE, &mut scratch, &mut out).expect("memory");
             n_ids += out.len();
         }
         let t_merge = t0.elapsed().as_secs_f64();

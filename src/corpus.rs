@@ -165,6 +165,9 @@ impl Source {
                     map,
                     id: file_id(&meta),
                 }),
+                // Out of address space (a memory limit): reading it whole would not
+                // fit either.
+                Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => return Err(err(e)),
                 // Pipes and special files cannot be mapped: read them instead.
                 Err(_) => {
                     file.read_to_end(&mut buf).map_err(err)?;

@@ -1,5 +1,5 @@
 //! One error type for the core. Every variant says what went wrong and where;
-//! `py` maps them to ValueError / KeyError / OSError / KeyboardInterrupt.
+//! `py` maps them to ValueError / KeyError / OSError / KeyboardInterrupt / MemoryError.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -27,6 +27,9 @@ pub enum Error {
     Regex(String),
     /// The caller asked to stop (Ctrl-C).
     Cancelled,
+    /// An allocation whose size comes from the input failed (a memory limit, or
+    /// too little memory): what was being made, and its size in bytes.
+    OutOfMemory { what: &'static str, bytes: usize },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -40,6 +43,13 @@ impl Error {
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
+    }
+    /// An allocation of `count` items of `T` for `what` failed.
+    pub fn out_of_memory<T>(what: &'static str, count: usize) -> Self {
+        Error::OutOfMemory {
+            what,
+            bytes: count.saturating_mul(std::mem::size_of::<T>()),
+        }
     }
 }
 
@@ -59,6 +69,11 @@ impl fmt::Display for Error {
             }
             Error::Regex(m) => write!(f, "pre-tokenizer regex failed: {m}"),
             Error::Cancelled => f.write_str("interrupted"),
+            Error::OutOfMemory { what, bytes } => write!(
+                f,
+                "out of memory: could not allocate {:.1} MB for {what}",
+                *bytes as f64 / 1e6
+            ),
         }
     }
 }

@@ -43,6 +43,60 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
     let _ = (ptr, len);
 }
 
+/// Whether `bytes` more memory could be had now: maps that much address space
+/// (untouched, so no page is made) and unmaps it again.
+///
+/// For work that makes many small allocations sized by its input, which cannot
+/// each be made fallible (building a vocabulary of 200K tokens; Python's objects
+/// turned into Rust ones). Under a memory limit (`RLIMIT_AS`, strict overcommit) such
+/// work then fails here, as an error, instead of aborting the process partway.
+pub fn probe(bytes: usize) -> bool {
+    #[cfg(unix)]
+    {
+        if bytes == 0 {
+            return true;
+        }
+        // SAFETY: an anonymous private mapping, unmapped at once; no memory is touched.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return false;
+            }
+            libc::munmap(p, bytes);
+        }
+        true
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = bytes;
+        true
+    }
+}
+
+/// `n` zeroed `u32`s from the allocator (fresh pages, untouched until used), or
+/// `None` where they cannot be had.
+pub fn try_zeroed_u32s(n: usize) -> Option<Box<[u32]>> {
+    if n == 0 {
+        return Some(Box::new([]));
+    }
+    let layout = Layout::array::<u32>(n).ok()?;
+    // SAFETY: the layout's size is non-zero.
+    let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u32>();
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: `raw` holds `n` zeroed `u32`s allocated with the global allocator in
+    // the layout a `Box<[u32]>` of `n` items uses.
+    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, n)) })
+}
+
 /// The smallest page size, which `mmap` lengths are rounded up to.
 const PAGE: usize = 4096;
 
@@ -168,33 +222,40 @@ impl<T: Zeroable> ZeroedBuf<T> {
     /// encoder's 32 MB short table took 10-85 ms to make before a 2-thread encode of
     /// the 116 MB English corpus could start, all on one thread.
     pub fn huge(len: usize) -> Self {
-        let size = Self::bytes(len);
+        Self::try_huge(len).unwrap_or_else(|| handle_alloc_error(Layout::new::<T>()))
+    }
+
+    /// [`ZeroedBuf::huge`], or `None` where the memory cannot be had (a memory limit,
+    /// or a size past the address space): for sizes that come from the input.
+    pub fn try_huge(len: usize) -> Option<Self> {
+        let size = len.max(1).checked_mul(std::mem::size_of::<T>().max(1))?;
+        if size > isize::MAX as usize / 2 {
+            return None;
+        }
         if size >= HUGE_PAGE {
             if let Some(raw) = map_zeroed(size) {
                 // Before the first write, so the pages are huge from the first fault.
                 advise_huge_pages(raw.as_ptr(), size);
-                return Self {
+                return Some(Self {
                     ptr: raw.cast(),
                     len,
                     mapped: true,
-                };
+                });
             }
         }
         let layout = Self::layout(len);
         // SAFETY: the layout's size is non-zero.
         let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
-            handle_alloc_error(layout)
-        };
+        let ptr = NonNull::new(raw.cast::<T>())?;
         advise_huge_pages(raw, layout.size());
         // SAFETY: `raw` points to `layout.size()` writable bytes, and all zeros is a
         // valid `T` (`Zeroable`).
         unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
-        Self {
+        Some(Self {
             ptr,
             len,
             mapped: false,
-        }
+        })
     }
 
     #[inline]

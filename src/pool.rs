@@ -67,6 +67,28 @@ pub fn default_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// The error for a thread that could not be started: its stack could not be mapped
+/// (a memory limit) or the process may start no more threads.
+pub fn no_thread() -> Error {
+    // Rust's default stack for spawned threads.
+    Error::out_of_memory::<u8>("a new thread's stack", 2 << 20)
+}
+
+/// Runs `work` on `threads` threads: `threads - 1` started here and the calling
+/// thread. Where a thread cannot be started (a memory or thread limit), fewer run,
+/// down to the calling thread alone: for work that takes its items from a shared
+/// counter, where that only makes it slower.
+pub fn on_threads<F: Fn() + Sync>(threads: usize, work: F) {
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+}
+
 /// Runs `work` on a pool of `num_threads` threads (0: [`default_threads`]), inside
 /// which rayon's parallel iterators run. Pools are kept per thread count, so calling
 /// `encode_batch` in a loop starts no threads.
@@ -85,9 +107,7 @@ pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send)
                 let p = rayon::ThreadPoolBuilder::new()
                     .num_threads(num_threads)
                     .build()
-                    .map_err(|e| {
-                        Error::invalid(format!("cannot start {num_threads} threads: {e}"))
-                    })?;
+                    .map_err(|_| no_thread())?;
                 let p = Arc::new(p);
                 pools.push((num_threads, p.clone()));
                 p

@@ -72,11 +72,33 @@ where
     J: FnOnce(&Progress) -> Result<T> + Send,
     K: FnMut(&Progress) -> std::result::Result<(), E>,
 {
+    // Taken by whichever thread runs it (see below).
+    let job = std::sync::Mutex::new(Some(job));
+    let job = &job;
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
-        let handle = s.spawn(move || {
-            let _ = tx.send(job(progress));
+        let run = move |tx: mpsc::Sender<_>| {
+            let _watched = Watched::enter(progress);
+            let job = job.lock().ok().and_then(|mut j| j.take());
+            if let Some(job) = job {
+                let _ = tx.send(job(progress));
+            }
+        };
+        let spawned = std::thread::Builder::new().spawn_scoped(s, {
+            let tx = tx.clone();
+            move || run(tx)
         });
+        let handle = match spawned {
+            Ok(handle) => handle,
+            // No thread to be had (a memory or thread limit): the job runs here, with
+            // no ticks, and fails where it needs memory it cannot get.
+            Err(_) => {
+                run(tx);
+                let outcome = rx.try_recv().map_err(|_| "the job did not run".to_owned());
+                return (outcome, None);
+            }
+        };
+        drop(tx);
         let mut stopped_by = None;
         let outcome = loop {
             match rx.recv_timeout(every) {
@@ -98,6 +120,40 @@ where
             (None, Ok(())) => Err("the job's thread ended without a result".to_owned()),
         };
         (outcome, stopped_by)
+    })
+}
+
+thread_local! {
+    /// The cancel flag of the job this thread runs for [`run_watched`], if any.
+    static WATCHED: std::cell::Cell<*const AtomicBool> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Marks this thread as running a watched job until dropped.
+struct Watched;
+
+impl Watched {
+    fn enter(progress: &Progress) -> Self {
+        WATCHED.with(|w| w.set(&progress.cancelled));
+        Watched
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        WATCHED.with(|w| w.set(std::ptr::null()));
+    }
+}
+
+/// Whether the watched job this thread runs (see [`run_watched`]) was asked to stop.
+/// For loops deep inside the core that have no `Progress` at hand (merging one
+/// huge piece): they stop early, and their caller reports `Cancelled`. False on
+/// threads that run no watched job.
+pub fn interrupted() -> bool {
+    WATCHED.with(|w| {
+        let flag = w.get();
+        // SAFETY: the pointer is set only while `run_watched`'s job runs on this
+        // thread, during which the `Progress` it points into is borrowed.
+        !flag.is_null() && unsafe { (*flag).load(Ordering::Relaxed) }
     })
 }
 

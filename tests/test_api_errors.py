@@ -77,10 +77,12 @@ def test_encode_file_output_errors_name_the_output(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc, where no file can be made")
 def test_a_write_error_names_the_output_not_only_the_temporary_file(tmp_path: Path) -> None:
-    # Regression: the message named only "/proc/.x.npy.PID.tmp", a path the user never gave.
+    # Regression: the message named only "/proc/.x.npy.PID.tmp", a path the user never
+    # gave. The output is now made with no name until it is complete, so the message
+    # names the output and its folder.
     tok = bpekit.Tokenizer(BYTES, [])
     text = tmp_path / "t.txt"
     text.write_text("hello")
-    named = r"^/proc/x\.npy: .*\(writing its temporary file /proc/\.x\.npy\.\d+\.tmp\)"
+    named = r"^/proc/x\.npy: cannot create a file in /proc: "
     with pytest.raises(OSError, match=named):
         bpekit.encode_file(text, "/proc/x.npy", tok)

@@ -130,19 +130,15 @@ pub(super) fn shard_words(
     }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, ShardWords)>> = Mutex::new(Vec::with_capacity(shards));
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(shards) {
-            scope.spawn(|| loop {
-                let s = next.fetch_add(1, Ordering::Relaxed);
-                if s >= shards {
-                    return;
-                }
-                let words = one_shard(tables, s, bits, extra);
-                done.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((s, words));
-            });
+    crate::pool::on_threads(threads.min(shards), || loop {
+        let s = next.fetch_add(1, Ordering::Relaxed);
+        if s >= shards {
+            return;
         }
+        let words = one_shard(tables, s, bits, extra);
+        done.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((s, words));
     });
     let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
     done.sort_unstable_by_key(|(s, _)| *s);
@@ -239,7 +235,7 @@ mod tests {
         let words: Vec<String> = (0..40_000).map(|i| format!("w{}", i * 7919)).collect();
         let mut parts: Vec<PieceCounts> = (0..6)
             .map(|p| match p {
-                1 => PieceCounts::for_text_len(1 << 20),
+                1 => PieceCounts::for_text_len(1 << 20).unwrap(),
                 _ => PieceCounts::default(),
             })
             .collect();

@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::corpus::{self, Source, Utf8Policy};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pool::default_threads;
 use crate::pretokenize::Pretokenizer;
 use crate::progress::Progress;
@@ -115,9 +115,15 @@ pub fn count_sources(
     } else {
         total
     };
+    let oom = || Error::out_of_memory::<(u128, u64)>("counting pieces", sized_for / 40);
     let work = || {
+        let Some(borrowed) = PieceCounts::for_text_len(sized_for) else {
+            let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
+            guard.push(Err(oom()));
+            return;
+        };
         let mut local = ChunkCounts {
-            borrowed: PieceCounts::for_text_len(sized_for),
+            borrowed,
             ..ChunkCounts::default()
         };
         let outcome = (|| -> Result<()> {
@@ -136,8 +142,14 @@ pub fn count_sources(
                     Cow::Owned(text) => {
                         let mut tmp = PieceCounts::default();
                         count_text(&text, specials, pretokenizer, &mut tmp)?;
+                        if tmp.failed() {
+                            return Err(oom());
+                        }
                         tmp.for_each(|k, v| add_owned(&mut local.owned, k, v));
                     }
+                }
+                if local.borrowed.failed() {
+                    return Err(oom());
                 }
                 progress.add(len);
             }
@@ -145,15 +157,7 @@ pub fn count_sources(
         let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
         guard.push(outcome.map(|()| local));
     };
-    if threads == 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(work);
-            }
-        });
-    }
+    crate::pool::on_threads(threads, work);
     let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
     let mut tables = Vec::with_capacity(parts.len());
@@ -173,7 +177,14 @@ pub fn count_sources(
         pretokenizer.pattern().to_owned(),
         specials.tokens().to_vec(),
     );
-    let long_bytes = long.keys().map(|k| k.len()).sum();
+    let long_bytes: usize = long.keys().map(|k| k.len()).sum();
+    // The arena the tables are collected into (words, ends, counts: ~32 bytes a word
+    // with its bytes), made of allocations that cannot each fail softly: where it
+    // cannot be had (a memory limit), fail now rather than abort partway.
+    let keys: usize = tables.iter().map(|t| t.len()).sum::<usize>() + long.len() + owned.len();
+    if !crate::hugemem::probe(keys.saturating_mul(64).saturating_add(2 * long_bytes)) {
+        return Err(Error::out_of_memory::<u8>("collecting counts", keys * 64));
+    }
     for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes)) {
         words.append_distinct_arena(shard.bytes, shard.ends, shard.counts);
     }

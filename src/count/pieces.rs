@@ -43,12 +43,20 @@ impl<'a> PieceCounts<'a> {
     /// doubling rehashes everything and zeroes new memory). English has about one
     /// distinct piece per 160 bytes over tens of MB (en-small: 116,748 in 18.8 MB) and
     /// the table is kept at most half full.
-    pub fn for_text_len(bytes: usize) -> Self {
+    ///
+    /// `None` where the table's memory cannot be had.
+    pub fn for_text_len(bytes: usize) -> Option<Self> {
         let slots = (bytes / 80).next_power_of_two().clamp(1 << 12, 1 << 20);
-        Self {
-            short: ShortTable::with_slots(slots, 0),
+        Some(Self {
+            short: ShortTable::try_with_slots(slots, 0)?,
             ..Self::default()
-        }
+        })
+    }
+
+    /// Whether a table could not grow (memory ran out) since these counts were made:
+    /// they are wrong then, and the caller fails.
+    pub fn failed(&self) -> bool {
+        self.short.failed
     }
 
     /// Counts one occurrence of `piece`, a slice of `text` (when it is, its key is one
@@ -78,6 +86,10 @@ impl<'a> PieceCounts<'a> {
     #[cold]
     #[inline(never)]
     fn add_long(&mut self, piece: &'a [u8]) {
+        if self.long.len() == self.long.capacity() && self.long.try_reserve(1).is_err() {
+            self.short.failed = true;
+            return;
+        }
         *self.long.entry(piece).or_insert(0) += 1;
     }
 
@@ -129,6 +141,9 @@ pub(super) struct ShortTable {
     /// Hash bits that are the same for every key of this table (a shard's table in
     /// `collect`), skipped so that its homes spread over all its slots.
     lead_bits: u32,
+    /// The table could not grow (memory ran out): its counts are wrong, and were
+    /// dropped so that counting goes on to its next check ([`PieceCounts::failed`]).
+    failed: bool,
 }
 
 impl Default for ShortTable {
@@ -158,12 +173,19 @@ impl ShortTable {
     /// A table of `slots` slots (a power of two, at least 2) for keys whose hashes
     /// all share their top `lead_bits` bits.
     fn with_slots(slots: usize, lead_bits: u32) -> Self {
-        Self {
-            slots: ZeroedBuf::huge(slots),
+        Self::try_with_slots(slots, lead_bits)
+            .unwrap_or_else(|| panic!("out of memory for a table of {slots} slots"))
+    }
+
+    /// [`ShortTable::with_slots`], or `None` where the memory cannot be had.
+    fn try_with_slots(slots: usize, lead_bits: u32) -> Option<Self> {
+        Some(Self {
+            slots: ZeroedBuf::try_huge(slots)?,
             len: 0,
             shift: 64 - slots.trailing_zeros(),
             lead_bits,
-        }
+            failed: false,
+        })
     }
 
     /// The top bits of the hash: a table's slots are in hash order, so the slots of
@@ -181,7 +203,13 @@ impl ShortTable {
 
     fn make_room(&mut self, extra: usize) {
         while self.needs_room(extra) {
-            self.grow();
+            if !self.grow() {
+                // Out of memory: empty the table so that counting can go on (and
+                // fail at its next check) without probing a full table forever.
+                self.slots.as_mut_slice().fill((0, 0));
+                self.len = 0;
+                self.failed = true;
+            }
         }
     }
 
@@ -220,12 +248,17 @@ impl ShortTable {
 
     /// Doubles the table. The old slots are read in hash order, so the new ones are
     /// written in order too, near each other.
-    fn grow(&mut self) {
-        let bigger = Self::with_slots(self.slots.len() * 2, self.lead_bits);
+    /// False, with the table as it was, where the memory cannot be had.
+    fn grow(&mut self) -> bool {
+        let Some(mut bigger) = Self::try_with_slots(self.slots.len() * 2, self.lead_bits) else {
+            return false;
+        };
+        bigger.failed = self.failed;
         let old = std::mem::replace(self, bigger);
         for &(key, n) in old.occupied() {
             self.add(key, n);
         }
+        true
     }
 
     /// Adds `n` to `key`'s count, growing the table first if it could be half full.

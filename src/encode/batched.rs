@@ -13,6 +13,7 @@
 
 use super::encoder::{Encoder, Workspace};
 use super::short::{short_hash, short_key, short_key_in, ShortTable, SHORT_IDS, SHORT_LEN};
+use crate::error::{Error, Result};
 
 /// Pieces per batch.
 pub const BATCH: usize = 64;
@@ -64,6 +65,19 @@ impl Batch {
 
     pub fn clear(&mut self) {
         self.len = 0;
+    }
+
+    /// The most ids emitting this batch can add, with the emit's room for four words
+    /// at every write: every id covers at least a byte of its piece, and the text
+    /// pieces lie in order between the first one's start and the last one's end.
+    fn max_ids(&self) -> usize {
+        let spans = &self.spans[..self.len];
+        let text = |s: &&(usize, usize)| s.0 != SPECIAL_START;
+        let bytes = match (spans.iter().find(text), spans.iter().rev().find(text)) {
+            (Some(first), Some(last)) => last.1.saturating_sub(first.0),
+            _ => 0,
+        };
+        bytes + 4 * self.len + 8
     }
 }
 
@@ -166,6 +180,10 @@ impl Encoder {
     /// Keys and prefetches the pieces of `next` while it emits those of `ready`
     /// (keyed by the previous step) onto `out`; then `ready` is done and `next`
     /// becomes the batch to emit.
+    ///
+    /// `out` gets room for all of `ready`'s ids first, fallibly, so that no write
+    /// below grows it (a failed growth would abort the process). An error (out of
+    /// memory; Ctrl-C in a watched job) leaves `out` partly written.
     #[inline(never)]
     pub(super) fn step(
         &self,
@@ -174,7 +192,12 @@ impl Encoder {
         ready: &Batch,
         ws: &mut Workspace,
         out: &mut Vec<u32>,
-    ) {
+    ) -> Result<()> {
+        let need = ready.max_ids();
+        if out.capacity() - out.len() < need {
+            out.try_reserve(need)
+                .map_err(|_| Error::out_of_memory::<u32>("token ids", out.len() + need))?;
+        }
         let (n_new, n_old) = (next.len, ready.len);
         ws.prefault.ahead(out, n_old * SHORT_IDS + 4);
         let both = n_new.min(n_old);
@@ -190,5 +213,10 @@ impl Encoder {
             self.emit(ready, i, bytes, ws, out, &mut emit);
         }
         emit.close(out);
+        ws.take_failure()?;
+        match crate::progress::interrupted() {
+            true => Err(Error::Cancelled),
+            false => Ok(()),
+        }
     }
 }

@@ -12,6 +12,8 @@ use std::hash::{BuildHasher, Hasher};
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
+use crate::error::{Error, Result};
+
 /// Pieces longer than this are not cached: one such piece (a run of a million
 /// spaces) would fill the arenas. Up to 1 KiB keeps the rules and table borders of
 /// text-art that repeat through a corpus: on the 116 MB English corpus, 4.8K pieces of
@@ -45,13 +47,29 @@ fn hash(piece: &[u8]) -> u64 {
 impl PieceCache {
     /// A cache of at most `max_entries` pieces.
     pub fn new(max_entries: usize) -> Self {
+        Self::try_new(max_entries).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`PieceCache::new`], or an error where the memory cannot be had. All of it
+    /// is reserved now: inserts never allocate.
+    pub fn try_new(max_entries: usize) -> Result<Self> {
         let max_entries = max_entries.max(1);
-        Self {
-            table: HashTable::with_capacity(max_entries),
-            keys: Vec::with_capacity(max_entries * 16),
-            ids: Vec::with_capacity(max_entries * 4),
+        let oom = || Error::out_of_memory::<u8>("a piece cache", max_entries * 40);
+        let mut table = HashTable::new();
+        table
+            .try_reserve(max_entries, |e: &Entry| e.hash)
+            .map_err(|_| oom())?;
+        let mut keys = Vec::new();
+        keys.try_reserve_exact(max_entries * 16)
+            .map_err(|_| oom())?;
+        let mut ids = Vec::new();
+        ids.try_reserve_exact(max_entries * 4).map_err(|_| oom())?;
+        Ok(Self {
+            table,
+            keys,
+            ids,
             max_entries,
-        }
+        })
     }
 
     #[inline]

@@ -72,35 +72,40 @@ pub struct Workspace {
     long_holds_short: bool,
     /// Faults in the output buffer of [`Encoder::encode`] ahead of the writes.
     pub prefault: Prefault,
+    /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
+    /// merging a huge piece), for the text loop to stop at its next batch.
+    failure: Option<Error>,
 }
 
 impl Workspace {
     /// A workspace for encoding large texts: its short table grows with the text.
-    pub fn new() -> Self {
+    /// An error where its memory cannot be had.
+    pub fn new() -> Result<Self> {
         Self::with_sizes(SHORT_PAIRS, SHORT_SPILL, LONG_ENTRIES)
     }
 
     /// A workspace whose caches never grow: `short_pairs` pairs (spilling at most
     /// 8 ids a pair) and `long_entries` long pieces, all reserved now (the streaming
     /// encoder may not allocate later).
-    pub fn fixed(short_pairs: usize, long_entries: usize) -> Self {
+    pub fn fixed(short_pairs: usize, long_entries: usize) -> Result<Self> {
         Self::with_sizes((short_pairs, short_pairs), short_pairs * 8, long_entries)
     }
 
-    fn with_sizes(short_pairs: (usize, usize), spill: usize, long_entries: usize) -> Self {
-        Self {
-            short: ShortTable::new(short_pairs.0, short_pairs.1, spill),
-            long: PieceCache::new(long_entries),
+    fn with_sizes(short_pairs: (usize, usize), spill: usize, long_entries: usize) -> Result<Self> {
+        Ok(Self {
+            short: ShortTable::try_new(short_pairs.0, short_pairs.1, spill)?,
+            long: PieceCache::try_new(long_entries)?,
             scratch: Scratch::default(),
             long_holds_short: false,
             prefault: Prefault::default(),
-        }
+            failure: None,
+        })
     }
-}
 
-impl Default for Workspace {
-    fn default() -> Self {
-        Self::new()
+    /// The failure that stopped the last pieces, if any (taken: the workspace is
+    /// sound again, as no wrong ids were cached).
+    pub(super) fn take_failure(&mut self) -> Result<()> {
+        self.failure.take().map_or(Ok(()), Err)
     }
 }
 
@@ -234,13 +239,18 @@ impl Encoder {
         )
     }
 
-    pub fn lease(&self) -> Lease<'_> {
-        let ws = self.pool.lock().ok().and_then(|mut p| p.pop());
-        Lease {
+    /// A workspace from the pool, or a new one (an error where its memory cannot be
+    /// had).
+    pub fn lease(&self) -> Result<Lease<'_>> {
+        let ws = match self.pool.lock().ok().and_then(|mut p| p.pop()) {
+            Some(ws) => ws,
+            None => Workspace::new()?,
+        };
+        Ok(Lease {
             encoder: self,
-            ws: Some(ws.unwrap_or_default()),
+            ws: Some(ws),
             own_short: None,
-        }
+        })
     }
 
     /// A workspace for one of several threads encoding parts of the same data: its
@@ -251,12 +261,12 @@ impl Encoder {
     /// Why: with a table per thread, each thread merged the frequent pieces again,
     /// and a new piece costs ~500 ns against ~10 ns for a hit; on the 116 MB English
     /// corpus a cold 2-thread file encode ran at 1.4x one thread (see RESULTS.md).
-    pub fn lease_shared(&self) -> Lease<'_> {
-        let mut lease = self.lease();
+    pub fn lease_shared(&self) -> Result<Lease<'_>> {
+        let mut lease = self.lease()?;
         if let Some(handle) = self.shared_handle() {
             lease.own_short = Some(std::mem::replace(&mut lease.short, handle));
         }
-        lease
+        Ok(lease)
     }
 
     /// Between two chunks of a parallel encode: if the shared table filled up, moves
@@ -293,9 +303,15 @@ impl Encoder {
         let Ok(mut master) = self.shared_short.lock() else {
             return;
         };
-        let table = master.get_or_insert_with(|| ShortTable::new(want, SHORT_PAIRS.1, SHORT_SPILL));
+        if master.is_none() {
+            // Where the memory cannot be had, the threads keep tables of their own.
+            *master = ShortTable::try_new(want, SHORT_PAIRS.1, SHORT_SPILL).ok();
+        }
+        let Some(table) = master.as_mut() else {
+            return;
+        };
         // Growing by copy leaves handles that other calls hold on the old table valid.
-        while table.capacity_pairs() < want {
+        while table.capacity_pairs() < want && table.can_grow() {
             *table = table.grown();
         }
     }
@@ -310,8 +326,10 @@ impl Encoder {
     /// A handle on the shared short table, made (or grown, if it filled up) first.
     fn shared_handle(&self) -> Option<ShortTable> {
         let mut master = self.shared_short.lock().ok()?;
-        let table = master
-            .get_or_insert_with(|| ShortTable::new(SHORT_PAIRS.0, SHORT_PAIRS.1, SHORT_SPILL));
+        if master.is_none() {
+            *master = ShortTable::try_new(SHORT_PAIRS.0, SHORT_PAIRS.1, SHORT_SPILL).ok();
+        }
+        let table = master.as_mut()?;
         if table.wants_growth() {
             *table = table.grown();
         }
@@ -375,7 +393,14 @@ impl Encoder {
                 };
                 match whole {
                     Some(id) => out.push(id),
-                    None => merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out),
+                    None => {
+                        if let Err(e) = merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out) {
+                            // Not cached: the text loop stops at its next batch.
+                            out.truncate(start);
+                            ws.failure = Some(e);
+                            return;
+                        }
+                    }
                 }
             }
         }
@@ -414,32 +439,36 @@ impl Encoder {
         let (mut a, mut b) = (Batch::default(), Batch::default());
         let (mut next, mut ready) = (&mut a, &mut b);
         let mut result = Ok(());
+        // Why the batches stopped (out of memory, Ctrl-C): the scanner runs on to the
+        // end of its segment, but no batch is looked up or emitted after it.
+        let mut halt = None;
         allowed.matcher.split(text, |seg| match seg {
             Segment::Text(t) if result.is_ok() => {
                 // Spans of a segment, made spans of `text`.
                 let base = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
                 result = self.pretok.for_each_span(t, |start, end| {
                     if next.push(base + start, base + end) {
-                        self.turn(bytes, &mut next, &mut ready, ws, out);
+                        self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
                     }
                 });
             }
             Segment::Text(_) => {}
             Segment::Special(i) => {
                 if next.push_special(allowed.ids[i]) {
-                    self.turn(bytes, &mut next, &mut ready, ws, out);
+                    self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
                 }
             }
         });
         result?;
-        self.step(bytes, next, ready, ws, out);
+        halt.map_or(Ok(()), Err)?;
+        self.step(bytes, next, ready, ws, out)?;
         ready.clear();
-        self.step(bytes, ready, next, ws, out);
-        Ok(())
+        self.step(bytes, ready, next, ws, out)
     }
 
     /// A full `next` batch: key it while emitting `ready`, then the two trade places
     /// (by reference: by value, a swap copies 2.5 KB) and the new `next` starts empty.
+    /// After a failure (kept in `halt`) batches are only dropped.
     #[inline(always)]
     fn turn<'b>(
         &self,
@@ -448,17 +477,20 @@ impl Encoder {
         ready: &mut &'b mut Batch,
         ws: &mut Workspace,
         out: &mut Vec<u32>,
+        halt: &mut Option<Error>,
     ) {
-        self.step(bytes, next, ready, ws, out);
+        if halt.is_none() {
+            *halt = self.step(bytes, next, ready, ws, out).err();
+        }
         std::mem::swap(next, ready);
         next.clear();
     }
 
     pub fn encode(&self, text: &str, allowed: &Specials) -> Result<Vec<u32>> {
-        let mut ws = self.lease();
+        let mut ws = self.lease()?;
         ws.short.reserve_pairs(short_pairs_for(text.len()));
         ws.short.populate();
-        self.encode_fresh(text, allowed, &mut ws, output_buffer(text.len()))
+        self.encode_fresh(text, allowed, &mut ws, output_buffer(text.len())?)
     }
 
     /// Encodes `text` into `out`, a fresh buffer, faulting its pages in ahead of the
@@ -498,7 +530,7 @@ impl Encoder {
         let mut pieces: Vec<&str> = Vec::with_capacity(text.len() / 4);
         self.pretok.for_each_piece(text, |p| pieces.push(p))?;
         let pretok_s = thread_cpu_seconds() - t0;
-        let mut ws = Workspace::new();
+        let mut ws = Workspace::new()?;
         let mut out = Vec::with_capacity(text.len() / 3);
         let t1 = thread_cpu_seconds();
         for p in &pieces {
@@ -532,8 +564,11 @@ pub fn short_pairs_for(bytes: usize) -> usize {
 /// written costs nothing). Its pages are faulted in a megabyte at a time ahead of the
 /// writes ([`Prefault`]). Not in huge pages: with a page cache filling the memory,
 /// repeated calls ran up to 2x slower (the kernel compacting memory to find 2 MiB pages).
-pub fn output_buffer(len: usize) -> Vec<u32> {
-    Vec::with_capacity(len / 2 + 16)
+pub fn output_buffer(len: usize) -> Result<Vec<u32>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len / 2 + 16)
+        .map_err(|_| Error::out_of_memory::<u32>("token ids", len / 2 + 16))?;
+    Ok(out)
 }
 
 /// CPU seconds used by the calling thread (wall-clock seconds where unsupported).
@@ -632,7 +667,7 @@ mod tests {
         // Regression: a cached piece of more than three ids (spilled) made the
         // unbatched path slice past the slot's inline ids and panic.
         let e = encoder(&[]);
-        let mut ws = Workspace::new();
+        let mut ws = Workspace::new().unwrap();
         for _ in 0..2 {
             let mut out = Vec::new();
             e.encode_piece(b"abcdef", &mut ws, &mut out);
@@ -659,7 +694,7 @@ mod tests {
         }
         assert!(text.len() > 3 << 20);
         let mut plain = Vec::new();
-        e.encode_into(&text, &all, &mut Workspace::new(), &mut plain)
+        e.encode_into(&text, &all, &mut Workspace::new().unwrap(), &mut plain)
             .unwrap();
         assert_eq!(e.encode(&text, &all).unwrap(), plain);
         let batch = e.encode_batch(&[&text, &text], &all, 2).unwrap();

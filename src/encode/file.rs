@@ -229,13 +229,18 @@ fn write_npy(
                 let mut lease = match threads {
                     1 => encoder.lease(),
                     _ => encoder.lease_shared(),
-                };
+                }?;
                 lease.short.reserve_pairs(short_pairs_for(sized_for));
                 lease.short.populate();
-                lease
+                Ok(lease)
             },
             |i, ws| {
                 progress.check()?;
+                // A workspace that could not be made fails the worker's first chunk.
+                let ws = match ws {
+                    Ok(ws) => ws,
+                    Err(e) => return Err(std::mem::replace(e, Error::Cancelled)),
+                };
                 let Some((s, range)) = chunks.get(i) else {
                     return Ok(None);
                 };
@@ -244,7 +249,8 @@ fn write_npy(
                 let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
                 let mut ids = spare.unwrap_or_default();
                 ids.clear();
-                ids.reserve(range.len() / 2 + 16);
+                ids.try_reserve(range.len() / 2 + 16)
+                    .map_err(|_| Error::out_of_memory::<u32>("token ids", range.len() / 2))?;
                 encoder.encode_into(&text, allowed, ws, &mut ids)?;
                 progress.add(range.len() as u64);
                 Ok(Some((s, range, ids)))

@@ -7,15 +7,23 @@
 //! so pieces longer than [`HEAP_THRESHOLD`] use a min-heap of candidate pairs over a
 //! linked list of parts, with lazy invalidation: O(n log n). Both pick the same pair
 //! at every step, `(rank, position)` smallest, so they give the same ids.
+//!
+//! Memory comes from the input here (a piece can be the whole text), so it is
+//! reserved fallibly: a piece whose buffers cannot be had is an `OutOfMemory` error,
+//! never an abort.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::pairs::{PairCache, PairTable};
 use super::table::{Bpe, NONE};
+use crate::error::{Error, Result};
 
 /// Pieces up to this many bytes use the scan.
 pub const HEAP_THRESHOLD: usize = 128;
+
+/// Heap merges check for Ctrl-C every this many merges (a few ms of work).
+const CHECK_EVERY: u32 = 1 << 16;
 
 /// Buffers reused from piece to piece, so merging allocates nothing in steady state.
 #[derive(Default, Debug)]
@@ -25,17 +33,32 @@ pub struct Scratch {
     ranks: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u32, u32, u32, u32)>>,
+    /// `(rank << 32) | position` of candidate pairs: ordered as the merge order is.
+    heap: BinaryHeap<Reverse<u64>>,
     cache: PairCache,
 }
 
+/// Reserves room for `n` more items in `v`, or an error naming `what`.
+fn room<T>(v: &mut Vec<T>, n: usize, what: &'static str) -> Result<()> {
+    v.try_reserve(n)
+        .map_err(|_| Error::out_of_memory::<T>(what, n))
+}
+
 /// Appends the ids of `piece` to `out`, using only pairs of rank below `max_rank`
-/// (`NONE`: all of them).
-pub fn merge_piece(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+/// (`NONE`: all of them). An error (out of memory; or, for a huge piece, Ctrl-C in a
+/// watched job) leaves `out` with some ids of the piece appended.
+pub fn merge_piece(
+    bpe: &Bpe,
+    piece: &[u8],
+    max_rank: u32,
+    s: &mut Scratch,
+    out: &mut Vec<u32>,
+) -> Result<()> {
+    room(out, piece.len(), "the ids of a piece")?;
     if piece.len() <= HEAP_THRESHOLD {
-        merge_scan(bpe, piece, max_rank, s, out);
+        merge_scan(bpe, piece, max_rank, s, out)
     } else {
-        merge_heap(bpe, piece, max_rank, s, out);
+        merge_heap(bpe, piece, max_rank, s, out)
     }
 }
 
@@ -54,15 +77,23 @@ fn rank_of(pairs: &PairTable, left: u32, right: u32, max_rank: u32, cache: &mut 
     below(pairs.rank_cached(left, right, cache), max_rank)
 }
 
-fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+fn merge_scan(
+    bpe: &Bpe,
+    piece: &[u8],
+    max_rank: u32,
+    s: &mut Scratch,
+    out: &mut Vec<u32>,
+) -> Result<()> {
     let pairs = bpe.pairs();
     let parts = &mut s.parts;
     let ranks = &mut s.ranks;
     let cache = &mut s.cache;
     cache.bind(pairs);
     parts.clear();
-    parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
     ranks.clear();
+    room(parts, piece.len(), "merging a piece")?;
+    room(ranks, piece.len(), "merging a piece")?;
+    parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
     ranks.extend(
         piece
             .windows(2)
@@ -91,57 +122,125 @@ fn merge_scan(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
         }
     }
     out.extend_from_slice(parts);
+    Ok(())
 }
 
-fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+/// A heap entry: ordered by rank, then position.
+#[inline]
+fn entry(rank: u32, at: u32) -> Reverse<u64> {
+    Reverse((u64::from(rank) << 32) | u64::from(at))
+}
+
+/// The heap merge. Each part keeps the rank of the pair it starts (`ranks`), and the
+/// heap holds `(rank, position)` entries; an entry is current while the part's rank
+/// still equals it. A position never sees the same rank twice (its pair only ever
+/// grows, and a rank names one token's bytes), so an old entry can never pass for a
+/// current one, and entries need no copy of the pair (8 bytes, not 16: a 50 MB piece
+/// peaked at 1.6 GB with 16-byte entries holding both parts).
+///
+/// Stale entries pile up as neighbours merge; when the heap is full (twice the
+/// piece's parts) it is rebuilt from the current pairs, so it never grows past the
+/// room reserved at the start.
+fn merge_heap(
+    bpe: &Bpe,
+    piece: &[u8],
+    max_rank: u32,
+    s: &mut Scratch,
+    out: &mut Vec<u32>,
+) -> Result<()> {
     let pairs = bpe.pairs();
     let n = piece.len();
     let Scratch {
         parts,
+        ranks,
         next,
         prev,
         heap,
-        ..
+        cache,
     } = s;
-    parts.clear();
+    cache.bind(pairs);
+    let what = "merging a long piece";
+    let mut entries = std::mem::take(heap).into_vec();
+    entries.clear();
+    for v in [&mut *parts, &mut *ranks, &mut *next, &mut *prev] {
+        v.clear();
+        room(v, n, what)?;
+    }
+    let heap_room = 2 * n + 16;
+    room(&mut entries, heap_room, what)?;
     parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
-    next.clear();
     next.extend((1..=n as u32).map(|i| if i as usize == n { NONE } else { i }));
-    prev.clear();
     prev.extend((0..n as u32).map(|i| if i == 0 { NONE } else { i - 1 }));
-    heap.clear();
-    let push = |heap: &mut BinaryHeap<_>, parts: &[u32], at: u32, right: u32| {
-        let (l, r) = (parts[at as usize], parts[right as usize]);
-        let rank = below(pairs.rank(l, r), max_rank);
-        if rank != NONE {
-            heap.push(Reverse((rank, at, l, r)));
-        }
-    };
-    // Build the first heap in O(n) (heapify) rather than n pushes.
-    let mut initial = std::mem::take(heap).into_vec();
-    initial.extend((0..n.saturating_sub(1)).filter_map(|i| {
-        let (l, r) = (parts[i], parts[i + 1]);
-        let rank = below(pairs.rank(l, r), max_rank);
-        (rank != NONE).then_some(Reverse((rank, i as u32, l, r)))
+    ranks.extend((0..n).map(|i| match piece.get(i + 1) {
+        Some(&b) => below(pairs.byte_rank(piece[i], b), max_rank),
+        None => NONE,
     }));
-    *heap = BinaryHeap::from(initial);
-    while let Some(Reverse((rank, at, l, r))) = heap.pop() {
-        let right = next[at as usize];
-        // Stale entry: a neighbour merged since it was pushed.
-        if parts[at as usize] != l || right == NONE || parts[right as usize] != r {
-            continue;
+    // Build the first heap in O(n) (heapify) rather than n pushes.
+    entries.extend(
+        ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r != NONE)
+            .map(|(i, &r)| entry(r, i as u32)),
+    );
+    *heap = BinaryHeap::from(entries);
+    let mut merges = 0u32;
+    while let Some(Reverse(top)) = heap.pop() {
+        let (rank, at) = ((top >> 32) as u32, top as u32);
+        if ranks[at as usize] != rank {
+            continue; // stale: a neighbour merged since it was pushed
         }
+        let right = next[at as usize];
         parts[at as usize] = pairs.merged_id(rank);
         parts[right as usize] = NONE;
+        ranks[right as usize] = NONE;
         let after = next[right as usize];
         next[at as usize] = after;
+        ranks[at as usize] = NONE;
         if after != NONE {
             prev[after as usize] = at;
-            push(heap, parts, at, after);
+            let r = rank_of(
+                pairs,
+                parts[at as usize],
+                parts[after as usize],
+                max_rank,
+                cache,
+            );
+            ranks[at as usize] = r;
+            if r != NONE {
+                heap.push(entry(r, at));
+            }
         }
         let before = prev[at as usize];
         if before != NONE {
-            push(heap, parts, before, at);
+            let r = rank_of(
+                pairs,
+                parts[before as usize],
+                parts[at as usize],
+                max_rank,
+                cache,
+            );
+            ranks[before as usize] = r;
+            if r != NONE {
+                heap.push(entry(r, before));
+            }
+        }
+        if heap.len() + 2 > heap_room {
+            // Full of stale entries: keep only the current pairs (at most n - 1).
+            let mut entries = std::mem::take(heap).into_vec();
+            entries.clear();
+            let mut i = 0;
+            while i != NONE {
+                if ranks[i as usize] != NONE {
+                    entries.push(entry(ranks[i as usize], i));
+                }
+                i = next[i as usize];
+            }
+            *heap = BinaryHeap::from(entries);
+        }
+        merges += 1;
+        if merges.is_multiple_of(CHECK_EVERY) && crate::progress::interrupted() {
+            return Err(Error::Cancelled);
         }
     }
     let mut i = 0;
@@ -149,6 +248,7 @@ fn merge_heap(bpe: &Bpe, piece: &[u8], max_rank: u32, s: &mut Scratch, out: &mut
         out.push(parts[i as usize]);
         i = next[i as usize];
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -172,8 +272,8 @@ mod tests {
         let b = bpe();
         let mut s = Scratch::default();
         let (mut x, mut y) = (Vec::new(), Vec::new());
-        merge_scan(&b, piece, NONE, &mut s, &mut x);
-        merge_heap(&b, piece, NONE, &mut s, &mut y);
+        merge_scan(&b, piece, NONE, &mut s, &mut x).unwrap();
+        merge_heap(&b, piece, NONE, &mut s, &mut y).unwrap();
         (x, y)
     }
 
@@ -185,6 +285,21 @@ mod tests {
         let (x, y) = both(b"aaa");
         assert_eq!(x, vec![256, 97]);
         assert_eq!(x, y);
+    }
+
+    #[test]
+    fn a_long_run_merges_whole_through_heap_rebuilds() {
+        // Each merge of "a" * n pushes two pairs and makes two stale: the heap fills
+        // its reserved room and is rebuilt from the current pairs along the way.
+        let b = bpe();
+        let mut s = Scratch::default();
+        for k in [1000usize, 25_000] {
+            let mut out = Vec::new();
+            merge_heap(&b, &vec![b'a'; 4 * k + 3], NONE, &mut s, &mut out).unwrap();
+            let mut want = vec![257; k];
+            want.extend([256, 97]);
+            assert_eq!(out, want, "k={k}");
+        }
     }
 
     #[test]

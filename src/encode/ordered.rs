@@ -87,8 +87,11 @@ where
         room.notify_all();
     };
     std::thread::scope(|s| {
+        // Where a thread cannot be started (a memory or thread limit), fewer work;
+        // none at all is an error.
+        let mut started = 0;
         for _ in 0..threads.max(1) {
-            s.spawn(|| {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, || {
                 let _on_panic = OnDrop(|| {
                     if std::thread::panicking() {
                         halt(true);
@@ -132,6 +135,13 @@ where
                     }
                 }
             });
+            if spawned.is_err() {
+                break;
+            }
+            started += 1;
+        }
+        if started == 0 {
+            return Err(crate::pool::no_thread());
         }
         let _halt = OnDrop(|| halt(false));
         (|| {

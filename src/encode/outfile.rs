@@ -44,7 +44,11 @@ impl OutFile {
     /// Starts a file that will replace `path` when finished ([`AtomicFile`]), direct
     /// where the file system allows.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = AtomicFile::create(path, true)?;
+        let file = AtomicFile::create(path, true).map_err(|e| {
+            let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let folder = folder.map_or(".".into(), |p| p.display().to_string());
+            std::io::Error::new(e.kind(), format!("cannot create a file in {folder}: {e}"))
+        })?;
         Ok(Self {
             direct: file.is_direct(),
             file,

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use crate::error::{Error, Result};
 use crate::hugemem::{Zeroable, ZeroedBuf};
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m128i, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128};
@@ -362,16 +363,17 @@ struct Spill {
 }
 
 impl Spill {
-    fn new(capacity: usize) -> Self {
+    /// `None` where the memory cannot be had.
+    fn try_new(capacity: usize) -> Option<Self> {
         // Zeroed by the allocator (fresh pages, untouched until used), unlike a
         // `Box<[AtomicU32]>` built value by value.
-        let zeros: Box<[u32]> = vec![0u32; capacity].into_boxed_slice();
+        let zeros: Box<[u32]> = crate::hugemem::try_zeroed_u32s(capacity)?;
         // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`.
         let words = unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU32]) };
-        Self {
+        Some(Self {
             words,
             len: CachePadded::new(AtomicUsize::new(0)),
-        }
+        })
     }
 
     /// Reserves `n` words; their start, or `None` when they do not fit.
@@ -393,13 +395,14 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    fn new(pairs: usize, max_pairs: usize, spill: Arc<Spill>) -> Self {
-        Self {
-            pairs: ZeroedBuf::huge(pairs),
+    /// `None` where the memory cannot be had.
+    fn try_new(pairs: usize, max_pairs: usize, spill: Arc<Spill>) -> Option<Self> {
+        Some(Self {
+            pairs: ZeroedBuf::try_huge(pairs)?,
             max_len: entry_limit(pairs, max_pairs),
             spill,
             fill: CachePadded::default(),
-        }
+        })
     }
 
     #[inline(always)]
@@ -531,13 +534,23 @@ impl ShortTable {
     /// with room for `spill` ids of many-id pieces. A table with `pairs == max_pairs`
     /// never allocates after it is made.
     pub fn new(pairs: usize, max_pairs: usize, spill: usize) -> Self {
-        let pairs = pairs.max(1).next_power_of_two();
-        let spill = Arc::new(Spill::new(spill));
-        Self {
-            store: Arc::new(Store::new(pairs, max_pairs.max(pairs), spill)),
+        Self::try_new(pairs, max_pairs, spill)
+            .unwrap_or_else(|e| panic!("{e}; use ShortTable::try_new for sizes from input"))
+    }
+
+    /// [`ShortTable::new`], or an error where the memory cannot be had.
+    pub fn try_new(pairs: usize, max_pairs: usize, spill: usize) -> Result<Self> {
+        let pairs = pairs
+            .max(1)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX);
+        let oom = || Error::out_of_memory::<Pair>("a piece cache", pairs);
+        let spill = Arc::new(Spill::try_new(spill).ok_or_else(oom)?);
+        Ok(Self {
+            store: Arc::new(Store::try_new(pairs, max_pairs.max(pairs), spill).ok_or_else(oom)?),
             max_pairs: max_pairs.max(pairs),
             shared: false,
-        }
+        })
     }
 
     /// Whether tables can be shared between threads on this machine: x86_64 with
@@ -649,6 +662,11 @@ impl ShortTable {
         self.store.insert(key, hash, ids, false)
     }
 
+    /// Whether the table may still double (it stops where memory ran out).
+    pub fn can_grow(&self) -> bool {
+        self.store.pairs.len() < self.max_pairs
+    }
+
     /// Whether an insert found this table full while it could still grow: a shared
     /// table is replaced by a larger copy ([`Self::grown`]) between chunks.
     pub fn wants_growth(&self) -> bool {
@@ -658,11 +676,21 @@ impl ShortTable {
     /// A copy of this shared table, twice the size, made while other threads may
     /// still read and insert (an entry added meanwhile may be left out: it is a
     /// cache). Handles on the old table keep it alive until they are replaced.
+    ///
+    /// Where the memory cannot be had, a handle on this table that never asks to
+    /// grow again: a cache that stops growing only costs merges.
     pub fn grown(&self) -> Self {
-        Self {
-            store: Arc::new(self.store.doubled(self.max_pairs)),
-            max_pairs: self.max_pairs,
-            shared: self.shared,
+        match self.store.doubled(self.max_pairs) {
+            Some(store) => Self {
+                store: Arc::new(store),
+                max_pairs: self.max_pairs,
+                shared: self.shared,
+            },
+            None => Self {
+                store: Arc::clone(&self.store),
+                max_pairs: self.store.pairs.len(),
+                shared: self.shared,
+            },
         }
     }
 
@@ -702,17 +730,24 @@ impl ShortTable {
             return;
         }
         if self.is_empty() {
-            *self = Self::new(pairs, self.max_pairs, self.store.spill.words.len());
+            if let Ok(t) = Self::try_new(pairs, self.max_pairs, self.store.spill.words.len()) {
+                *self = t;
+            }
             return;
         }
-        while self.capacity_pairs() < pairs {
+        while self.capacity_pairs() < pairs && self.capacity_pairs() < self.max_pairs {
             self.grow();
         }
     }
 
+    /// Doubles the table; where the memory cannot be had, it stays as it is and
+    /// stops growing (a cache that stops growing only costs merges).
     #[cold]
     fn grow(&mut self) {
-        self.store = Arc::new(self.store.doubled(self.max_pairs));
+        match self.store.doubled(self.max_pairs) {
+            Some(store) => self.store = Arc::new(store),
+            None => self.max_pairs = self.store.pairs.len(),
+        }
     }
 
     /// Pairs in the table now.
@@ -723,9 +758,9 @@ impl ShortTable {
 
 impl Store {
     /// A store of twice the pairs holding this one's entries, with the same spill.
-    fn doubled(&self, max_pairs: usize) -> Self {
+    fn doubled(&self, max_pairs: usize) -> Option<Self> {
         let old = self;
-        let bigger = Store::new(old.pairs.len() * 2, max_pairs, Arc::clone(&old.spill));
+        let bigger = Store::try_new(old.pairs.len() * 2, max_pairs, Arc::clone(&old.spill))?;
         let mut copied = 0;
         for i in 0..old.pairs.len() {
             // SAFETY: `i` is a line of the old table; lines are read as the `line`
@@ -750,7 +785,7 @@ impl Store {
             }
         }
         bigger.fill.len.store(copied, Relaxed);
-        bigger
+        Some(bigger)
     }
 }
 

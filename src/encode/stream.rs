@@ -86,17 +86,18 @@ impl Cutter {
 impl StreamEncoder {
     /// Recognises the special tokens in `allowed`; one of `disallowed` in the text is
     /// an error (as in `encode`).
-    pub fn new(encoder: Arc<Encoder>, allowed: Specials, disallowed: Specials) -> Self {
-        Self {
+    /// An error where its fixed workspace cannot be had.
+    pub fn new(encoder: Arc<Encoder>, allowed: Specials, disallowed: Specials) -> Result<Self> {
+        Ok(Self {
             cutter: Cutter::new(&encoder),
             encoder,
             allowed,
             disallowed,
             buf: String::with_capacity(1 << 16),
-            ws: Workspace::fixed(STREAM_SHORT_PAIRS, STREAM_LONG_ENTRIES),
+            ws: Workspace::fixed(STREAM_SHORT_PAIRS, STREAM_LONG_ENTRIES)?,
             out: Vec::with_capacity(1 << 14),
             next_try: 0,
-        }
+        })
     }
 
     /// Adds `text`; returns the ids that became final.
@@ -213,7 +214,7 @@ mod tests {
         let all = e.specials().clone();
         let expected = e.encode(text, &all).unwrap();
         for step in 1..text.len() {
-            let mut s = StreamEncoder::new(e.clone(), all.clone(), Specials::default());
+            let mut s = StreamEncoder::new(e.clone(), all.clone(), Specials::default()).unwrap();
             let mut got = Vec::new();
             let mut i = 0;
             while i < text.len() {

@@ -370,7 +370,7 @@ impl Bpe {
         let mut out = Vec::new();
         for (id, bytes) in self.distinct_tokens().filter(|(_, b)| b.len() >= 2) {
             let mut parts = Vec::new();
-            crate::encode::merge::merge_piece(self, bytes, id, &mut ws, &mut parts);
+            crate::encode::merge::merge_piece(self, bytes, id, &mut ws, &mut parts)?;
             match parts[..] {
                 [l, r] => out.push((l, r)),
                 _ => {

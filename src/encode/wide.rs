@@ -15,8 +15,11 @@ use rayon::prelude::*;
 use super::encoder::{output_buffer, short_pairs_for, Encoder, Specials, Workspace};
 use super::prefault::Prefault;
 use super::stream::{disallowed_error, Cutter};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pool::run_in_pool;
+
+/// `push_utf8`'s error where the buffer cannot grow (out of memory).
+const NO_ROOM: usize = usize::MAX;
 
 /// Code points transcoded per round: 64-256 KB of UTF-8.
 const ROUND: usize = 1 << 16;
@@ -65,14 +68,15 @@ impl Wide<'_> {
     }
 
     /// Appends the UTF-8 of code points `range` to `buf`; `Err(i)` at the first code
-    /// point that has none (a surrogate, or above U+10FFFF), whose index it gives.
+    /// point that has none (a surrogate, or above U+10FFFF), whose index it gives;
+    /// `Err(usize::MAX)` where `buf` cannot grow ([`NO_ROOM`]).
     fn push_utf8(
         &self,
         range: std::ops::Range<usize>,
         buf: &mut Vec<u8>,
     ) -> std::result::Result<(), usize> {
         let base = range.start;
-        let shift = |r: std::result::Result<(), usize>| r.map_err(|i| base + i);
+        let shift = |r: std::result::Result<(), usize>| r.map_err(|i| base.saturating_add(i));
         match self {
             Wide::Latin1(s) => shift(push_utf8(&s[range], buf)),
             Wide::Ucs2(s) => shift(push_utf8(&s[range], buf)),
@@ -179,7 +183,10 @@ fn push_utf8<T: CodePoint>(src: &[T], buf: &mut Vec<u8>) -> std::result::Result<
     // Room for the longest encoding of every code point, so the loop writes through
     // a pointer: ASCII blocks store 16 bytes and advance by 16, or store and then
     // fall back to one code point at a time.
-    buf.reserve(4 * src.len() + BLOCK);
+    // The buffer holds what is not encoded yet: a text with no safe cut, whole.
+    if buf.try_reserve(4 * src.len() + BLOCK).is_err() {
+        return Err(NO_ROOM);
+    }
     let start = buf.len();
     let dst = buf.as_mut_ptr();
     let mut len = start;
@@ -217,11 +224,11 @@ impl Encoder {
         allowed: &Specials,
         disallowed: Option<&Specials>,
     ) -> Result<Option<Vec<u32>>> {
-        let mut ws = self.lease();
+        let mut ws = self.lease()?;
         // UTF-8 is at least a byte per code point: a size for the table and the ids.
         ws.short.reserve_pairs(short_pairs_for(text.len()));
         ws.short.populate();
-        let mut out = output_buffer(text.len());
+        let mut out = output_buffer(text.len())?;
         ws.prefault = Prefault::new(&out);
         let mut buf = Vec::new();
         let encoded = self.encode_wide_into(text, allowed, disallowed, &mut ws, &mut buf, &mut out);
@@ -252,12 +259,24 @@ impl Encoder {
                             1 => self.lease(),
                             _ => self.lease_shared(),
                         };
-                        ws.short.populate();
+                        if let Ok(ws) = &ws {
+                            ws.short.populate();
+                        }
                         (ws, Vec::new())
                     },
                     |(ws, buf), text| {
+                        // A workspace that could not be made fails each of its texts.
+                        let ws = match ws {
+                            Ok(ws) => ws,
+                            Err(_) => {
+                                return Err(Error::out_of_memory::<u8>("a workspace", 1 << 22))
+                            }
+                        };
                         self.refresh_shared(ws);
-                        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+                        let mut out = Vec::new();
+                        out.try_reserve(text.len() / 3 + 1).map_err(|_| {
+                            Error::out_of_memory::<u32>("token ids", text.len() / 3)
+                        })?;
                         ws.prefault = Prefault::new(&out);
                         let done = match *text {
                             Text::Utf8(t) => match disallowed.and_then(|d| d.first_in(t)) {
@@ -298,8 +317,12 @@ impl Encoder {
         let mut next_try = 0;
         loop {
             let end = (done + ROUND).min(text.len());
-            if text.push_utf8(done..end, buf).is_err() {
-                return Ok(false);
+            match text.push_utf8(done..end, buf) {
+                Ok(()) => {}
+                Err(NO_ROOM) => {
+                    return Err(Error::out_of_memory::<u8>("text", 4 * ROUND + buf.len()))
+                }
+                Err(_) => return Ok(false),
             }
             done = end;
             // SAFETY: `push_utf8` appends only whole UTF-8 encodings of chars, and

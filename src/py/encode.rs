@@ -27,6 +27,42 @@ pub struct PyEncoder {
     last_wide: Mutex<(usize, usize)>,
 }
 
+/// `ids` as a Python list, or `MemoryError` where it cannot be made. PyO3's own
+/// conversion panics when `PyList_New` fails, and with memory gone the panic's
+/// message then aborts the process.
+pub(super) fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(ids.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many token ids for a list"))?;
+    // SAFETY: plain CPython calls with the GIL held; every pointer is checked before
+    // use, and a list whose items are not all set yet is freed safely (its free
+    // function skips NULL items).
+    unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))?;
+        for (i, &id) in ids.iter().enumerate() {
+            let item = pyo3::ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id));
+            if item.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            pyo3::ffi::PyList_SET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, item);
+        }
+        Ok(list.cast_into_unchecked())
+    }
+}
+
+/// `items` as a Python list, or `MemoryError` where it cannot be made (see [`id_list`]).
+fn object_list<'py, T>(py: Python<'py>, items: Vec<Bound<'py, T>>) -> PyResult<Bound<'py, PyList>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(items.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many items for a list"))?;
+    // SAFETY: as in `id_list`; each item's reference moves into the list.
+    unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))?;
+        for (i, item) in items.into_iter().enumerate() {
+            pyo3::ffi::PyList_SET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, item.into_ptr());
+        }
+        Ok(list.cast_into_unchecked())
+    }
+}
+
 fn to_ids(ids: Vec<i64>) -> PyResult<Vec<u32>> {
     ids.into_iter()
         .map(|i| {
@@ -61,10 +97,39 @@ impl PyEncoder {
         allowed: &Specials,
         disallowed: &Option<Specials>,
     ) -> PyResult<Vec<u32>> {
-        Ok(py.detach(|| {
+        interruptible(py, utf8.len(), || {
             check(disallowed, utf8)?;
             self.inner.encode(utf8, allowed)
-        })?)
+        })
+    }
+
+    /// `encode`'s ids, for the methods that return them in other forms.
+    fn encode_ids(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Vec<u32>> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        let encode_utf8 = |utf8: &str| self.encode_utf8(py, utf8, &allowed, &disallowed);
+        let wide = match text_of(text)? {
+            Text::Utf8(utf8) => return encode_utf8(utf8),
+            Text::Wide(wide) if self.seen_again(text, wide.len()) => {
+                return encode_utf8(text.to_str()?)
+            }
+            Text::Wide(wide) => wide,
+        };
+        let encoded = interruptible(py, wide.len(), || {
+            self.inner.encode_wide(wide, &allowed, disallowed.as_ref())
+        })?;
+        match encoded {
+            Some(ids) => Ok(ids),
+            // A code point without UTF-8 (a lone surrogate): CPython's conversion
+            // raises its own error for it.
+            None => encode_utf8(text.to_str()?),
+        }
     }
 
     /// `None`: all special tokens of the encoder; a list: those among them.
@@ -84,6 +149,46 @@ impl PyEncoder {
     }
 }
 
+/// Memory a vocabulary takes to load, per token at most: its bytes and the Python
+/// objects' Rust copies, its slots in the id, pair and short-token tables, its merge
+/// (measured: o200k's 200K tokens peak at ~60 MB above the process, ~300 bytes a
+/// token), with room to spare; and the fixed tables.
+const LOAD_BYTES_PER_TOKEN: usize = 512;
+const LOAD_BYTES_FIXED: usize = 8 << 20;
+
+/// A `MemoryError` now, rather than an abort partway, where a vocabulary of
+/// `tokens` tokens cannot be loaded ([`crate::hugemem::probe`]).
+fn room_to_load(tokens: usize) -> PyResult<()> {
+    let bytes = tokens
+        .saturating_mul(LOAD_BYTES_PER_TOKEN)
+        .saturating_add(LOAD_BYTES_FIXED);
+    match crate::hugemem::probe(bytes) {
+        true => Ok(()),
+        false => Err(crate::Error::OutOfMemory {
+            what: "loading a vocabulary",
+            bytes,
+        }
+        .into()),
+    }
+}
+
+/// Texts of at least this many bytes (or code points) are encoded on a watched
+/// thread ([`run_with_progress`]), so that Ctrl-C stops them within ~0.1 s; a thread
+/// start (~30 us) is nothing beside the milliseconds such a text takes.
+const WATCH_FROM: usize = 1 << 20;
+
+/// Runs `work` with the GIL released; a long one on a watched thread.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    len: usize,
+    work: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    if len < WATCH_FROM {
+        return Ok(py.detach(work)?);
+    }
+    run_with_progress(py, None, |_| work())
+}
+
 fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {
     match disallowed.as_ref().and_then(|d| d.first_in(text)) {
         Some(tok) => Err(disallowed_error(tok)),
@@ -98,11 +203,14 @@ impl PyEncoder {
     #[pyo3(signature = (vocab, merges, special_tokens, pattern = "gpt2"))]
     fn from_merges(
         py: Python<'_>,
-        vocab: Vec<(u32, PyBackedBytes)>,
-        merges: Vec<(PyBackedBytes, PyBackedBytes)>,
+        vocab: &Bound<'_, PyAny>,
+        merges: &Bound<'_, PyAny>,
         special_tokens: Vec<String>,
         pattern: &str,
     ) -> PyResult<Self> {
+        room_to_load(vocab.len()? + merges.len()? + special_tokens.len())?;
+        let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
+        let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
         let vocab: Vec<(u32, Vec<u8>)> = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
         let merges: Vec<(Vec<u8>, Vec<u8>)> = merges
             .into_iter()
@@ -120,10 +228,12 @@ impl PyEncoder {
     #[pyo3(signature = (ranks, special_tokens, pattern))]
     fn from_ranks(
         py: Python<'_>,
-        ranks: Vec<(PyBackedBytes, u32)>,
+        ranks: &Bound<'_, PyAny>,
         special_tokens: Vec<(String, u32)>,
         pattern: &str,
     ) -> PyResult<Self> {
+        room_to_load(ranks.len()? + special_tokens.len())?;
+        let ranks: Vec<(PyBackedBytes, u32)> = ranks.extract()?;
         let ranks: Vec<(Vec<u8>, u32)> = ranks.into_iter().map(|(b, r)| (b.to_vec(), r)).collect();
         let inner = py.detach(|| Encoder::from_ranks(ranks, special_tokens, pattern))?;
         Ok(Self {
@@ -154,6 +264,8 @@ impl PyEncoder {
                 )))
             }
         };
+        // A rank file has a line per token, of at least a few bytes.
+        room_to_load(data.len() / 4 + special_tokens.len())?;
         let inner = py.detach(|| format.encoder(&data, name, special_tokens, pattern))?;
         Ok(Self {
             inner: Arc::new(inner),
@@ -162,29 +274,14 @@ impl PyEncoder {
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
-        text: &Bound<'_, PyString>,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
-    ) -> PyResult<Vec<u32>> {
-        let allowed = self.allowed(allowed)?;
-        let disallowed = self.disallowed(disallowed)?;
-        let encode_utf8 = |utf8: &str| self.encode_utf8(py, utf8, &allowed, &disallowed);
-        let wide = match text_of(text)? {
-            Text::Utf8(utf8) => return encode_utf8(utf8),
-            Text::Wide(wide) if self.seen_again(text, wide.len()) => {
-                return encode_utf8(text.to_str()?)
-            }
-            Text::Wide(wide) => wide,
-        };
-        match py.detach(|| self.inner.encode_wide(wide, &allowed, disallowed.as_ref()))? {
-            Some(ids) => Ok(ids),
-            // A code point without UTF-8 (a lone surrogate): CPython's conversion
-            // raises its own error for it.
-            None => encode_utf8(text.to_str()?),
-        }
+    ) -> PyResult<Bound<'py, PyList>> {
+        id_list(py, &self.encode_ids(py, text, allowed, disallowed)?)
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
@@ -195,19 +292,19 @@ impl PyEncoder {
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let ids = self.encode(py, text, allowed, disallowed)?;
+        let ids = self.encode_ids(py, text, allowed, disallowed)?;
         Ok(ids.into_pyarray(py))
     }
 
     #[pyo3(signature = (texts, allowed = None, disallowed = Vec::new(), num_threads = None))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: Vec<Bound<'_, PyString>>,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
         num_threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let allowed = self.allowed(allowed)?;
         let disallowed = self.disallowed(disallowed)?;
         // Each text is read (and transcoded, if need be) by the thread encoding it.
@@ -217,21 +314,41 @@ impl PyEncoder {
             self.inner
                 .encode_texts(&views, &allowed, disallowed.as_ref(), threads)
         })?;
-        results
+        let lists = results
             .into_iter()
             .zip(&texts)
             .map(|(ids, text)| match ids {
-                Some(ids) => Ok(ids),
+                Some(ids) => id_list(py, &ids),
                 // A code point without UTF-8: CPython's conversion raises its error.
-                None => self.encode_utf8(py, text.to_str()?, &allowed, &disallowed),
+                None => id_list(
+                    py,
+                    &self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?,
+                ),
             })
-            .collect()
+            .collect::<PyResult<Vec<_>>>()?;
+        object_list(py, lists)
     }
 
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = to_ids(ids)?;
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        // The ids' Rust copy, and their bytes (about 4 a token).
+        let n = ids.len()?;
+        if !crate::hugemem::probe(n.saturating_mul(16)) {
+            return Err(crate::Error::out_of_memory::<u64>("decoding token ids", 2 * n).into());
+        }
+        let ids = to_ids(ids.extract()?)?;
         let bytes = py.detach(|| self.inner.decode_bytes(&ids))?;
-        Ok(PyBytes::new(py, &bytes))
+        // SAFETY: a plain CPython call with the GIL held, its result checked.
+        unsafe {
+            let obj = pyo3::ffi::PyBytes_FromStringAndSize(
+                bytes.as_ptr().cast(),
+                bytes.len() as pyo3::ffi::Py_ssize_t,
+            );
+            Ok(Bound::from_owned_ptr_or_err(py, obj)?.cast_into_unchecked())
+        }
     }
 
     fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
@@ -306,7 +423,7 @@ impl PyEncoder {
         let allowed = self.allowed(allowed)?.into_owned();
         let disallowed = self.disallowed(disallowed)?.unwrap_or_default();
         Ok(PyStream {
-            inner: StreamEncoder::new(self.inner.clone(), allowed, disallowed),
+            inner: StreamEncoder::new(self.inner.clone(), allowed, disallowed)?,
         })
     }
 
@@ -353,12 +470,12 @@ pub struct PyStream {
 impl PyStream {
     fn feed<'py>(&mut self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let ids = self.inner.feed(text)?;
-        PyList::new(py, ids)
+        id_list(py, ids)
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ids = self.inner.finish()?;
-        PyList::new(py, ids)
+        id_list(py, ids)
     }
 
     /// Bytes buffered and not yet encoded.
