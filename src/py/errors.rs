@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{
     PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyKeyboardInterrupt, PyOSError,
-    PyPermissionError, PyValueError,
+    PyOverflowError, PyPermissionError, PyValueError,
 };
 use pyo3::PyErr;
 
@@ -20,6 +20,7 @@ impl From<Error> for PyErr {
             },
             Error::UnknownTokenId { .. } => PyKeyError::new_err(msg),
             Error::Cancelled => PyKeyboardInterrupt::new_err(msg),
+            Error::Overflow(_) => PyOverflowError::new_err(msg),
             Error::InvalidUtf8 { .. }
             | Error::InvalidArgument(_)
             | Error::Format { .. }

@@ -167,7 +167,7 @@ mod tests {
         for w in text.split(' ') {
             pairs.push((w.as_bytes().to_vec(), 1));
         }
-        WordCounts::from_pairs(pairs, "test")
+        WordCounts::from_pairs(pairs, "test").unwrap()
     }
 
     #[test]
@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn overlapping_runs_count_every_pair() {
         // "aaaa" holds (a,a) three times: one merge gives aa aa, the next aaaa.
-        let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t");
+        let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t").unwrap();
         let t = train(&counts, 258, &[], &Progress::new()).unwrap();
         assert_eq!(t.vocab[256], b"aa");
         assert_eq!(t.vocab[257], b"aaaa");
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain_and_rejects_small_vocab() {
-        let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t");
+        let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t").unwrap();
         let t = train(&counts, 1000, &[], &Progress::new()).unwrap();
         assert_eq!(t.merges.len(), 1);
         assert!(train(&counts, 256, &["x".into()], &Progress::new()).is_err());
