@@ -215,3 +215,12 @@ def test_load_says_where_a_file_is_cut(tmp_path: Path) -> None:
     assert str(e.value) == (
         f"{path}: file is truncated: it ends at byte offset 55, in word record 1 of 2 (from byte offset 42)"
     )
+
+
+def test_training_on_counts_whose_pair_counts_would_wrap_raises_overflow_error() -> None:
+    # (a, a) occurs 2**63 * 2 = 2**64 times: it wrapped to 0, and (b, c) was merged.
+    counts = bpekit.WordCounts([(b"aaa", 2**63), (b"bc", 1)])
+    with pytest.raises(OverflowError, match="too large to train on"):
+        bpekit.train_from_counts(counts, 257, [])
+    _, merges = bpekit.train_from_counts(bpekit.WordCounts([(b"ab", MAX)]), 257, [])
+    assert merges == [(b"a", b"b")]
