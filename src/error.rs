@@ -1,5 +1,6 @@
 //! One error type for the core. Every variant says what went wrong and where;
-//! `py` maps them to ValueError / KeyError / OSError / KeyboardInterrupt / MemoryError.
+//! `py` maps them to ValueError / KeyError / OSError / OverflowError /
+//! KeyboardInterrupt / MemoryError.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ pub enum Error {
         line: usize,
         message: String,
     },
+    /// A count past what a u64 holds (adding word counts whose total would).
+    Overflow(String),
     /// The regex engine gave up (e.g. backtracking limit) on some input.
     Regex(String),
     /// The caller asked to stop (Ctrl-C).
@@ -63,7 +66,7 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::UnknownTokenId { id } => write!(f, "token id {id} is not in the vocabulary"),
-            Error::InvalidArgument(m) => f.write_str(m),
+            Error::InvalidArgument(m) | Error::Overflow(m) => f.write_str(m),
             Error::Format { path, line, message } => {
                 write!(f, "{}:{line}: {message}", path.display())
             }

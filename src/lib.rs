@@ -17,6 +17,9 @@ pub mod progress;
 pub mod specials;
 pub mod train;
 
+#[cfg(test)]
+mod testutil;
+
 pub use error::{Error, Result};
 
 #[cfg(feature = "python")]

@@ -63,8 +63,13 @@ def test_load_rejects_garbage(tmp_path: Path) -> None:
     good.write_bytes(good.read_bytes()[:-1])
     with pytest.raises(ValueError, match="truncated") as truncated:
         bpekit.WordCounts.load(good)
-    # Regression: the message named a line 0 of this binary file.
-    assert str(truncated.value) == f"{good}: file is truncated"
+    # Regression: the message named a line 0 of this binary file; it names the offset.
+    end = good.stat().st_size
+    start = end + 1 - (8 + 4 + 2)  # the record of b"ab" lacks its last byte
+    assert str(truncated.value) == (
+        f"{good}: file is truncated: it ends at byte offset {end}, "
+        f"in word record 0 of 1 (from byte offset {start})"
+    )
     with pytest.raises(FileNotFoundError):
         bpekit.WordCounts.load(tmp_path / "missing.wc")
     # Regression: a folder was "not a bpekit word-counts file (too short)".

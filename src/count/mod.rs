@@ -194,7 +194,7 @@ pub fn count_sources(
         words.push_distinct(k, v);
     }
     for (k, v) in owned {
-        words.add_word(&k, v);
+        words.add_word(&k, v)?;
     }
     Ok(words)
 }

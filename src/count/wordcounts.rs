@@ -10,6 +10,8 @@
 //! u64          number of words
 //! per word:    u64 count, u32 n, n bytes of the word
 //! ```
+//! and nothing after the last word. The sum of the counts (`total`) fits in a u64:
+//! loading and adding check it, so no count and no total ever wraps.
 
 use std::hash::{BuildHasher, Hasher};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -101,22 +103,44 @@ impl WordCounts {
         self.counts.reserve(words);
     }
 
-    /// Adds `count` to `word`'s count (a new word if absent).
-    pub fn add_word(&mut self, word: &[u8], count: u64) {
+    /// Adds `count` to `word`'s count (a new word if absent); an error, changing
+    /// nothing, if that count would pass `u64::MAX`.
+    pub fn add_word(&mut self, word: &[u8], count: u64) -> Result<()> {
         match self.position(word) {
-            Some(i) => self.counts[i] += count,
+            Some(i) => {
+                self.counts[i] = self.counts[i].checked_add(count).ok_or_else(|| {
+                    Error::Overflow(format!(
+                        "the count of word {} would pass 2**64-1: {} + {count}",
+                        show(word),
+                        self.counts[i]
+                    ))
+                })?;
+            }
             None => self.push_distinct(word, count),
         }
+        Ok(())
     }
 
-    pub fn from_pairs<I: IntoIterator<Item = (Vec<u8>, u64)>>(pairs: I, pattern: &str) -> Self {
+    /// Counts from `(word, count)` pairs (a word may come more than once: its counts
+    /// are added); an error if the total would pass `u64::MAX`.
+    pub fn from_pairs<I: IntoIterator<Item = (Vec<u8>, u64)>>(
+        pairs: I,
+        pattern: &str,
+    ) -> Result<Self> {
         let mut counts = Self::new(pattern.to_owned(), Vec::new());
-        for (w, c) in pairs {
+        let mut total = 0u64;
+        for (i, (w, c)) in pairs.into_iter().enumerate() {
             if c > 0 {
-                counts.add_word(&w, c);
+                total = total.checked_add(c).ok_or_else(|| {
+                    Error::Overflow(format!(
+                        "the total count would pass 2**64-1 at pair #{i} (word {}, count {c})",
+                        show(&w)
+                    ))
+                })?;
+                counts.add_word(&w, c)?;
             }
         }
-        counts
+        Ok(counts)
     }
 
     fn word(&self, i: usize) -> &[u8] {
@@ -144,9 +168,17 @@ impl WordCounts {
         self.counts.is_empty()
     }
 
-    /// Number of pre-token occurrences.
+    /// Number of pre-token occurrences. It fits in a u64: counting cannot pass it
+    /// (it counts bytes of input), and loading and adding check it; were it ever
+    /// passed, this saturates rather than wraps.
     pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
+        self.checked_total().unwrap_or(u64::MAX)
+    }
+
+    fn checked_total(&self) -> Option<u64> {
+        self.counts
+            .iter()
+            .try_fold(0u64, |sum, &c| sum.checked_add(c))
     }
 
     pub fn get(&self, word: &[u8]) -> u64 {
@@ -165,12 +197,26 @@ impl WordCounts {
         all
     }
 
-    /// Adds `other`'s counts; both must come from the same pattern.
+    /// Adds `other`'s counts; both must come from the same pattern, and the total
+    /// of the sum must fit in a u64 (else an error, changing nothing: no word's
+    /// count can pass it when the total does not).
     pub fn add(&mut self, other: &WordCounts) -> Result<()> {
         if !self.is_empty() && !other.is_empty() && self.pattern != other.pattern {
             return Err(Error::invalid(format!(
                 "cannot add counts made with different patterns: {:?} and {:?}",
                 self.pattern, other.pattern
+            )));
+        }
+        let (mine, theirs) = (self.checked_total(), other.checked_total());
+        if mine
+            .zip(theirs)
+            .and_then(|(a, b)| a.checked_add(b))
+            .is_none()
+        {
+            return Err(Error::Overflow(format!(
+                "adding these word counts would make the total count pass 2**64-1: {} + {}",
+                show_total(mine),
+                show_total(theirs)
             )));
         }
         if self.is_empty() {
@@ -182,7 +228,7 @@ impl WordCounts {
             }
         }
         for (word, count) in other.iter() {
-            self.add_word(word, count);
+            self.add_word(word, count)?;
         }
         Ok(())
     }
@@ -216,11 +262,26 @@ impl WordCounts {
         file.commit().map_err(err)
     }
 
+    /// Reads a file [`WordCounts::save`] wrote. A file that is not one, is cut
+    /// short, has bytes after its last word, or whose counts add up past
+    /// `u64::MAX` is an error naming the file and, for a record, which one and at
+    /// what byte offset. A word given in two records (no file `save` writes, but
+    /// other writers may) has its counts added.
     pub fn load(path: &Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut r = BufReader::new(file);
+        let mut r = Offset {
+            inner: BufReader::new(file),
+            at: 0,
+        };
         // A binary file has no lines to name.
         let bad = |message: String| Error::invalid(format!("{}: {message}", path.display()));
+        // The end of the file in the middle of `what`, or a read error.
+        let cut = |e: std::io::Error, what: &str, at: u64| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => bad(format!(
+                "file is truncated: it ends at byte offset {at}, in {what}"
+            )),
+            _ => Error::io(path, e),
+        };
         let mut magic = [0u8; 8];
         r.read_exact(&mut magic).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => {
@@ -232,43 +293,92 @@ impl WordCounts {
         if &magic != MAGIC {
             return Err(bad("not a bpekit word-counts file (bad magic)".into()));
         }
-        let mut read = || -> std::io::Result<Result<Self>> {
-            let version = read_u32(&mut r)?;
-            if version != VERSION {
-                return Ok(Err(bad(format!(
-                    "unsupported word-counts version {version}"
-                ))));
-            }
-            let Ok(pattern) = String::from_utf8(read_blob(&mut r)?) else {
-                return Ok(Err(bad("pattern is not UTF-8".into())));
-            };
-            let k = read_u32(&mut r)?;
-            let mut special_tokens = Vec::with_capacity(k.min(1 << 16) as usize);
-            for _ in 0..k {
-                let Ok(t) = String::from_utf8(read_blob(&mut r)?) else {
-                    return Ok(Err(bad("special token is not UTF-8".into())));
-                };
-                special_tokens.push(t);
-            }
-            let n = read_u64(&mut r)?;
-            let mut counts = Self::new(pattern, special_tokens);
-            counts.reserve(n.min(1 << 24) as usize, 0);
-            for _ in 0..n {
-                let count = read_u64(&mut r)?;
-                let word = read_blob(&mut r)?;
-                // `add_word`, not `push_distinct`: a file is not trusted to be deduplicated.
-                counts.add_word(&word, count);
-            }
-            Ok(Ok(counts))
-        };
-        match read() {
-            Ok(result) => result,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                Err(bad("file is truncated".into()))
-            }
-            Err(e) => Err(Error::io(path, e)),
+        let header = "the header";
+        let version = read_u32(&mut r).map_err(|e| cut(e, header, r.at))?;
+        if version != VERSION {
+            return Err(bad(format!("unsupported word-counts version {version}")));
         }
+        let pattern = read_blob(&mut r).map_err(|e| cut(e, header, r.at))?;
+        let Ok(pattern) = String::from_utf8(pattern) else {
+            return Err(bad("pattern is not UTF-8".into()));
+        };
+        let k = read_u32(&mut r).map_err(|e| cut(e, header, r.at))?;
+        let mut special_tokens = Vec::with_capacity(k.min(1 << 16) as usize);
+        for _ in 0..k {
+            let t = read_blob(&mut r).map_err(|e| cut(e, header, r.at))?;
+            let Ok(t) = String::from_utf8(t) else {
+                return Err(bad("special token is not UTF-8".into()));
+            };
+            special_tokens.push(t);
+        }
+        let n = read_u64(&mut r).map_err(|e| cut(e, header, r.at))?;
+        let mut counts = Self::new(pattern, special_tokens);
+        counts.reserve(n.min(1 << 24) as usize, 0);
+        let mut total = 0u64;
+        for i in 0..n {
+            let start = r.at;
+            let record = |e, at| {
+                cut(
+                    e,
+                    &format!("word record {i} of {n} (from byte offset {start})"),
+                    at,
+                )
+            };
+            let count = read_u64(&mut r).map_err(|e| record(e, r.at))?;
+            let word = read_blob(&mut r).map_err(|e| record(e, r.at))?;
+            total = total.checked_add(count).ok_or_else(|| {
+                bad(format!(
+                    "word record {i} of {n} (byte offset {start}): its count {count} makes the total count pass 2**64-1"
+                ))
+            })?;
+            // `add_word`, not `push_distinct`: a file is not trusted to be deduplicated.
+            // No count can pass u64::MAX here, as the total does not.
+            counts.add_word(&word, count)?;
+        }
+        let mut rest = Vec::new();
+        let after = r.at;
+        (&mut r)
+            .take(1 << 10)
+            .read_to_end(&mut rest)
+            .map_err(|e| Error::io(path, e))?;
+        if !rest.is_empty() {
+            let more = if rest.len() == 1 << 10 {
+                " or more"
+            } else {
+                ""
+            };
+            return Err(bad(format!(
+                "{}{more} byte(s) after its {n} word records, from byte offset {after}: the file is corrupt",
+                rest.len()
+            )));
+        }
+        Ok(counts)
     }
+}
+
+/// A reader that knows its byte offset in what it reads.
+struct Offset<R> {
+    inner: R,
+    at: u64,
+}
+
+impl<R: Read> Read for Offset<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// `word` for a message: as text (lossy), cut after 40 bytes.
+fn show(word: &[u8]) -> String {
+    let cut = &word[..word.len().min(40)];
+    let more = if cut.len() < word.len() { "..." } else { "" };
+    format!("{:?}{more}", String::from_utf8_lossy(cut))
+}
+
+fn show_total(total: Option<u64>) -> String {
+    total.map_or_else(|| "more than 2**64-1".into(), |t| t.to_string())
 }
 
 fn word_at<'a>(bytes: &'a [u8], ends: &[usize], i: usize) -> &'a [u8] {
@@ -334,7 +444,8 @@ mod tests {
 
     #[test]
     fn save_load_round_trip_and_add() {
-        let mut a = WordCounts::from_pairs([(b" the".to_vec(), 3), (vec![0xff, b'\n'], 1)], "gpt2");
+        let mut a = WordCounts::from_pairs([(b" the".to_vec(), 3), (vec![0xff, b'\n'], 1)], "gpt2")
+            .unwrap();
         let dir = std::env::temp_dir().join(format!("bpekit-wc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.bin");
@@ -345,15 +456,114 @@ mod tests {
         assert_eq!(a.get(b" the"), 6);
         assert_eq!(a.total(), 8);
         // Words added after the index was built are found too.
-        a.add_word(b"new", 2);
+        a.add_word(b"new", 2).unwrap();
         a.push_distinct(b"newer", 1);
         assert_eq!((a.get(b"new"), a.get(b"newer"), a.len()), (2, 1, 4));
-        let mut c = WordCounts::from_pairs([(b"x".to_vec(), 1), (b"x".to_vec(), 2)], "gpt2");
+        let mut c =
+            WordCounts::from_pairs([(b"x".to_vec(), 1), (b"x".to_vec(), 2)], "gpt2").unwrap();
         assert_eq!((c.len(), c.get(b"x")), (1, 3));
         c.push_distinct(b"y", 5);
         assert_eq!(c.get(b"y"), 5);
         std::fs::write(&path, b"BPEKITWC\x01\x00").unwrap();
         assert!(WordCounts::load(&path).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn pairs(p: &[(&str, u64)]) -> Vec<(Vec<u8>, u64)> {
+        p.iter().map(|&(w, c)| (w.as_bytes().to_vec(), c)).collect()
+    }
+
+    #[test]
+    fn adding_never_wraps_and_changes_nothing_when_it_would() {
+        const MAX: u64 = u64::MAX;
+        let mut a = WordCounts::from_pairs(pairs(&[("x", MAX)]), "gpt2").unwrap();
+        let one = WordCounts::from_pairs(pairs(&[("x", 1)]), "gpt2").unwrap();
+        let err = a.add(&one).unwrap_err();
+        assert!(matches!(err, Error::Overflow(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "adding these word counts would make the total count pass 2**64-1: 18446744073709551615 + 1"
+        );
+        assert_eq!((a.get(b"x"), a.len(), a.total()), (MAX, 1, MAX));
+        // Two words whose counts fit but whose total does not.
+        let mut a = WordCounts::from_pairs(pairs(&[("x", 1 << 63)]), "gpt2").unwrap();
+        let b = WordCounts::from_pairs(pairs(&[("y", 1 << 63)]), "gpt2").unwrap();
+        assert!(matches!(a.add(&b), Err(Error::Overflow(_))));
+        assert_eq!((a.len(), a.total()), (1, 1 << 63));
+        // The sum up to the limit is fine.
+        let b = WordCounts::from_pairs(pairs(&[("x", (1 << 63) - 1)]), "gpt2").unwrap();
+        a.add(&b).unwrap();
+        assert_eq!(a.get(b"x"), MAX);
+        // Pairs: a word given twice, and a total.
+        for p in [[("x", MAX), ("x", 1)], [("x", MAX), ("y", 1)]] {
+            let err = WordCounts::from_pairs(pairs(&p), "gpt2").unwrap_err();
+            assert!(matches!(err, Error::Overflow(_)), "{err:?}");
+            assert!(err.to_string().contains("at pair #1"), "{err}");
+        }
+        let err = a.add_word(b"x", 1).unwrap_err();
+        assert!(matches!(err, Error::Overflow(_)), "{err:?}");
+        assert_eq!(a.get(b"x"), MAX);
+    }
+
+    /// A word-counts file with pattern "p", no special tokens, `n` words (as its
+    /// header says) and `records` (count, word), then `tail`.
+    fn crafted(n: u64, records: &[(u64, &str)], tail: &[u8]) -> Vec<u8> {
+        let mut f = b"BPEKITWC".to_vec();
+        f.extend(1u32.to_le_bytes());
+        f.extend(1u32.to_le_bytes());
+        f.push(b'p');
+        f.extend(0u32.to_le_bytes());
+        f.extend(n.to_le_bytes());
+        for (count, word) in records {
+            f.extend(count.to_le_bytes());
+            f.extend((word.len() as u32).to_le_bytes());
+            f.extend(word.as_bytes());
+        }
+        f.extend(tail);
+        f
+    }
+
+    #[test]
+    fn load_rejects_wrapping_counts_and_trailing_bytes_naming_where() {
+        let dir = std::env::temp_dir().join(format!("bpekit-wc-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.wc");
+        let load = |bytes: Vec<u8>| {
+            std::fs::write(&path, bytes).unwrap();
+            WordCounts::load(&path).map_err(|e| e.to_string())
+        };
+        let p = path.display();
+        // The header is 29 bytes; a record of a 1-byte word 13.
+        let good = load(crafted(2, &[(u64::MAX - 1, "x"), (1, "y")], b"")).unwrap();
+        assert_eq!(good.total(), u64::MAX);
+        for records in [[(u64::MAX, "x"), (1, "x")], [(u64::MAX, "x"), (1, "y")]] {
+            let err = load(crafted(2, &records, b"")).unwrap_err();
+            assert_eq!(
+                err,
+                format!("{p}: word record 1 of 2 (byte offset 42): its count 1 makes the total count pass 2**64-1")
+            );
+        }
+        let err = load(crafted(1, &[(3, "x")], b"\0\0")).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "{p}: 2 byte(s) after its 1 word records, from byte offset 42: the file is corrupt"
+            )
+        );
+        let err = load(crafted(1, &[(3, "x"), (4, "y")], b"")).unwrap_err();
+        assert!(err.starts_with(&format!("{p}: 13 byte(s) after")), "{err}");
+        let mut cut = crafted(2, &[(3, "x"), (4, "yy")], b"");
+        cut.pop();
+        let err = load(cut).unwrap_err();
+        assert_eq!(
+            err,
+            format!("{p}: file is truncated: it ends at byte offset 55, in word record 1 of 2 (from byte offset 42)")
+        );
+        let err = load(crafted(0, &[], b"")[..20].to_vec()).unwrap_err();
+        assert_eq!(
+            err,
+            format!("{p}: file is truncated: it ends at byte offset 20, in the header")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

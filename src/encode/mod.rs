@@ -2,6 +2,7 @@
 //!
 //! - [`table`]: the vocabulary and the pair table `(left, right) -> (rank, new id)`,
 //!   built from a CS336 merges list or from tiktoken ranks.
+//! - [`longparts`]: the long tokens that begin or end a token (for `table`).
 //! - [`merge`]: the byte-pair merge of one piece (a scan for short pieces, a heap
 //!   over a linked list for long ones).
 //! - [`short`]: every short piece seen -> its ids, one cache line per lookup.
@@ -18,6 +19,7 @@ pub mod batched;
 pub mod cache;
 pub mod encoder;
 pub mod file;
+mod longparts;
 pub mod merge;
 pub mod npy;
 pub mod ordered;

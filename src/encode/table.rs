@@ -19,6 +19,7 @@ use hashbrown::HashTable;
 use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
+use super::longparts::LongParts;
 use super::pairs::{PairTable, MAX_IDS};
 use super::short::short_hash;
 use super::shortids::ShortIds;
@@ -41,6 +42,14 @@ pub const NONE: u32 = u32::MAX;
 #[inline]
 pub fn pair_key(left: u32, right: u32) -> u64 {
     (u64::from(left) << 32) | u64::from(right)
+}
+
+/// Buffers of [`Bpe::splits_into_tokens`]: a token's long prefixes and suffixes
+/// that are tokens, `(length, id)`.
+#[derive(Default)]
+struct SplitScratch {
+    prefixes: Vec<(usize, u32)>,
+    suffixes: Vec<(usize, u32)>,
 }
 
 /// A byte-level BPE vocabulary ready to merge.
@@ -154,6 +163,7 @@ impl Bpe {
             }
         }
         // Tokens are distinct here (checked above), so each pair is found once.
+        let long = LongParts::new(&bpe.tokens);
         // On this crate's pools, not rayon's global one, which hangs in a forked child.
         let parts: Vec<Vec<(u32, u32, u32)>> = run_in_pool(0, || {
             bpe.tokens
@@ -163,6 +173,7 @@ impl Bpe {
                     let base = (c * PAIRS_CHUNK) as u32;
                     let token = |i: usize| chunk.get(i).and_then(|t| t.as_deref());
                     let mut pairs = Vec::new();
+                    let mut scratch = SplitScratch::default();
                     for t in (0..PREFETCH_AHEAD).filter_map(token) {
                         bpe.prefetch_splits(t);
                     }
@@ -171,13 +182,15 @@ impl Bpe {
                             bpe.prefetch_splits(ahead);
                         }
                         if let Some(t) = token(i) {
-                            bpe.splits_into_tokens(t, base + i as u32, &mut pairs);
+                            let id = base + i as u32;
+                            bpe.splits_into_tokens(t, id, &long, &mut scratch, &mut pairs);
                         }
                     }
                     pairs
                 })
                 .collect()
         })?;
+        drop(long);
         bpe.pairs = PairTable::from_parts(&parts, None, &bpe.byte_ids)?;
         Ok(bpe)
     }
@@ -192,31 +205,69 @@ impl Bpe {
     }
 
     /// Starts loading the short-id lines that [`Bpe::splits_into_tokens`] of `token`
-    /// will read.
+    /// will read: those of its short prefixes and suffixes.
     fn prefetch_splits(&self, token: &[u8]) {
-        for k in 1..token.len() {
-            for part in [&token[..k], &token[k..]] {
-                if part.len() <= KEY_LEN {
-                    self.short_ids.prefetch(short_hash(key_of(part)));
-                }
-            }
+        let n = token.len();
+        for k in 1..n.min(KEY_LEN + 1) {
+            self.short_ids.prefetch(short_hash(key_of(&token[..k])));
+            self.short_ids.prefetch(short_hash(key_of(&token[n - k..])));
         }
     }
 
-    /// Pushes `(left, right, id)` for every split of `token` (id `id`) into two tokens.
-    fn splits_into_tokens(&self, token: &[u8], id: u32, pairs: &mut Vec<(u32, u32, u32)>) {
-        let id_of = |part: &[u8]| match part.len() <= KEY_LEN {
-            true => {
-                let key = key_of(part);
-                self.short_ids.get(key, short_hash(key))
-            }
-            false => self.id_of(part),
-        };
-        for k in 1..token.len() {
-            if let Some(left) = id_of(&token[..k]) {
-                if let Some(right) = id_of(&token[k..]) {
-                    pairs.push((left, right, id));
+    /// The id of `part`, a token of at most [`KEY_LEN`] bytes, if it is one.
+    #[inline]
+    fn short_id(&self, part: &[u8]) -> Option<u32> {
+        let key = key_of(part);
+        self.short_ids.get(key, short_hash(key))
+    }
+
+    /// Pushes `(left, right, id)` for every split of `token` (id `id`) into two
+    /// tokens, shortest left part first. A split is a short or long prefix that is a
+    /// token followed by a short or long suffix that is one; the long ones come from
+    /// `long` (see `longparts`), so a token costs time linear in its length.
+    fn splits_into_tokens(
+        &self,
+        token: &[u8],
+        id: u32,
+        long: &LongParts<'_>,
+        s: &mut SplitScratch,
+        pairs: &mut Vec<(u32, u32, u32)>,
+    ) {
+        let n = token.len();
+        if n <= KEY_LEN + 1 {
+            // Every part is short (the case of almost every token).
+            for k in 1..n {
+                if let Some(left) = self.short_id(&token[..k]) {
+                    if let Some(right) = self.short_id(&token[k..]) {
+                        pairs.push((left, right, id));
+                    }
                 }
+            }
+            return;
+        }
+        s.prefixes.clear();
+        s.suffixes.clear();
+        long.prefixes(token, &mut s.prefixes);
+        long.suffixes(token, &mut s.suffixes);
+        // The long suffixes, shortest first, are matched to the left parts, shortest
+        // (so longest right part) first, from their end.
+        let mut suffixes = s.suffixes.as_slice();
+        let short = (1..=KEY_LEN).filter_map(|k| self.short_id(&token[..k]).map(|left| (k, left)));
+        for (k, left) in short.chain(s.prefixes.iter().copied()) {
+            let right = match n - k {
+                m if m <= KEY_LEN => self.short_id(&token[k..]),
+                m => {
+                    while suffixes.last().is_some_and(|&(len, _)| len > m) {
+                        suffixes = &suffixes[..suffixes.len() - 1];
+                    }
+                    suffixes
+                        .last()
+                        .filter(|&&(len, _)| len == m)
+                        .map(|&(_, r)| r)
+                }
+            };
+            if let Some(right) = right {
+                pairs.push((left, right, id));
             }
         }
     }
@@ -388,6 +439,7 @@ impl Bpe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::finishes_within;
 
     pub fn byte_vocab() -> Vec<(u32, Vec<u8>)> {
         (0..=255u8).map(|b| (u32::from(b), vec![b])).collect()
@@ -436,6 +488,61 @@ mod tests {
         ranks.push((b"ab".to_vec(), 257));
         let err = Bpe::from_ranks(ranks).unwrap_err().to_string();
         assert!(err.contains("\"ab\" has two ranks, 256 and 257"), "{err}");
+    }
+
+    fn byte_ranks() -> Vec<(Vec<u8>, u32)> {
+        (0..=255u8).map(|b| (vec![b], u32::from(b))).collect()
+    }
+
+    /// Every pair of tokens merges exactly when their bytes joined are a token (into
+    /// that token), whatever the lengths of the parts: short, long, or both.
+    #[test]
+    fn ranks_pair_every_split_into_short_and_long_parts() {
+        let (a, b) = (
+            b"abcdefghijklmnopqrs".to_vec(),
+            b"0123456789ABCDEFGH".to_vec(),
+        );
+        let x = |n: usize| vec![b'x'; n];
+        let mut tokens: Vec<Vec<u8>> = (2..=200).map(x).collect();
+        tokens.extend((1..=40).map(|k| b"ab".repeat(k)));
+        for t in [
+            [&a[..], &b].concat(),
+            [&b[..], &a].concat(),
+            [&a[..], &b, &a].concat(),
+            [&a[..], &x(20)].concat(),
+            [&x(20)[..], &b].concat(),
+            [&x(3)[..], &b].concat(),
+            a.clone(),
+            b.clone(),
+        ] {
+            if !tokens.contains(&t) {
+                tokens.push(t);
+            }
+        }
+        let mut ranks = byte_ranks();
+        ranks.extend(tokens.into_iter().zip(256..));
+        let bpe = Bpe::from_ranks(ranks.clone()).unwrap();
+        for (left, l) in &ranks {
+            for (right, r) in &ranks {
+                let joined = bpe.id_of(&[&left[..], right].concat());
+                assert_eq!(bpe.pair(*l, *r), joined.map(|id| (id, id)), "{l} {r}");
+            }
+        }
+    }
+
+    /// The splits of a long token were looked up by hashing each part, quadratic in
+    /// its length: a token of 1 MB took ~23 s (optimised), now milliseconds.
+    #[test]
+    fn ranks_with_a_token_of_1_mb_load_in_linear_time() {
+        let mut ranks = byte_ranks();
+        ranks.push((vec![b'x'; 500_000], 256));
+        ranks.push((vec![b'x'; 1_000_000], 257));
+        ranks.push((vec![b'y'; 1_000_000], 258));
+        let bpe = finishes_within(2.0, "ranks with 1 MB tokens", move || {
+            Bpe::from_ranks(ranks).unwrap()
+        });
+        assert_eq!(bpe.pair(256, 256), Some((257, 257)));
+        assert_eq!(bpe.pair(256, u32::from(b'x')), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{
     PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyKeyboardInterrupt, PyMemoryError,
-    PyOSError, PyPermissionError, PyValueError,
+    PyOSError, PyOverflowError, PyPermissionError, PyValueError,
 };
 use pyo3::PyErr;
 
@@ -28,6 +28,7 @@ impl From<Error> for PyErr {
             Error::UnknownTokenId { .. } => PyKeyError::new_err(msg),
             Error::Cancelled => PyKeyboardInterrupt::new_err(msg),
             Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+            Error::Overflow(_) => PyOverflowError::new_err(msg),
             Error::InvalidUtf8 { .. }
             | Error::InvalidArgument(_)
             | Error::Format { .. }

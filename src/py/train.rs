@@ -26,7 +26,7 @@ impl PyWordCounts {
     fn new(counts: Option<Vec<(Vec<u8>, u64)>>, pattern: &str) -> PyResult<Self> {
         let pattern = Pretokenizer::new(pattern)?.pattern().to_owned();
         Ok(Self {
-            inner: WordCounts::from_pairs(counts.unwrap_or_default(), &pattern),
+            inner: WordCounts::from_pairs(counts.unwrap_or_default(), &pattern)?,
         })
     }
 

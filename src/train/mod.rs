@@ -36,6 +36,27 @@ impl Trained {
     }
 }
 
+/// An error if a pair count could pass `u64::MAX`. A pair's count is the sum, over
+/// the words holding it, of the word's count times its occurrences there, so no pair
+/// count ever passes the sum of `count * (length - 1)` over all words (merging only
+/// shortens words); checking that bound once keeps the merge loop's additions plain.
+/// Word counts that fit (their total does) could otherwise wrap a pair count:
+/// `"aaa"` counted 2**63 times holds `(a, a)` 2**64 times.
+fn check_pair_counts(counts: &WordCounts) -> Result<()> {
+    let bound = counts.iter().try_fold(0u64, |sum, (word, count)| {
+        let pairs = u64::try_from(word.len().saturating_sub(1)).ok()?;
+        sum.checked_add(count.checked_mul(pairs)?)
+    });
+    match bound {
+        Some(_) => Ok(()),
+        None => Err(Error::Overflow(
+            "the word counts are too large to train on: the pairs in the words, each counted \
+             as often as its word, number more than 2**64-1, so a pair's count could wrap"
+                .into(),
+        )),
+    }
+}
+
 /// How often the loop reports progress and checks for cancellation.
 const REPORT_EVERY: usize = 64;
 
@@ -58,6 +79,7 @@ pub fn train(
             "vocab_size {vocab_size} is too large: the encoder holds at most {MAX_IDS} tokens"
         )));
     }
+    check_pair_counts(counts)?;
     let wanted = vocab_size - base;
     // The merge loop's word arena, pair counts, postings and queue are made of many
     // allocations sized by the counts and the merges: where they cannot all be had (a
@@ -183,7 +205,7 @@ mod tests {
         for w in text.split(' ') {
             pairs.push((w.as_bytes().to_vec(), 1));
         }
-        WordCounts::from_pairs(pairs, "test")
+        WordCounts::from_pairs(pairs, "test").unwrap()
     }
 
     #[test]
@@ -225,9 +247,22 @@ mod tests {
     }
 
     #[test]
+    fn pair_counts_that_would_wrap_are_an_error() {
+        // (a, a) occurs 2**63 * 2 = 2**64 times: wrapped to 0, (b, c) won the merge.
+        let pairs = [(b"aaa".to_vec(), 1 << 63), (b"bc".to_vec(), 1)];
+        let counts = WordCounts::from_pairs(pairs, "t").unwrap();
+        let err = train(&counts, 257, &[], &Progress::new()).unwrap_err();
+        assert!(matches!(err, Error::Overflow(_)), "{err:?}");
+        // Up to the bound is fine: (a, b) occurs u64::MAX times.
+        let counts = WordCounts::from_pairs([(b"ab".to_vec(), u64::MAX)], "t").unwrap();
+        let t = train(&counts, 257, &[], &Progress::new()).unwrap();
+        assert_eq!(t.vocab[256], b"ab");
+    }
+
+    #[test]
     fn overlapping_runs_count_every_pair() {
         // "aaaa" holds (a,a) three times: one merge gives aa aa, the next aaaa.
-        let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t");
+        let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t").unwrap();
         let t = train(&counts, 258, &[], &Progress::new()).unwrap();
         assert_eq!(t.vocab[256], b"aa");
         assert_eq!(t.vocab[257], b"aaaa");
@@ -235,7 +270,7 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain_and_rejects_small_vocab() {
-        let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t");
+        let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t").unwrap();
         let t = train(&counts, 1000, &[], &Progress::new()).unwrap();
         assert_eq!(t.merges.len(), 1);
         assert!(train(&counts, 256, &["x".into()], &Progress::new()).is_err());
