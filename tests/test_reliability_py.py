@@ -390,11 +390,6 @@ def test_an_empty_output_path_is_an_error(in_a_corpus_folder: Path) -> None:
     assert sorted(os.listdir()) == ["a.txt"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="for the owner of cli/train.py and cli/encode.py: --out needs type=bpekit._paths.path_arg "
-    "(argparse's type=Path makes '' the current folder before any check sees it)",
-)
 def test_an_empty_out_on_the_command_line_is_an_error(in_a_corpus_folder: Path) -> None:
     for args in (
         ["train", "a.txt", "--vocab-size", "300", "--out", "", "--quiet"],
@@ -542,11 +537,6 @@ def test_errors_none_is_named_everywhere(tmp_path: Path) -> None:
     assert tok.decode([104, 0xFF], errors="backslashreplace") == "h\\xff"  # as tiktoken allows
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="for the owner of datasets.py: encode_file_counts should call bpekit._utf8.check_errors(errors) "
-    "first (the core's TypeError says \"'None' is not an instance of 'str'\")",
-)
 def test_encode_file_errors_none_is_named(tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello")
@@ -555,10 +545,6 @@ def test_encode_file_errors_none_is_named(tmp_path: Path) -> None:
         bpekit.encode_file(corpus, tmp_path / "o.npy", bpekit.Tokenizer(BYTE_VOCAB, []), errors=None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="for the owner of src/py/train.rs: WordCounts.__new__ is native; see the report for the change",
-)
 def test_word_counts_name_a_word_that_is_not_bytes() -> None:
     # "Can't extract `str` to `Vec`" named neither the item nor what was expected.
     with pytest.raises(TypeError, match=r"counts\[1\] is \('ab', 1\): a word must be bytes, not str"):

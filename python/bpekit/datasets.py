@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from bpekit._progress import ProgressBar
 from bpekit._threads import check_num_threads
+from bpekit._utf8 import check_errors
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import resolve_inputs
 
@@ -134,6 +135,7 @@ def encode_file_counts(
     (a ``.gz`` file's decompressed bytes, as the bytes/token figure wants them)."""
     from bpekit.encodings import load_tokenizer
 
+    errors = check_errors(errors)
     if not os.fspath(output):
         raise ValueError("output is an empty path; give the path of the .npy file to write")
     tok = load_tokenizer(tokenizer)

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -11,6 +12,33 @@ use crate::count::{self, CountOptions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
 use crate::train;
+
+/// `counts` as `(word, count)` pairs; a bad item is named by its index and value
+/// (PyO3's own message, "Can't extract `str` to `Vec`", named neither).
+fn word_count_pairs(counts: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, u64)>> {
+    let mut pairs = Vec::new();
+    for (k, item) in counts.try_iter()?.enumerate() {
+        let item = item?;
+        let shown = item.repr().map(|r| r.to_string()).unwrap_or_default();
+        let bad = |what: String| PyTypeError::new_err(format!("counts[{k}] is {shown}: {what}"));
+        let (word, count): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item
+            .extract()
+            .map_err(|_| bad("not a pair (word, count)".into()))?;
+        let word = word.cast::<PyBytes>().map_err(|_| {
+            let t = word
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            bad(format!("a word must be bytes, not {t}"))
+        })?;
+        let count: u64 = count
+            .extract()
+            .map_err(|_| bad("a count must be an int from 0 to 2**64-1".into()))?;
+        pairs.push((word.as_bytes().to_vec(), count));
+    }
+    Ok(pairs)
+}
 
 /// How often each pre-token occurs; see `bpekit.WordCounts`.
 #[pyclass(name = "WordCounts", module = "bpekit._core")]
@@ -23,10 +51,14 @@ pub struct PyWordCounts {
 impl PyWordCounts {
     #[new]
     #[pyo3(signature = (counts = None, pattern = "gpt2"))]
-    fn new(counts: Option<Vec<(Vec<u8>, u64)>>, pattern: &str) -> PyResult<Self> {
+    fn new(counts: Option<&Bound<'_, PyAny>>, pattern: &str) -> PyResult<Self> {
         let pattern = Pretokenizer::new(pattern)?.pattern().to_owned();
+        let pairs = match counts {
+            Some(c) => word_count_pairs(c)?,
+            None => Vec::new(),
+        };
         Ok(Self {
-            inner: WordCounts::from_pairs(counts.unwrap_or_default(), &pattern)?,
+            inner: WordCounts::from_pairs(pairs, &pattern)?,
         })
     }
 

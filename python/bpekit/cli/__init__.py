@@ -7,6 +7,7 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
     return parser
-
-
-def read_input(path: Path) -> bytes:
-    """The bytes of ``path``, a ``.gz`` file's decompressed (as encode and train read
-    their inputs); a corrupt ``.gz`` is a ``ValueError`` naming the file."""
-    data = path.read_bytes()
-    if path.suffix != ".gz":
-        return data
-    import gzip
-    import zlib
-
-    try:
-        return gzip.decompress(data)
-    # Not gzip at all, cut short, or damaged: gzip's messages do not name the file,
-    # and the last two are not errors that main() reports in one line.
-    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise ValueError(f"{path}: not a valid .gz file ({e})") from None
 
 
 def _quiet_broken_pipe() -> int:
@@ -149,12 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     _stop_on_termination()
     before = {p: _identity(p) for p in output_paths(args)}
     try:
-        status = int(args._run(args) or 0)
+        with warnings.catch_warnings():
+            # One line each, as the errors: a warning's default form adds the line
+            # of Python source that raised it.
+            warnings.showwarning = lambda message, *_, **__: print(
+                f"bpekit {args.command}: warning: {message}", file=sys.stderr
+            )
+            status = int(args._run(args) or 0)
         # Here, not at exit, buffered output that meets a closed pipe raises.
         sys.stdout.flush()
         return status
     except BrokenPipeError:  # before OSError, which it is
         return _quiet_broken_pipe()
+    except MemoryError as e:
+        # The core's MemoryError says what could not be made; Python's own says nothing.
+        print(f"bpekit {args.command}: error: {e or 'out of memory'}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as e:
         print("\n" + _interrupted_message(args, before, e), file=sys.stderr)
         return 128 + e.signum if isinstance(e, Terminated) else 130

@@ -12,6 +12,7 @@ import os
 import sysconfig
 from pathlib import Path
 
+from bpekit._paths import fspath
 from bpekit.cli.train import add_common_options, train_and_summarize, vocab_size_arg
 
 SHARED_CORPORA = Path("..") / "shared" / "data" / "corpora"
@@ -34,7 +35,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=vocab_size_arg, default=10_000)
     p.add_argument(
         "--out",
-        type=Path,
         default=None,
         help="output folder (default: a new private folder TMPDIR/bpekit-demo-XXXXXXXX)",
     )
@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     # A new folder of this user's, made with mkdtemp (0700, a name nobody can plant a
     # link at ahead of time): a fixed name in the shared temporary folder wrote through
     # whatever link another user had put there.
-    out = args.out or Path(tempfile.mkdtemp(prefix="bpekit-demo-"))
+    if args.out is not None:
+        out = Path(fspath(args.out, "--out"))
+    else:
+        out = Path(tempfile.mkdtemp(prefix="bpekit-demo-"))
     args.out = out  # what an interrupt reports on (cli.output_paths)
     print(f"bpekit demo: training a {args.vocab_size:,}-token vocabulary on {what}")
     return train_and_summarize(inputs, args.vocab_size, ["<|endoftext|>"], out, args)

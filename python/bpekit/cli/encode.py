@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from bpekit._paths import fspath
 from bpekit.cli.train import add_run_options, peak_rss_mib
 from bpekit.datasets import encode_file_counts
 from bpekit.encodings import load_tokenizer
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         dest="special_tokens",
         help="special token of a vocab.json tokenizer (repeatable; default: inferred)",
     )
-    p.add_argument("--out", "-o", type=Path, required=True, help="output .npy file")
+    p.add_argument("--out", "-o", type=str, required=True, help="output .npy file")
     p.add_argument(
         "--dtype",
         choices=["uint16", "uint32"],
@@ -49,6 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Checked here, not by argparse's type=: its errors print the usage too.
+    args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     files = resolve_inputs(args.inputs)
     t0 = time.perf_counter()

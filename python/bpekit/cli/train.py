@@ -7,6 +7,7 @@ import resource
 import time
 from pathlib import Path
 
+from bpekit._paths import fspath
 from bpekit.training import (
     MAX_VOCAB_SIZE,
     check_vocab_size,
@@ -27,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         dest="special_tokens",
         help="a special token (repeatable); the first one separates documents",
     )
-    p.add_argument("--out", type=Path, required=True, help="folder for vocab.json and merges.txt")
+    p.add_argument("--out", type=str, required=True, help="folder for vocab.json and merges.txt")
     add_common_options(p)
     return p
 
@@ -137,4 +138,6 @@ def train_and_summarize(
 
 
 def run(args: argparse.Namespace) -> int:
-    return train_and_summarize(args.inputs, args.vocab_size, args.special_tokens or [], args.out, args)
+    # Checked here, not by argparse's type=: its errors print the usage too.
+    out = Path(fspath(args.out, "--out"))
+    return train_and_summarize(args.inputs, args.vocab_size, args.special_tokens or [], out, args)
