@@ -189,6 +189,46 @@ impl Drop for AtomicFile {
     }
 }
 
+/// A new file for this process alone, read and written, in `dir`: under no name
+/// where Linux allows it (`O_TMPFILE`), else created under an unguessable name and
+/// unlinked at once. For scratch data that is mapped back (a decompressed `.gz`
+/// input, a pipe's bytes); nothing is left behind, whatever happens.
+pub fn scratch_file(dir: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut anonymous = options.clone();
+        anonymous.custom_flags(libc::O_TMPFILE).mode(0o600);
+        match anonymous.open(dir) {
+            Ok(file) => return Ok(file),
+            Err(e) if is_final(&e) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.create_new(true);
+    let mut last = io::Error::other("no free temporary name");
+    for _ in 0..16 {
+        let name = temp_name(&dir.join("bpekit-scratch"));
+        match options.open(&name) {
+            Ok(file) => {
+                // The open handle keeps the bytes; no name is left behind.
+                let _ = std::fs::remove_file(&name);
+                return Ok(file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
 /// The folder a file `target` is written in.
 fn folder_of(target: &Path) -> PathBuf {
     match target.parent() {

@@ -57,42 +57,33 @@ struct Mapped {
 }
 
 /// The text of the gzip file `file` (any number of members), decompressed into a
-/// temporary file that is unlinked at once and mapped, so that like any mapped input
-/// it is read and released chunk by chunk: memory does not grow with its size (it was
-/// decompressed into memory whole). It needs room in the temporary folder (`TMPDIR`).
-/// Where files cannot be unlinked while open, it is decompressed into memory.
+/// scratch file ([`spool`]): like any mapped input it is read and released chunk by
+/// chunk, so memory does not grow with its size. It needs room in the temporary
+/// folder (`TMPDIR`).
 fn gunzip(path: &Path, file: File) -> Result<Bytes> {
-    let mut decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-    if !cfg!(unix) {
-        let mut out = Vec::new();
-        decoder
-            .read_to_end(&mut out)
-            .map_err(|e| Error::io(path, e))?;
-        return Ok(Bytes::Owned(out));
-    }
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    spool(path, decoder, "decompressing")
+}
+
+/// The bytes `reader` gives (the text of `path`, for errors), copied into a scratch
+/// file in the temporary folder that no other process can see
+/// ([`crate::atomic::scratch_file`]) and mapped. For inputs that cannot be mapped
+/// themselves (pipes, `.gz` files): memory stays bounded however long they are,
+/// where reading them into memory took all of it for an endless pipe.
+fn spool(path: &Path, mut reader: impl Read, doing: &str) -> Result<Bytes> {
     let dir = std::env::temp_dir();
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".bpekit-gunzip-{}-{n}", std::process::id()));
     let in_tmp = |e: std::io::Error| {
         let message = format!(
-            "decompressing {} here: {e} (set TMPDIR to a folder with room)",
+            "{doing} {} here: {e} (set TMPDIR to a folder with room)",
             path.display()
         );
         Error::io(&dir, std::io::Error::new(e.kind(), message))
     };
-    let mut out = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(in_tmp)?;
-    // The open handle, then the map, keep the bytes; no name is left behind.
-    let _ = std::fs::remove_file(&tmp);
+    let mut out = crate::atomic::scratch_file(&dir).map_err(in_tmp)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut len = 0usize;
     loop {
-        let n = match decoder.read(&mut buf) {
+        let n = match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -104,9 +95,8 @@ fn gunzip(path: &Path, file: File) -> Result<Bytes> {
     if len == 0 {
         return Ok(Bytes::Owned(Vec::new()));
     }
-    // SAFETY: the file is private to this process (created new, unlinked) and no
-    // longer written.
-    // Not guarded: nobody else can truncate an unlinked file of ours.
+    // SAFETY: the file is private to this process (no name, or unlinked) and no
+    // longer written. Not guarded: nobody else can truncate it.
     unsafe { Mmap::map(&out) }
         .map(|map| {
             Bytes::Mapped(Mapped {
@@ -116,6 +106,25 @@ fn gunzip(path: &Path, file: File) -> Result<Bytes> {
             })
         })
         .map_err(in_tmp)
+}
+
+/// Whether `file` is a device that is not a terminal (`/dev/zero`, `/dev/urandom`, a
+/// disk): endless or binary, never a text to read to its end.
+fn is_endless_device(file: &File, meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileTypeExt;
+        let ft = meta.file_type();
+        // SAFETY: isatty only inspects the descriptor.
+        (ft.is_char_device() || ft.is_block_device())
+            && unsafe { libc::isatty(file.as_raw_fd()) } == 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, meta);
+        false
+    }
 }
 
 /// One input file's bytes.
@@ -147,10 +156,17 @@ impl Source {
             } else {
                 gunzip(path, file)?
             }
-        } else if !meta.is_file() || meta.len() == 0 {
-            // Pipes (`/dev/stdin`, `<(...)`) and devices report a length of 0 and cannot
-            // be mapped, nor can an empty file; files of /proc report 0 and hold text.
-            // All are read whole.
+        } else if is_endless_device(&file, &meta) {
+            return Err(Error::invalid(format!(
+                "{}: is a device, not a file of text (it may never end); give a file or a pipe",
+                path.display()
+            )));
+        } else if !meta.is_file() {
+            // Pipes (`/dev/stdin`, `<(...)`) and terminals cannot be mapped, and may
+            // be endless: spooled, in bounded memory.
+            spool(path, file, "reading")?
+        } else if meta.len() == 0 {
+            // An empty file cannot be mapped; files of /proc report 0 and hold text.
             let mut buf = Vec::new();
             file.read_to_end(&mut buf).map_err(err)?;
             Bytes::Owned(buf)

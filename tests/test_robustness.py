@@ -534,3 +534,49 @@ def test_one_huge_piece_is_n_log_n_and_hears_ctrl_c() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     what, seconds = proc.stdout.split()
     assert what == "interrupted" and float(seconds) < 3.0, proc.stdout
+
+
+# ---------------------------------------------------------------- endless inputs
+
+
+@linux_only
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_device_is_refused_at_once(tmp_path: Path, device: str) -> None:
+    # Issue 22, item 4: /dev/zero or /dev/urandom as an input of train or encode was
+    # read until memory ran out.
+    for args in (
+        ["encode", device, "-t", "gpt2", "-o", str(tmp_path / "o.npy")],
+        ["train", device, "--vocab-size", "300", "--out", str(tmp_path / "tok")],
+    ):
+        proc = run_args(["-m", "bpekit.cli", *args], 60, {"BPEKIT_ENCODINGS": str(data_path("encodings"))})
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().endswith(
+            f"error: {device}: is a device, not a file of text (it may never end); give a file or a pipe"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+PIPE_SCRIPT = """
+import resource, subprocess, sys
+feeder = subprocess.Popen(["sh", "-c", "yes 'hello world, here is a line' | head -c 200000000"],
+                          stdout=subprocess.PIPE)
+enc = subprocess.run([sys.executable, "-m", "bpekit.cli", "encode", "/dev/stdin", "-t", "gpt2",
+                      "-o", sys.argv[1], "--quiet"], stdin=feeder.stdout, capture_output=True, text=True)
+feeder.wait()
+assert enc.returncode == 0, enc.stderr
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+"""
+
+
+@linux_only
+def test_a_long_pipe_is_encoded_in_bounded_memory(tmp_path: Path) -> None:
+    # A pipe was read whole into memory (an endless one until memory ran out); it is
+    # spooled to a scratch file in TMPDIR now, and mapped like a file.
+    proc = run_args(
+        ["-c", PIPE_SCRIPT, str(tmp_path / "o.npy")], 300, {"BPEKIT_ENCODINGS": str(data_path("encodings"))}
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) < 150, f"peak {proc.stdout.strip()} MiB for 200 MB through a pipe"
+    import numpy as np
+
+    assert np.load(tmp_path / "o.npy", mmap_mode="r").shape[0] > 40_000_000

@@ -1,6 +1,6 @@
 """Typed stub of the native module ``bpekit._core`` (Rust, PyO3)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Literal
 
@@ -22,7 +22,7 @@ def _char_classes(start: int = 0, stop: int = 0x110000) -> bytes: ...
 def _time_pretokenize(data: bytes, pattern: str = "gpt2", repeat: int = 3) -> tuple[int, float]: ...
 
 class WordCounts:
-    def __init__(self, counts: list[tuple[bytes, int]] | None = None, pattern: str = "gpt2") -> None: ...
+    def __init__(self, counts: Iterable[tuple[bytes, int]] | None = None, pattern: str = "gpt2") -> None: ...
     def __len__(self) -> int: ...
     def __contains__(self, word: bytes) -> bool: ...
     def __getitem__(self, word: bytes) -> int: ...
@@ -67,20 +67,23 @@ class StreamEncoder:
 class Encoder:
     """Native byte-level BPE encoder; ``bpekit.Tokenizer`` wraps it.
 
+    Every method raises ``MemoryError`` (saying what could not be made) where its
+    memory cannot be had, never aborting the interpreter.
+
     ``allowed``: None for all special tokens, else the names recognised;
     ``disallowed``: names whose text in the input raises ValueError.
     """
 
     @staticmethod
     def from_merges(
-        vocab: list[tuple[int, bytes]],
-        merges: list[tuple[bytes, bytes]],
+        vocab: Sequence[tuple[int, bytes]],
+        merges: Sequence[tuple[bytes, bytes]],
         special_tokens: list[str],
         pattern: str = "gpt2",
     ) -> Encoder: ...
     @staticmethod
     def from_ranks(
-        ranks: list[tuple[bytes, int]], special_tokens: list[tuple[str, int]], pattern: str
+        ranks: Sequence[tuple[bytes, int]], special_tokens: list[tuple[str, int]], pattern: str
     ) -> Encoder: ...
     @staticmethod
     def from_rank_file(
@@ -103,7 +106,7 @@ class Encoder:
         disallowed: list[str] = ...,
         num_threads: int | None = None,
     ) -> list[list[int]]: ...
-    def decode_bytes(self, ids: list[int]) -> bytes: ...
+    def decode_bytes(self, ids: Sequence[int]) -> bytes: ...
     def token_bytes(self, id: int) -> bytes: ...
     def token_id(self, token: bytes) -> int | None: ...
     def vocab(self) -> dict[int, bytes]: ...
