@@ -197,33 +197,27 @@ fn merge_heap(
         let after = next[right as usize];
         next[at as usize] = after;
         ranks[at as usize] = NONE;
-        if after != NONE {
-            prev[after as usize] = at;
+        // The pairs that changed: the merged part with its right and left neighbours.
+        let mut requeue = |left: u32, right: u32| {
             let r = rank_of(
                 pairs,
-                parts[at as usize],
-                parts[after as usize],
+                parts[left as usize],
+                parts[right as usize],
                 max_rank,
                 cache,
             );
-            ranks[at as usize] = r;
+            ranks[left as usize] = r;
             if r != NONE {
-                heap.push(entry(r, at));
+                heap.push(entry(r, left));
             }
+        };
+        if after != NONE {
+            prev[after as usize] = at;
+            requeue(at, after);
         }
         let before = prev[at as usize];
         if before != NONE {
-            let r = rank_of(
-                pairs,
-                parts[before as usize],
-                parts[at as usize],
-                max_rank,
-                cache,
-            );
-            ranks[before as usize] = r;
-            if r != NONE {
-                heap.push(entry(r, before));
-            }
+            requeue(before, at);
         }
         if heap.len() + 2 > heap_room {
             // Full of stale entries: keep only the current pairs (at most n - 1).
