@@ -205,6 +205,9 @@ def test_termination_mid_run_cleans_up_like_ctrl_c(tmp_path: Path, command: str,
         text=True,
         cwd=ROOT,
         env={**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings"))},
+        # A suite run under nohup passes SIGHUP on ignored, and bpekit leaves an
+        # ignored signal ignored, as it should: the child gets the default back.
+        preexec_fn=lambda: signal.signal(getattr(signal, sig), signal.SIG_DFL),
     )
     try:
         with open(fifo, "w") as writer:  # returns once the run has opened the pipe
