@@ -51,32 +51,44 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
 /// turned into Rust ones). Under a memory limit (`RLIMIT_AS`, strict overcommit) such
 /// work then fails here, as an error, instead of aborting the process partway.
 pub fn probe(bytes: usize) -> bool {
+    match map_anonymous(bytes) {
+        Some(p) => {
+            // SAFETY: `p..p + bytes` is the mapping just made, untouched and unshared.
+            #[cfg(unix)]
+            unsafe {
+                libc::munmap(p as *mut libc::c_void, bytes)
+            };
+            true
+        }
+        None => bytes == 0 || !cfg!(unix),
+    }
+}
+
+/// A fresh private, anonymous, read-write mapping of `len` bytes (its address), or
+/// `None` where it cannot be had (or on platforms without `mmap`).
+fn map_anonymous(len: usize) -> Option<usize> {
     #[cfg(unix)]
     {
-        if bytes == 0 {
-            return true;
+        if len == 0 {
+            return None;
         }
-        // SAFETY: an anonymous private mapping, unmapped at once; no memory is touched.
-        unsafe {
-            let p = libc::mmap(
+        // SAFETY: a new anonymous private mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
                 std::ptr::null_mut(),
-                bytes,
+                len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
-            );
-            if p == libc::MAP_FAILED {
-                return false;
-            }
-            libc::munmap(p, bytes);
-        }
-        true
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(p as usize)
     }
     #[cfg(not(unix))]
     {
-        let _ = bytes;
-        true
+        let _ = len;
+        None
     }
 }
 
@@ -125,21 +137,7 @@ fn map_zeroed(size: usize) -> Option<NonNull<u8>> {
         let len = size.next_multiple_of(PAGE);
         // Over-map by a huge page, then trim to an aligned start.
         let span = len.checked_add(HUGE_PAGE)?;
-        // SAFETY: an anonymous private mapping; no existing memory is affected.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                span,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        let base = base as usize;
+        let base = map_anonymous(span)?;
         let start = base.next_multiple_of(HUGE_PAGE);
         // SAFETY: both ranges lie inside the mapping just made and outside `start..start
         // + len`, which is kept.
