@@ -99,7 +99,7 @@ impl Workspace {
         Ok(Self {
             short: ShortTable::try_new(short_pairs.0, short_pairs.1, spill)?,
             long: PieceCache::try_new(long_entries)?,
-            scratch: Scratch::default(),
+            scratch: Scratch::try_new()?,
             long_holds_short: false,
             prefault: Prefault::default(),
             failure: None,

@@ -38,6 +38,22 @@ pub struct Scratch {
     cache: PairCache,
 }
 
+impl Scratch {
+    /// Buffers for merging, or an error where their memory (the pair cache's 256 KB)
+    /// cannot be had.
+    pub fn try_new() -> Result<Self> {
+        Ok(Self {
+            parts: Vec::new(),
+            ranks: Vec::new(),
+            next: Vec::new(),
+            prev: Vec::new(),
+            heap: BinaryHeap::new(),
+            cache: PairCache::try_new()
+                .ok_or_else(|| Error::out_of_memory::<u64>("a pair cache", 1 << 15))?,
+        })
+    }
+}
+
 /// Reserves room for `n` more items in `v`, or an error naming `what`.
 fn room<T>(v: &mut Vec<T>, n: usize, what: &'static str) -> Result<()> {
     v.try_reserve(n)

@@ -72,12 +72,22 @@ impl PairCache {
     }
 }
 
+impl PairCache {
+    /// A cache, or `None` where its memory cannot be had.
+    pub fn try_new() -> Option<Self> {
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(1 << CACHE_BITS).ok()?;
+        slots.resize(1 << CACHE_BITS, Self::EMPTY);
+        Some(Self {
+            slots: slots.into_boxed_slice(),
+            owner: 0,
+        })
+    }
+}
+
 impl Default for PairCache {
     fn default() -> Self {
-        Self {
-            slots: vec![Self::EMPTY; 1 << CACHE_BITS].into_boxed_slice(),
-            owner: 0,
-        }
+        Self::try_new().unwrap_or_else(|| panic!("out of memory for a pair cache"))
     }
 }
 
