@@ -5,7 +5,7 @@
 //! `THREADS=n` encodes `n` parts on `n` threads and prints wall-clock MB/s, each
 //! thread with its own short table, or one shared table with `SHARED=1`.
 
-use bpekit::encode::encoder::{Encoder, Specials};
+use bpekit::encode::{Encoder, Specials};
 
 #[path = "common/ranks.rs"]
 mod ranks;

@@ -1,6 +1,7 @@
 //! One error type for the core. Every variant says what went wrong and where;
 //! `py` maps them to ValueError / KeyError / OSError / OverflowError /
-//! KeyboardInterrupt / MemoryError.
+//! KeyboardInterrupt / MemoryError / RuntimeError, and words the ones whose text is a
+//! Python API's (a disallowed special token, an encoding argument).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -33,6 +34,12 @@ pub enum Error {
     /// An allocation whose size comes from the input failed (a memory limit, or
     /// too little memory): what was being made, and its size in bytes.
     OutOfMemory { what: &'static str, bytes: usize },
+    /// The text holds a special token the caller did not allow (`py` words it as
+    /// tiktoken does).
+    DisallowedSpecial { token: String },
+    /// A failure inside bpekit, not in its input: a worker thread panicked, a lock
+    /// was poisoned. A bug to report.
+    Internal(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -46,6 +53,9 @@ impl Error {
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::Internal(message.into())
     }
     /// An allocation of `count` items of `T` for `what` failed.
     pub fn out_of_memory<T>(what: &'static str, count: usize) -> Self {
@@ -72,6 +82,10 @@ impl fmt::Display for Error {
             }
             Error::Regex(m) => write!(f, "pre-tokenizer regex failed: {m}"),
             Error::Cancelled => f.write_str("interrupted"),
+            Error::DisallowedSpecial { token } => {
+                write!(f, "the text holds the disallowed special token {token:?}")
+            }
+            Error::Internal(m) => write!(f, "internal error (a bug in bpekit): {m}"),
             Error::OutOfMemory { what, bytes } => write!(
                 f,
                 "out of memory: could not allocate {:.1} MB for {what}",

@@ -9,6 +9,7 @@ pub mod count;
 pub mod encode;
 pub mod error;
 pub mod hugemem;
+pub mod ids;
 pub mod mapguard;
 pub mod piecekey;
 pub mod pool;

@@ -131,6 +131,48 @@ fn build_automaton(
         })
 }
 
+/// A set of special tokens with their ids, matched longest first.
+#[derive(Clone, Debug, Default)]
+pub struct Specials {
+    pub matcher: SpecialMatcher,
+    pub ids: Vec<u32>,
+}
+
+impl Specials {
+    pub fn new(tokens: Vec<(String, u32)>) -> Result<Self> {
+        let (names, ids): (Vec<String>, Vec<u32>) = tokens.into_iter().unzip();
+        Ok(Self {
+            matcher: SpecialMatcher::new(&names)?,
+            ids,
+        })
+    }
+
+    pub fn tokens(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.matcher
+            .tokens()
+            .iter()
+            .map(String::as_str)
+            .zip(self.ids.iter().copied())
+    }
+
+    /// An error naming the first of these special tokens that occurs in `text`, if
+    /// one does: the check of tiktoken's `disallowed_special`.
+    pub fn refuse_in(&self, text: &str) -> Result<()> {
+        let mut found = None;
+        self.matcher.split(text, |s| {
+            if let (None, Segment::Special(i)) = (found, s) {
+                found = Some(i);
+            }
+        });
+        match found {
+            Some(i) => Err(Error::DisallowedSpecial {
+                token: self.matcher.tokens()[i].clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

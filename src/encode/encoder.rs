@@ -16,7 +16,7 @@ use super::wide::Text;
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::pretokenize::Pretokenizer;
-use crate::specials::{Segment, SpecialMatcher};
+use crate::specials::{Segment, Specials};
 
 /// Short-table pairs of a workspace, at first and at most: 2 MB growing to 32 MB
 /// (655K pieces; en-small has ~120K distinct short pieces, the 116 MB en corpus
@@ -26,42 +26,6 @@ const SHORT_PAIRS: (usize, usize) = (1 << 15, 1 << 19);
 const SHORT_SPILL: usize = 1 << 20;
 /// Long pieces cached per workspace (the arenas and table take about 2 MB).
 const LONG_ENTRIES: usize = 1 << 16;
-
-/// A set of special tokens with their ids, matched longest first.
-#[derive(Clone, Debug, Default)]
-pub struct Specials {
-    pub matcher: SpecialMatcher,
-    pub ids: Vec<u32>,
-}
-
-impl Specials {
-    pub fn new(tokens: Vec<(String, u32)>) -> Result<Self> {
-        let (names, ids): (Vec<String>, Vec<u32>) = tokens.into_iter().unzip();
-        Ok(Self {
-            matcher: SpecialMatcher::new(&names)?,
-            ids,
-        })
-    }
-
-    pub fn tokens(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.matcher
-            .tokens()
-            .iter()
-            .map(String::as_str)
-            .zip(self.ids.iter().copied())
-    }
-
-    /// The first special token that occurs in `text`, if any.
-    pub fn first_in<'a>(&'a self, text: &str) -> Option<&'a str> {
-        let mut found = None;
-        self.matcher.split(text, |s| {
-            if let (None, Segment::Special(i)) = (found, s) {
-                found = Some(i);
-            }
-        });
-        found.map(|i| self.matcher.tokens()[i].as_str())
-    }
-}
 
 /// Per-thread state: the piece caches and merge buffers.
 #[derive(Debug)]

@@ -34,5 +34,6 @@ pub mod stream;
 pub mod table;
 pub mod wide;
 
-pub use encoder::{Encoder, Specials};
+pub use crate::specials::Specials;
+pub use encoder::Encoder;
 pub use table::Bpe;

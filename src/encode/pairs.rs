@@ -18,16 +18,13 @@
 use crate::error::{Error, Result};
 use crate::hugemem::ZeroedBuf;
 
-use super::table::NONE;
+use crate::ids::{ID_BITS, NONE};
 
-/// Bits of an id in a packed slot: ids must be below `2^21 - 1`.
-const ID_BITS: u32 = 21;
 const KEY_MASK: u64 = (1 << (2 * ID_BITS)) - 1;
 /// A free slot. Its key bits are `(2^21 - 1, 2^21 - 1)`, which no pair of valid ids
 /// has, so a lookup's key comparison never matches it.
 const EMPTY: u64 = u64::MAX;
-/// The most ids a vocabulary may have (ids `0 .. MAX_IDS`).
-pub const MAX_IDS: usize = (1 << ID_BITS) - 1;
+pub use crate::ids::MAX_IDS;
 
 #[inline]
 fn packed_key(left: u32, right: u32) -> u64 {

@@ -17,9 +17,10 @@
 
 use std::sync::Arc;
 
-use super::encoder::{Encoder, Specials, Workspace};
-use crate::error::{Error, Result};
+use super::encoder::{Encoder, Workspace};
+use crate::error::Result;
 use crate::pretokenize::{cuts, Kind};
+use crate::specials::Specials;
 
 /// The caches of a stream: small (a 128 KB short table holding 3K pieces, 8K long
 /// pieces) and reserved once, since iterating may not allocate.
@@ -137,56 +138,8 @@ impl StreamEncoder {
     }
 
     fn check_disallowed(&self) -> Result<()> {
-        match self.disallowed.first_in(&self.buf) {
-            Some(tok) => Err(disallowed_error(tok)),
-            None => Ok(()),
-        }
+        self.disallowed.refuse_in(&self.buf)
     }
-}
-
-/// tiktoken's error for a disallowed special token found in the text, word for word
-/// (the token quoted as Python's `repr` quotes it).
-pub fn disallowed_error(token: &str) -> Error {
-    let token = python_repr(token);
-    Error::invalid(format!(
-        "Encountered text corresponding to disallowed special token {token}.\n\
-         If you want this text to be encoded as a special token, pass it to `allowed_special`, \
-         e.g. `allowed_special={{{token}, ...}}`.\n\
-         If you want this text to be encoded as normal text, disable the check for this token \
-         by passing `disallowed_special=(enc.special_tokens_set - {{{token}}})`.\n\
-         To disable this check for all special tokens, pass `disallowed_special=()`.\n"
-    ))
-}
-
-/// `repr(s)` as Python writes it for a printable string: single quotes, or double
-/// quotes when it holds a single quote and no double one; backslashes, the quote
-/// and control characters escaped.
-fn python_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 #[cfg(test)]
@@ -197,14 +150,6 @@ mod tests {
         let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
         let specials = vec!["<|eot|>".to_string(), "<|eot|><|eot|>".to_string()];
         Arc::new(Encoder::from_merges(vocab, &[], specials, "gpt2").unwrap())
-    }
-
-    #[test]
-    fn tokens_are_quoted_as_python_quotes_them() {
-        assert_eq!(python_repr("<|endoftext|>"), "'<|endoftext|>'");
-        assert_eq!(python_repr("it's"), "\"it's\"");
-        assert_eq!(python_repr("'\""), "'\\'\"'");
-        assert_eq!(python_repr("a\\b\n\u{1}"), "'a\\\\b\\n\\x01'");
     }
 
     #[test]

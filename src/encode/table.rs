@@ -20,11 +20,12 @@ use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
 use super::longparts::LongParts;
-use super::pairs::{PairTable, MAX_IDS};
+use super::pairs::PairTable;
 use super::short::short_hash;
 use super::shortids::ShortIds;
 use crate::count::FxMap;
 use crate::error::{Error, Result};
+use crate::ids::MAX_IDS;
 use crate::piecekey::{key_of, KEY_LEN};
 use crate::pool::run_in_pool;
 
@@ -36,13 +37,7 @@ const PREFETCH_AHEAD: usize = 4;
 /// Tokens per parallel task when finding pairs.
 const PAIRS_CHUNK: usize = 4096;
 
-/// Marks "no pair" / "no token".
-pub const NONE: u32 = u32::MAX;
-
-#[inline]
-pub fn pair_key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
-}
+pub use crate::ids::NONE;
 
 /// Buffers of [`Bpe::splits_into_tokens`]: a token's long prefixes and suffixes
 /// that are tokens, `(length, id)`.
@@ -113,7 +108,7 @@ impl Bpe {
             let merged = find(&[a.as_slice(), b.as_slice()].concat(), "result")?;
             let rank = u32::try_from(rank).map_err(|_| Error::invalid("too many merges"))?;
             // A repeated merge keeps its first (lowest) rank.
-            pairs.entry(pair_key(left, right)).or_insert(rank);
+            pairs.entry(crate::ids::pack(left, right)).or_insert(rank);
             merge_ids.push((left, right));
             merged_ids.push(merged);
         }

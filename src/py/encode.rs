@@ -15,9 +15,10 @@ use super::progress::run_with_progress;
 use super::text::text_of;
 use crate::corpus::Utf8Policy;
 use crate::encode::file::{encode_files, FileOptions};
-use crate::encode::stream::{disallowed_error, StreamEncoder};
+use crate::encode::stream::StreamEncoder;
 use crate::encode::wide::Text;
-use crate::encode::{Encoder, Specials};
+use crate::encode::Encoder;
+use crate::specials::Specials;
 
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
 #[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
@@ -190,10 +191,7 @@ fn interruptible<T: Send>(
 }
 
 fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {
-    match disallowed.as_ref().and_then(|d| d.first_in(text)) {
-        Some(tok) => Err(disallowed_error(tok)),
-        None => Ok(()),
-    }
+    disallowed.as_ref().map_or(Ok(()), |d| d.refuse_in(text))
 }
 
 #[pymethods]

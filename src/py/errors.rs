@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{
     PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyKeyboardInterrupt, PyMemoryError,
-    PyOSError, PyOverflowError, PyPermissionError, PyValueError,
+    PyOSError, PyOverflowError, PyPermissionError, PyRuntimeError, PyValueError,
 };
 use pyo3::PyErr;
 
@@ -29,10 +29,70 @@ impl From<Error> for PyErr {
             Error::Cancelled => PyKeyboardInterrupt::new_err(msg),
             Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
             Error::Overflow(_) => PyOverflowError::new_err(msg),
+            Error::Internal(_) => PyRuntimeError::new_err(msg),
+            Error::DisallowedSpecial { token } => PyValueError::new_err(disallowed_message(&token)),
             Error::InvalidUtf8 { .. }
             | Error::InvalidArgument(_)
             | Error::Format { .. }
             | Error::Regex(_) => PyValueError::new_err(msg),
         }
+    }
+}
+
+/// tiktoken's error for a disallowed special token found in the text, word for word
+/// (the token quoted as Python's `repr` quotes it).
+fn disallowed_message(token: &str) -> String {
+    let token = python_repr(token);
+    format!(
+        "Encountered text corresponding to disallowed special token {token}.\n\
+         If you want this text to be encoded as a special token, pass it to `allowed_special`, \
+         e.g. `allowed_special={{{token}, ...}}`.\n\
+         If you want this text to be encoded as normal text, disable the check for this token \
+         by passing `disallowed_special=(enc.special_tokens_set - {{{token}}})`.\n\
+         To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    )
+}
+
+/// `repr(s)` as Python writes it for a printable string: single quotes, or double
+/// quotes when it holds a single quote and no double one; backslashes, the quote
+/// and control characters escaped.
+fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_quoted_as_python_quotes_them() {
+        assert_eq!(python_repr("<|endoftext|>"), "'<|endoftext|>'");
+        assert_eq!(python_repr("it's"), "\"it's\"");
+        assert_eq!(python_repr("'\""), "'\\'\"'");
+        assert_eq!(python_repr("a\\b\n\u{1}"), "'a\\\\b\\n\\x01'");
     }
 }

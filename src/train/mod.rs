@@ -8,11 +8,12 @@ pub mod queue;
 mod words;
 
 use crate::count::WordCounts;
-use crate::encode::pairs::MAX_IDS;
 use crate::error::{Error, Result};
+use crate::ids::unpack;
+use crate::ids::MAX_IDS;
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
-use queue::{unpack, Entry, PairQueue, Tokens};
+use queue::{Entry, PairQueue, Tokens};
 use words::Words;
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
@@ -177,9 +178,9 @@ pub fn train(
 /// whose count has fallen since they were pushed.
 fn pop_best(
     queue: &mut PairQueue,
-    pairs: &crate::count::FxMap<queue::Pair, words::PairStats>,
+    pairs: &crate::count::FxMap<crate::ids::Pair, words::PairStats>,
     tokens: &Tokens,
-) -> Option<queue::Pair> {
+) -> Option<crate::ids::Pair> {
     while let Some(e) = queue.pop(tokens) {
         match pairs.get(&e.pair) {
             None => continue,

@@ -12,16 +12,7 @@
 
 use std::cmp::Ordering;
 
-/// A pair of token ids packed as `a << 32 | b`.
-pub type Pair = u64;
-
-pub fn pack(a: u32, b: u32) -> Pair {
-    (u64::from(a) << 32) | u64::from(b)
-}
-
-pub fn unpack(p: Pair) -> (u32, u32) {
-    ((p >> 32) as u32, p as u32)
-}
+use crate::ids::{unpack, Pair};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -165,6 +156,7 @@ impl PairQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::pack;
 
     #[test]
     fn pops_by_count_then_greater_bytes() {

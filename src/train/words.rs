@@ -1,8 +1,8 @@
 //! The words being merged, their pair counts, and the postings that say which
 //! words hold a pair, with the fine-grained update of one merge.
 
-use super::queue::{pack, Pair};
 use crate::count::FxMap;
+use crate::ids::{pack, Pair};
 
 /// What the merge loop knows about a pair.
 #[derive(Default)]
