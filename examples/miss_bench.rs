@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|p| p.len() <= 15)
             .map(|p| {
                 let key = bpekit::piecekey::key_of(p);
-                (key, bpekit::encode::short::short_hash(key))
+                (key, bpekit::piecekey::hash(key))
             })
             .collect();
         let t0 = std::time::Instant::now();

@@ -81,6 +81,17 @@ pub fn key_at(text: &[u8], piece: &[u8]) -> u128 {
     }
 }
 
+/// The hash of a key. A folded multiply (the high and low halves of one 64x64-bit
+/// product, XORed): one multiply, and both its low bits (the encoder's tables) and its
+/// top bits (the counter's shards) depend on every bit of the key.
+#[inline]
+pub fn hash(key: u128) -> u64 {
+    let lo = key as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    let hi = (key >> 64) as u64 ^ 0xc2b2_ae3d_27d4_eb4f;
+    let product = u128::from(lo) * u128::from(hi);
+    product as u64 ^ (product >> 64) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,14 +12,15 @@
 //!   one branch per piece is "was it found at home with at most three ids".
 
 use super::encoder::{Encoder, Workspace};
-use super::short::{short_hash, short_key, short_key_in, ShortTable, SHORT_IDS, SHORT_LEN};
+use super::short::{ShortTable, SHORT_IDS};
 use crate::error::{Error, Result};
+use crate::piecekey;
 
 /// Pieces per batch.
 pub const BATCH: usize = 64;
 
 /// Flags in the top bits of the loop's keys, which no entry has (a real key's top
-/// byte is its length, 1 to 15): a piece longer than [`SHORT_LEN`], and a special
+/// byte is its length, 1 to 15): a piece longer than [`piecekey::KEY_LEN`], and a special
 /// token (its id in the low bits). Both miss the probe and go the slow way.
 const LONG_KEY: u128 = 1 << 127;
 const SPECIAL_KEY: u128 = 1 << 126;
@@ -89,7 +90,7 @@ fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
     if start == SPECIAL_START {
         return SPECIAL_KEY | end as u128;
     }
-    match bytes.get(start..end).map_or(0, short_key) {
+    match bytes.get(start..end).map_or(0, piecekey::key_of) {
         0 => LONG_KEY,
         key => key,
     }
@@ -103,10 +104,12 @@ impl Batch {
         let len = end.wrapping_sub(start);
         // Away from the end of the text the key is one load and a mask.
         let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
-            Some(window) => short_key_in(window, len) | (u128::from(len > SHORT_LEN) << 127),
+            Some(window) => {
+                piecekey::key_in(window, len) | (u128::from(len > piecekey::KEY_LEN) << 127)
+            }
             None => rare_key(bytes, start, end),
         };
-        let hash = short_hash(key);
+        let hash = piecekey::hash(key);
         short.prefetch(hash);
         self.keys[i] = key;
         self.hashes[i] = hash;

@@ -10,11 +10,12 @@ use super::batched::Batch;
 use super::cache::PieceCache;
 use super::merge::{merge_piece, Scratch};
 use super::prefault::Prefault;
-use super::short::{short_hash, short_key, ShortTable, SHORT_IDS};
+use super::short::{ShortTable, SHORT_IDS};
 use super::table::{Bpe, NONE};
 use super::wide::Text;
 use crate::count::FxMap;
 use crate::error::{Error, Result};
+use crate::piecekey;
 use crate::pretokenize::Pretokenizer;
 use crate::specials::{Segment, Specials};
 
@@ -328,8 +329,8 @@ impl Encoder {
 
     /// Appends the ids of one pre-token (outside the batched loop: for profiling).
     pub fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
-        let key = short_key(piece);
-        self.encode_slow(piece, key, short_hash(key), ws, out);
+        let key = piecekey::key_of(piece);
+        self.encode_slow(piece, key, piecekey::hash(key), ws, out);
     }
 
     /// A piece the emit loop's probe did not settle (found past its home pair, with

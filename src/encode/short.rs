@@ -23,15 +23,14 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
 use crate::hugemem::{Zeroable, ZeroedBuf};
+use crate::piecekey;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m128i, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128};
-
-pub use crate::piecekey::{key_in as short_key_in, key_of as short_key, KEY_LEN as SHORT_LEN};
 
 /// Ids held in a slot; a piece with more keeps them in the table's spill arena.
 pub const SHORT_IDS: usize = 3;
 
-/// One entry: `key` as built by [`short_key`] (0: empty), the ids, and their count.
+/// One entry: `key` as built by [`piecekey::key_of`] (0: empty), the ids, and their count.
 /// `ids` and `n` are adjacent so an emit copies all four words in one store. When
 /// `n > SHORT_IDS`, `ids[0]` is where the ids start in the spill arena (runs of spaces
 /// after a newline are 4-15 ids with gpt2: 2% of the pieces of the en corpus).
@@ -110,16 +109,6 @@ impl Words {
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(64))]
 struct Pair([Slot; 2]);
-
-/// The hash of a key; the table uses its low bits. A folded multiply (the high and
-/// low halves of one 64x64-bit product, XORed): one multiply where two were used.
-#[inline]
-pub fn short_hash(key: u128) -> u64 {
-    let lo = key as u64 ^ 0x9e37_79b9_7f4a_7c15;
-    let hi = (key >> 64) as u64 ^ 0xc2b2_ae3d_27d4_eb4f;
-    let product = u128::from(lo) * u128::from(hi);
-    product as u64 ^ (product >> 64) as u64
-}
 
 /// Reading and writing lines that other threads may be reading or filling.
 ///
@@ -636,7 +625,7 @@ impl ShortTable {
         }
     }
 
-    /// The ids of `key` (non-zero, from [`short_key`]) as [`Slot::words`] gives
+    /// The ids of `key` (non-zero, from [`piecekey::key_of`]) as [`Slot::words`] gives
     /// them, if the table holds it.
     #[inline]
     pub fn get_words(&self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
@@ -777,7 +766,7 @@ impl Store {
                     };
                     bigger.put(
                         slot,
-                        (short_hash(key) as usize) & (bigger.pairs.len() - 1),
+                        (piecekey::hash(key) as usize) & (bigger.pairs.len() - 1),
                         false,
                     );
                     copied += 1;
@@ -813,8 +802,8 @@ mod tests {
     use super::*;
 
     fn ids_of(t: &ShortTable, piece: &[u8]) -> Option<Vec<u32>> {
-        let k = short_key(piece);
-        let (words, n) = t.get_words(k, short_hash(k))?;
+        let k = piecekey::key_of(piece);
+        let (words, n) = t.get_words(k, piecekey::hash(k))?;
         Some(match n <= SHORT_IDS {
             true => words[..n].to_vec(),
             false => {
@@ -832,8 +821,8 @@ mod tests {
         let ids = |i: usize| -> Vec<u32> { (0..1 + i % 7).map(|j| (i * 10 + j) as u32).collect() };
         let mut added = Vec::new();
         for (i, p) in pieces.iter().enumerate() {
-            let k = short_key(p);
-            let h = short_hash(k);
+            let k = piecekey::key_of(p);
+            let h = piecekey::hash(k);
             assert!(t.get_words(k, h).is_none());
             added.push(t.insert(k, h, &ids(i)));
         }
@@ -858,15 +847,15 @@ mod tests {
         // 8 MiB of pairs: four 2 MiB blocks for the threads to split.
         let pairs = (8 << 20) / std::mem::size_of::<Pair>();
         let mut owner = ShortTable::new(pairs, pairs, 1 << 12);
-        let k = short_key(b"before");
-        assert!(owner.insert(k, short_hash(k), &[7]));
+        let k = piecekey::key_of(b"before");
+        assert!(owner.insert(k, piecekey::hash(k), &[7]));
         let handles: Vec<ShortTable> = (0..3).filter_map(|_| owner.share()).collect();
         std::thread::scope(|s| {
             for (t, mut h) in handles.into_iter().enumerate() {
                 s.spawn(move || {
                     h.populate();
-                    let k = short_key(&[b'p', t as u8]);
-                    assert!(h.insert(k, short_hash(k), &[t as u32]));
+                    let k = piecekey::key_of(&[b'p', t as u8]);
+                    assert!(h.insert(k, piecekey::hash(k), &[t as u32]));
                 });
             }
         });
@@ -899,8 +888,8 @@ mod tests {
                         for i in 0..1500u32 {
                             // Threads walk the pieces in different orders.
                             let i = (i * (2 * t as u32 + 1) + round * 7) % 1500;
-                            let k = short_key(&i.to_le_bytes());
-                            let h_ = short_hash(k);
+                            let k = piecekey::key_of(&i.to_le_bytes());
+                            let h_ = piecekey::hash(k);
                             match ids_of(&h, &i.to_le_bytes()) {
                                 Some(found) => assert_eq!(found, ids(i), "piece {i}"),
                                 None => assert!(h.insert(k, h_, &ids(i))),
@@ -916,14 +905,14 @@ mod tests {
             assert_eq!(ids_of(&owner, &i.to_le_bytes()), Some(ids(i)));
         }
         // A shared table no longer grows: past its load limit inserts fail.
-        let k = short_key(b"one more");
+        let k = piecekey::key_of(b"one more");
         let before = owner.capacity_pairs();
         for i in 0..5000u32 {
-            let k = short_key(&(i + 100_000).to_le_bytes());
-            owner.insert(k, short_hash(k), &[1]);
+            let k = piecekey::key_of(&(i + 100_000).to_le_bytes());
+            owner.insert(k, piecekey::hash(k), &[1]);
         }
         assert_eq!(owner.capacity_pairs(), before);
-        assert!(!owner.insert(k, short_hash(k), &[1]));
+        assert!(!owner.insert(k, piecekey::hash(k), &[1]));
     }
 
     #[test]
@@ -949,8 +938,8 @@ mod tests {
                         start.wait();
                         for j in 0..50u32 {
                             let i = mine(t as u32, j);
-                            let k = short_key(&piece(i));
-                            assert!(h.insert(k, short_hash(k), &ids(i)));
+                            let k = piecekey::key_of(&piece(i));
+                            assert!(h.insert(k, piecekey::hash(k), &ids(i)));
                             assert_eq!(ids_of(&h, &piece(i)), Some(ids(i)), "piece {i}");
                         }
                     });
@@ -989,11 +978,11 @@ mod tests {
         // Three pieces with the same home line.
         let pieces: Vec<[u8; 4]> = (0u32..)
             .map(u32::to_le_bytes)
-            .filter(|p| owner.home(short_hash(short_key(p))) == 0)
+            .filter(|p| owner.home(piecekey::hash(piecekey::key_of(p))) == 0)
             .take(3)
             .collect();
-        let key = |i: usize| short_key(&pieces[i]);
-        assert!(handle.insert(key(0), short_hash(key(0)), &[1]));
+        let key = |i: usize| piecekey::key_of(&pieces[i]);
+        assert!(handle.insert(key(0), piecekey::hash(key(0)), &[1]));
         // Slot 1 of the home line as another writer leaves it between its claim and
         // its publication: ids in place, key not yet stored.
         let claimed = Slot {
@@ -1009,7 +998,7 @@ mod tests {
             )
         };
         // The third piece goes past the claimed slot, and must be found there.
-        assert!(handle.insert(key(2), short_hash(key(2)), &[3]));
+        assert!(handle.insert(key(2), piecekey::hash(key(2)), &[3]));
         assert_eq!(ids_of(&handle, &pieces[2]), Some(vec![3]));
         assert_eq!(ids_of(&handle, &pieces[0]), Some(vec![1]));
         // Until the claim is published its piece is simply not there yet.
@@ -1024,8 +1013,8 @@ mod tests {
         let ids = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| i * 8 + j).collect() };
         let added: Vec<u32> = (0..40u32)
             .filter(|&i| {
-                let k = short_key(&i.to_le_bytes());
-                handle.insert(k, short_hash(k), &ids(i))
+                let k = piecekey::key_of(&i.to_le_bytes());
+                handle.insert(k, piecekey::hash(k), &ids(i))
             })
             .collect();
         assert_eq!(added.len(), 16);
@@ -1039,8 +1028,8 @@ mod tests {
         }
         // The copy takes new entries; spilled ids of both tables stay apart.
         for i in 40..50u32 {
-            let k = short_key(&i.to_le_bytes());
-            assert!(handle2.insert(k, short_hash(k), &ids(i)));
+            let k = piecekey::key_of(&i.to_le_bytes());
+            assert!(handle2.insert(k, piecekey::hash(k), &ids(i)));
         }
         for i in added.iter().copied().chain(40..50) {
             assert_eq!(
@@ -1056,15 +1045,17 @@ mod tests {
         let mut t = ShortTable::new(4, 64, 100);
         t.reserve_pairs(16);
         assert_eq!(t.capacity_pairs(), 16);
-        let keys: Vec<u128> = (0u32..10).map(|i| short_key(&i.to_le_bytes())).collect();
+        let keys: Vec<u128> = (0u32..10)
+            .map(|i| piecekey::key_of(&i.to_le_bytes()))
+            .collect();
         for (i, &k) in keys.iter().enumerate() {
-            assert!(t.insert(k, short_hash(k), &[i as u32]));
+            assert!(t.insert(k, piecekey::hash(k), &[i as u32]));
         }
         t.reserve_pairs(1000);
         assert_eq!(t.capacity_pairs(), 64);
         for (i, &k) in keys.iter().enumerate() {
             assert_eq!(
-                t.get_words(k, short_hash(k)).map(|(w, _)| w[0]),
+                t.get_words(k, piecekey::hash(k)).map(|(w, _)| w[0]),
                 Some(i as u32)
             );
         }
@@ -1077,8 +1068,8 @@ mod tests {
         let mut t = ShortTable::new(8, 8, 20);
         let spill = t.store.spill.words.as_ptr();
         for i in 0u32..100 {
-            let k = short_key(&i.to_le_bytes());
-            t.insert(k, short_hash(k), &[i; 6]);
+            let k = piecekey::key_of(&i.to_le_bytes());
+            t.insert(k, piecekey::hash(k), &[i; 6]);
         }
         assert_eq!(t.capacity_pairs(), 8);
         assert_eq!(t.store.spill.words.as_ptr(), spill);

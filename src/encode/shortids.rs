@@ -52,7 +52,7 @@ impl ShortIds {
         }
     }
 
-    /// Adds `key` (not 0, and not in the table yet; `hash` is its `short_hash`) with
+    /// Adds `key` (not 0, and not in the table yet; `hash` is its `piecekey::hash`) with
     /// its `id`. The table must have room (`with_capacity`).
     pub fn insert(&mut self, key: u128, hash: u64, id: u32) {
         debug_assert!(key != 0);
@@ -104,7 +104,7 @@ impl ShortIds {
         let _ = hash;
     }
 
-    /// The id of `key` (`hash` is its `short_hash`), if it is a token.
+    /// The id of `key` (`hash` is its `piecekey::hash`), if it is a token.
     #[inline]
     pub fn get(&self, key: u128, hash: u64) -> Option<u32> {
         let mask = self.tags.len() - 1;
@@ -129,8 +129,7 @@ impl ShortIds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::short::short_hash;
-    use crate::piecekey::key_of;
+    use crate::piecekey::{self, key_of};
 
     #[test]
     fn finds_every_entry_and_nothing_else() {
@@ -138,7 +137,7 @@ mod tests {
         let entries: Vec<(u128, u64, u32)> = words
             .iter()
             .zip(0..)
-            .map(|(w, id)| (key_of(w), short_hash(key_of(w)), id))
+            .map(|(w, id)| (key_of(w), piecekey::hash(key_of(w)), id))
             .collect();
         let table = ShortIds::new(&entries);
         for &(key, hash, id) in &entries {
@@ -146,11 +145,11 @@ mod tests {
         }
         for i in 5000..6000u32 {
             let key = key_of(format!("w{i}").as_bytes());
-            assert_eq!(table.get(key, short_hash(key)), None);
+            assert_eq!(table.get(key, piecekey::hash(key)), None);
         }
         let empty = ShortIds::empty();
         let key = key_of(b"w1");
-        assert_eq!(empty.get(key, short_hash(key)), None);
+        assert_eq!(empty.get(key, piecekey::hash(key)), None);
     }
 
     #[test]
@@ -178,7 +177,7 @@ mod tests {
         let mut table = ShortIds::with_capacity(1);
         for i in 0..16u8 {
             let key = key_of(&[b'k', i]);
-            table.insert(key, short_hash(key), u32::from(i));
+            table.insert(key, piecekey::hash(key), u32::from(i));
         }
     }
 }

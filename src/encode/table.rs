@@ -21,12 +21,11 @@ use rustc_hash::FxBuildHasher;
 
 use super::longparts::LongParts;
 use super::pairs::PairTable;
-use super::short::short_hash;
 use super::shortids::ShortIds;
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::ids::MAX_IDS;
-use crate::piecekey::{key_of, KEY_LEN};
+use crate::piecekey::{self, key_of, KEY_LEN};
 use crate::pool::run_in_pool;
 
 /// Tokens whose splits' lines are prefetched while the splits of an earlier one are
@@ -63,7 +62,7 @@ pub struct Bpe {
     /// Look a whole piece up before merging it (tiktoken's rule).
     whole_piece_lookup: bool,
     /// The ordinary tokens of 1 to 15 bytes by `piecekey` key (hashed with
-    /// `short_hash`), filled only with `whole_piece_lookup`: the miss path has the
+    /// `piecekey::hash`), filled only with `whole_piece_lookup`: the miss path has the
     /// piece's key and hash already, and a hit reads one bucket, where `ids` hashed
     /// the bytes again and compared them with a boxed key elsewhere in memory (a
     /// fifth of a cold o200k encode's miss path).
@@ -154,7 +153,7 @@ impl Bpe {
         for (id, t) in bpe.tokens.iter().enumerate() {
             if let Some(t) = t.as_deref().filter(|t| t.len() <= KEY_LEN) {
                 let key = key_of(t);
-                bpe.short_ids.insert(key, short_hash(key), id as u32);
+                bpe.short_ids.insert(key, piecekey::hash(key), id as u32);
             }
         }
         // Tokens are distinct here (checked above), so each pair is found once.
@@ -204,8 +203,9 @@ impl Bpe {
     fn prefetch_splits(&self, token: &[u8]) {
         let n = token.len();
         for k in 1..n.min(KEY_LEN + 1) {
-            self.short_ids.prefetch(short_hash(key_of(&token[..k])));
-            self.short_ids.prefetch(short_hash(key_of(&token[n - k..])));
+            self.short_ids.prefetch(piecekey::hash(key_of(&token[..k])));
+            self.short_ids
+                .prefetch(piecekey::hash(key_of(&token[n - k..])));
         }
     }
 
@@ -213,7 +213,7 @@ impl Bpe {
     #[inline]
     fn short_id(&self, part: &[u8]) -> Option<u32> {
         let key = key_of(part);
-        self.short_ids.get(key, short_hash(key))
+        self.short_ids.get(key, piecekey::hash(key))
     }
 
     /// Pushes `(left, right, id)` for every split of `token` (id `id`) into two
@@ -373,7 +373,7 @@ impl Bpe {
     }
 
     /// [`Bpe::id_of`] a whole piece of 1 to 15 bytes by its `piecekey` key and that
-    /// key's `short_hash`; only for vocabularies with [`Bpe::whole_piece_lookup`].
+    /// key's `piecekey::hash`; only for vocabularies with [`Bpe::whole_piece_lookup`].
     #[inline]
     pub fn id_of_short(&self, key: u128, hash: u64) -> Option<u32> {
         self.short_ids.get(key, hash)
@@ -559,7 +559,7 @@ mod tests {
             let key = key_of(token);
             if token.len() <= KEY_LEN {
                 assert_eq!(
-                    bpe.id_of_short(key, short_hash(key)),
+                    bpe.id_of_short(key, piecekey::hash(key)),
                     Some(*id),
                     "{token:?}"
                 );
@@ -569,7 +569,11 @@ mod tests {
             absent.push(0);
             let key = key_of(&absent);
             if absent.len() <= KEY_LEN && bpe.id_of(&absent).is_none() {
-                assert_eq!(bpe.id_of_short(key, short_hash(key)), None, "{absent:?}");
+                assert_eq!(
+                    bpe.id_of_short(key, piecekey::hash(key)),
+                    None,
+                    "{absent:?}"
+                );
             }
         }
     }
