@@ -2,10 +2,10 @@
 //! from Python: `cargo run --release --example encode_bench -- RANKS PATTERN TEXT [RUNS]`
 //! (PATTERN: gpt2, cl100k or o200k). Prints MB/s of thread CPU time per run; the
 //! first run fills the piece caches. `SCAN=n` also times the pre-tokenizer alone, n times;
-//! `THREADS=n` encodes `n` parts on `n` threads and prints wall-clock MB/s, each
-//! thread with its own short table, or one shared table with `SHARED=1`.
+//! `THREADS=n` encodes `n` parts on `n` threads (`encode_batch`, whose threads share
+//! one short cache) and prints wall-clock MB/s.
 
-use bpekit::encode::{Encoder, Specials};
+use bpekit::encode::{encode_batch, Encoder, Specials};
 
 #[path = "common/ranks.rs"]
 mod ranks;
@@ -36,8 +36,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `THREADS=n`: the text cut at newlines into `n` parts, each encoded on its own
-/// thread with its own workspace, every run; prints wall-clock MB/s of all parts
+/// `THREADS=n`: the text cut at newlines into `n` parts, encoded together by
+/// `encode_batch` on `n` threads, every run; prints wall-clock MB/s of all parts
 /// together, to tell the encoder's own scaling from the file pipeline's.
 fn parallel(
     encoder: &Encoder,
@@ -54,30 +54,9 @@ fn parallel(
         rest = &rest[cut..];
     }
     let none = Specials::default();
-    let shared = std::env::var_os("SHARED").is_some();
-    if shared {
-        // As `encode_file` does: a shared table grows only between chunks.
-        encoder.size_shared_for(text.len());
-    }
-    let mut leases: Vec<_> = parts
-        .iter()
-        .map(|_| match shared {
-            true => encoder.lease_shared(),
-            false => encoder.lease(),
-        })
-        .collect::<Result<_, _>>()
-        .expect("workspaces");
     for _ in 0..runs {
         let t0 = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for (part, ws) in parts.iter().zip(leases.iter_mut()) {
-                let none = &none;
-                s.spawn(move || {
-                    let mut out = Vec::with_capacity(part.len() / 2);
-                    encoder.encode_into(part, none, ws, &mut out)
-                });
-            }
-        });
+        encode_batch(encoder, &parts, &none, threads)?;
         let secs = t0.elapsed().as_secs_f64();
         println!(
             "{:.1} MB/s wall, {threads} threads",

@@ -1,12 +1,12 @@
 //! Times loading a rank file into an encoder: `load_bench RANKS [ROUNDS]` (a
 //! `.tiktoken` file, or GPT-2's `vocab.bpe` when the name ends in `.bpe`). Prints the
-//! whole load as `get_encoding` does it (`rankfile::Format::encoder`) and, apart, the
+//! whole load as `get_encoding` does it (`Encoder::from_rank_file`) and, apart, the
 //! parse alone (with its check for tokens given twice, which the load leaves to the
 //! build).
 
 use std::time::Instant;
 
-use bpekit::encode::rankfile::Format;
+use bpekit::encode::{Encoder, RankFormat as Format};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(ranks);
         let t3 = Instant::now();
         let pattern = std::env::var("PATTERN").unwrap_or_else(|_| "gpt2".into());
-        let encoder = format.encoder(&data, path, Vec::new(), &pattern)?;
+        let encoder = Encoder::from_rank_file(format, &data, path, Vec::new(), &pattern)?;
         let t4 = Instant::now();
         println!(
             "read {:.1} ms, parse {:.1} ms; load {:.1} ms",

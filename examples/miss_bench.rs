@@ -3,9 +3,8 @@
 
 use std::collections::HashSet;
 
-use bpekit::encode::merge::{merge_piece, Scratch};
-use bpekit::encode::table::NONE;
-use bpekit::encode::Bpe;
+use bpekit::encode::{merge_piece, Bpe, Scratch};
+use bpekit::ids::NONE;
 
 #[path = "common/ranks.rs"]
 mod ranks;

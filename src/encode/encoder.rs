@@ -1,126 +1,29 @@
-//! Text -> ids: split on special tokens, pre-tokenize, then merge each piece (whole
-//! piece lookup, cache, or byte-pair merge). Also batches and decoding.
-
-use std::sync::{Mutex, OnceLock};
+//! [`Encoder`]: a vocabulary, a pre-tokenizer and special tokens. Text -> ids (split
+//! on the special tokens a call allows, pre-tokenize, then each piece from the caches
+//! or merged: `engine`), and ids -> bytes. Drivers for streams, code-point text,
+//! many texts and files build on `encode` and `encode_into` (`text`, `parallel`,
+//! `file`).
 
 use hashbrown::hash_map::Entry;
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
-use super::batched::Batch;
-use super::cache::PieceCache;
-use super::merge::{merge_piece, Scratch};
-use super::prefault::Prefault;
-use super::short::{ShortTable, SHORT_IDS};
-use super::table::{Bpe, NONE};
-use super::wide::Text;
+use super::engine::{
+    output_buffer, short_lines_for, Engine, Lease, Prefault, Workspace, Workspaces,
+};
+use super::vocab::{recover_merges, Bpe, RankFormat};
 use crate::count::FxMap;
 use crate::error::{Error, Result};
-use crate::piecekey;
+use crate::ids::NONE;
 use crate::pretokenize::Pretokenizer;
-use crate::specials::{Segment, Specials};
+use crate::specials::Specials;
 
-/// Short-table pairs of a workspace, at first and at most: 2 MB growing to 32 MB
-/// (655K pieces; en-small has ~120K distinct short pieces, the 116 MB en corpus
-/// ~517K with gpt2 and ~579K with o200k),
-/// and the words of its spill arena (4 MB).
-const SHORT_PAIRS: (usize, usize) = (1 << 15, 1 << 19);
-const SHORT_SPILL: usize = 1 << 20;
-/// Long pieces cached per workspace (the arenas and table take about 2 MB).
-const LONG_ENTRIES: usize = 1 << 16;
-
-/// Per-thread state: the piece caches and merge buffers.
-#[derive(Debug)]
-pub struct Workspace {
-    pub short: ShortTable,
-    pub long: PieceCache,
-    pub scratch: Scratch,
-    /// Whether `long` holds a short piece (one the short table had no room for).
-    /// Until then a short piece the short table lacks is new, and the miss path skips
-    /// the long cache's lookup (with o200k, a cold encode's miss path spent ~10% of
-    /// its time there).
-    long_holds_short: bool,
-    /// Faults in the output buffer of [`Encoder::encode`] ahead of the writes.
-    pub prefault: Prefault,
-    /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
-    /// merging a huge piece), for the text loop to stop at its next batch.
-    failure: Option<Error>,
-}
-
-impl Workspace {
-    /// A workspace for encoding large texts: its short table grows with the text.
-    /// An error where its memory cannot be had.
-    pub fn new() -> Result<Self> {
-        Self::with_sizes(SHORT_PAIRS, SHORT_SPILL, LONG_ENTRIES)
-    }
-
-    /// A workspace whose caches never grow: `short_pairs` pairs (spilling at most
-    /// 8 ids a pair) and `long_entries` long pieces, all reserved now (the streaming
-    /// encoder may not allocate later).
-    pub fn fixed(short_pairs: usize, long_entries: usize) -> Result<Self> {
-        Self::with_sizes((short_pairs, short_pairs), short_pairs * 8, long_entries)
-    }
-
-    fn with_sizes(short_pairs: (usize, usize), spill: usize, long_entries: usize) -> Result<Self> {
-        Ok(Self {
-            short: ShortTable::try_new(short_pairs.0, short_pairs.1, spill)?,
-            long: PieceCache::try_new(long_entries)?,
-            scratch: Scratch::try_new()?,
-            long_holds_short: false,
-            prefault: Prefault::default(),
-            failure: None,
-        })
-    }
-
-    /// The failure that stopped the last pieces, if any (taken: the workspace is
-    /// sound again, as no wrong ids were cached).
-    pub(super) fn take_failure(&mut self) -> Result<()> {
-        self.failure.take().map_or(Ok(()), Err)
-    }
-}
-
+/// A vocabulary, a pre-tokenizer and special tokens: text -> ids -> bytes.
 #[derive(Debug)]
 pub struct Encoder {
-    bpe: Bpe,
-    pretok: Pretokenizer,
+    engine: Engine,
+    /// Every special token of the encoder (a call recognises a subset of them).
     specials: Specials,
-    pool: Mutex<Vec<Workspace>>,
-    /// The short table that the threads of a parallel encode share (see
-    /// [`Encoder::lease_shared`]), made on first use at its full size.
-    shared_short: Mutex<Option<ShortTable>>,
-}
-
-/// A workspace borrowed from the encoder's pool, given back on drop.
-pub struct Lease<'a> {
-    encoder: &'a Encoder,
-    ws: Option<Workspace>,
-    /// The workspace's own short table while it holds a handle on the shared one.
-    own_short: Option<ShortTable>,
-}
-
-impl std::ops::Deref for Lease<'_> {
-    type Target = Workspace;
-    fn deref(&self) -> &Workspace {
-        self.ws.as_ref().expect("workspace present until drop")
-    }
-}
-
-impl std::ops::DerefMut for Lease<'_> {
-    fn deref_mut(&mut self) -> &mut Workspace {
-        self.ws.as_mut().expect("workspace present until drop")
-    }
-}
-
-impl Drop for Lease<'_> {
-    fn drop(&mut self) {
-        if let (Some(ws), Some(own)) = (self.ws.as_mut(), self.own_short.take()) {
-            ws.short = own;
-        }
-        if let (Some(ws), Ok(mut pool)) = (self.ws.take(), self.encoder.pool.lock()) {
-            if pool.len() < 64 {
-                pool.push(ws);
-            }
-        }
-    }
+    workspaces: Workspaces,
 }
 
 impl Encoder {
@@ -192,20 +95,47 @@ impl Encoder {
             bpe.set_special(*id, tok.as_bytes())?;
         }
         Ok(Self {
-            bpe,
-            pretok: Pretokenizer::new(pattern)?,
+            engine: Engine {
+                bpe,
+                pretok: Pretokenizer::new(pattern)?,
+            },
             specials: Specials::new(specials)?,
-            pool: Mutex::new(Vec::new()),
-            shared_short: Mutex::new(None),
+            workspaces: Workspaces::default(),
+        })
+    }
+
+    /// An encoder for the rank file `data` (named `name`, for errors), with
+    /// `specials` and the pre-tokenizer `pattern`.
+    ///
+    /// A token given twice is found by the build (`Bpe::from_ranks` errors on it),
+    /// and only then looked for line by line to name the line: checking every file
+    /// first with a set of all tokens cost o200k's load ~10 ms.
+    pub fn from_rank_file(
+        format: RankFormat,
+        data: &[u8],
+        name: &str,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> Result<Self> {
+        let ranks = format.parse_unchecked(data, name)?;
+        Self::from_ranks(ranks, specials, pattern).map_err(|e| match format.parse(data, name) {
+            Err(located) => located,
+            Ok(_) => e,
         })
     }
 
     pub fn bpe(&self) -> &Bpe {
-        &self.bpe
+        &self.engine.bpe
     }
 
     pub fn pretokenizer(&self) -> &Pretokenizer {
-        &self.pretok
+        &self.engine.pretok
+    }
+
+    /// The merges list as ids `(left, right)`, in rank order (recovered from the
+    /// ranks of a tiktoken vocabulary).
+    pub fn merges(&self) -> Result<Vec<(u32, u32)>> {
+        recover_merges(&self.engine.bpe)
     }
 
     /// All special tokens of this encoder.
@@ -232,254 +162,30 @@ impl Encoder {
 
     /// A workspace from the pool, or a new one (an error where its memory cannot be
     /// had).
-    pub fn lease(&self) -> Result<Lease<'_>> {
-        let ws = match self.pool.lock().ok().and_then(|mut p| p.pop()) {
-            Some(ws) => ws,
-            None => Workspace::new()?,
-        };
-        Ok(Lease {
-            encoder: self,
-            ws: Some(ws),
-            own_short: None,
-        })
+    pub(crate) fn lease(&self) -> Result<Lease<'_>> {
+        self.workspaces.lease()
     }
 
-    /// A workspace for one of several threads encoding parts of the same data: its
-    /// short table is a handle on a table all of them share (where the machine allows
-    /// it: [`ShortTable::can_share`]), so a piece one thread has merged is a hit for
-    /// the others.
-    ///
-    /// Why: with a table per thread, each thread merged the frequent pieces again,
-    /// and a new piece costs ~500 ns against ~10 ns for a hit; on the 116 MB English
-    /// corpus a cold 2-thread file encode ran at 1.4x one thread (see RESULTS.md).
-    pub fn lease_shared(&self) -> Result<Lease<'_>> {
-        let mut lease = self.lease()?;
-        if let Some(handle) = self.shared_handle() {
-            lease.own_short = Some(std::mem::replace(&mut lease.short, handle));
-        }
-        Ok(lease)
-    }
-
-    /// Between two chunks of a parallel encode: if the shared table filled up, moves
-    /// `lease` to its larger copy. A shared table cannot grow in place while other
-    /// threads read it, so the first thread to see it full makes a copy twice the
-    /// size, and each thread moves over at its next chunk; the old table is freed
-    /// when the last thread has left it. It starts small, like a thread's own table,
-    /// so that small inputs keep small tables.
-    pub fn refresh_shared(&self, lease: &mut Lease<'_>) {
-        if lease.own_short.is_some() && lease.short.wants_growth() {
-            if let Some(handle) = self.shared_handle() {
-                lease.short = handle;
-            }
-        }
-    }
-
-    /// How many pieces the shared short table holds (0 when none was made).
-    #[cfg(test)]
-    pub(crate) fn shared_table_len(&self) -> usize {
-        let master = self.shared_short.lock().unwrap_or_else(|p| p.into_inner());
-        master.as_ref().map_or(0, ShortTable::len)
-    }
-
-    /// Before a parallel encode of `bytes` of text: makes the shared short table (or
-    /// grows it) to the size such a text is likely to need ([`short_pairs_for`]).
-    ///
-    /// Why: a shared table grows only between chunks, by copy, so one that starts
-    /// small spends the first chunks full, and the pieces that find no room are merged
-    /// again at each occurrence. A cold 2-thread encode of the 116 MB English corpus
-    /// ran at 1.65x one thread with a table that grew from 2 MB, and at ~1.85x with one
-    /// made at its full size.
-    pub fn size_shared_for(&self, bytes: usize) {
-        let want = short_pairs_for(bytes);
-        let Ok(mut master) = self.shared_short.lock() else {
-            return;
-        };
-        if master.is_none() {
-            // Where the memory cannot be had, the threads keep tables of their own.
-            *master = ShortTable::try_new(want, SHORT_PAIRS.1, SHORT_SPILL).ok();
-        }
-        let Some(table) = master.as_mut() else {
-            return;
-        };
-        // Growing by copy leaves handles that other calls hold on the old table valid.
-        while table.capacity_pairs() < want && table.can_grow() {
-            *table = table.grown();
-        }
-    }
-
-    /// Pairs of the shared short table (0 when none was made).
-    #[cfg(test)]
-    pub(crate) fn shared_table_pairs(&self) -> usize {
-        let master = self.shared_short.lock().unwrap_or_else(|p| p.into_inner());
-        master.as_ref().map_or(0, ShortTable::capacity_pairs)
-    }
-
-    /// A handle on the shared short table, made (or grown, if it filled up) first.
-    fn shared_handle(&self) -> Option<ShortTable> {
-        let mut master = self.shared_short.lock().ok()?;
-        if master.is_none() {
-            *master = ShortTable::try_new(SHORT_PAIRS.0, SHORT_PAIRS.1, SHORT_SPILL).ok();
-        }
-        let table = master.as_mut()?;
-        if table.wants_growth() {
-            *table = table.grown();
-        }
-        table.share()
-    }
-
-    /// Appends the ids of one pre-token (outside the batched loop: for profiling).
-    pub fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
-        let key = piecekey::key_of(piece);
-        self.encode_slow(piece, key, piecekey::hash(key), ws, out);
-    }
-
-    /// A piece the emit loop's probe did not settle (found past its home pair, with
-    /// spilled ids, long, or new), or any piece outside that loop.
-    #[inline(never)]
-    pub(super) fn encode_slow(
-        &self,
-        piece: &[u8],
-        key: u128,
-        hash: u64,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) {
-        if key != 0 {
-            if let Some((words, n)) = ws.short.get_words(key, hash) {
-                match n <= SHORT_IDS {
-                    true => out.extend_from_slice(&words[..n]),
-                    false => ws.short.extend_spilled(words, n, out),
-                }
-                return;
-            }
-        }
-        self.encode_miss(piece, key, hash, ws, out);
-    }
-
-    /// A piece the short table does not hold: the long cache, else the vocabulary
-    /// (a whole piece that is a token) or the byte-pair merge; the result is cached.
-    #[inline(never)]
-    fn encode_miss(
-        &self,
-        piece: &[u8],
-        key: u128,
-        hash: u64,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) {
-        if key == 0 || ws.long_holds_short {
-            if let Some(ids) = ws.long.get(piece) {
-                out.extend_from_slice(ids);
-                return;
-            }
-        }
-        let start = out.len();
-        match piece {
-            [b] => out.push(self.bpe.byte_id(*b)),
-            _ => {
-                let whole = match (self.bpe.whole_piece_lookup(), key) {
-                    (false, _) => None,
-                    (true, 0) => self.bpe.id_of(piece),
-                    (true, _) => self.bpe.id_of_short(key, hash),
-                };
-                match whole {
-                    Some(id) => out.push(id),
-                    None => {
-                        if let Err(e) = merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out) {
-                            // Not cached: the text loop stops at its next batch.
-                            out.truncate(start);
-                            ws.failure = Some(e);
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-        let ids = &out[start..];
-        if key == 0 || ids.is_empty() || !ws.short.insert(key, hash, ids) {
-            ws.long_holds_short |= key != 0;
-            ws.long.insert(piece, ids);
-        }
-    }
-
-    /// Appends the ids of `text`, which holds no special token to recognise.
-    pub fn encode_ordinary_into(
-        &self,
-        text: &str,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        self.encode_into(text, &Specials::default(), ws, out)
+    /// The encoder's workspaces, for drivers that share a cache between threads.
+    pub(crate) fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
     }
 
     /// Appends the ids of `text`, recognising the special tokens in `allowed`.
-    ///
-    /// The scanner only records each piece's range (a special token is a piece of its
-    /// own); full batches go through [`Encoder::step`], which keys and prefetches one
-    /// batch while it emits the one before, so each table line has a whole batch of
-    /// work (~0.5 us) to arrive in. The batches run on across special tokens: ending
-    /// them at each document cost the first batch of every document its prefetches.
-    pub fn encode_into(
+    pub(crate) fn encode_into(
         &self,
         text: &str,
         allowed: &Specials,
         ws: &mut Workspace,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        let bytes = text.as_bytes();
-        let (mut a, mut b) = (Batch::default(), Batch::default());
-        let (mut next, mut ready) = (&mut a, &mut b);
-        let mut result = Ok(());
-        // Why the batches stopped (out of memory, Ctrl-C): the scanner runs on to the
-        // end of its segment, but no batch is looked up or emitted after it.
-        let mut halt = None;
-        allowed.matcher.split(text, |seg| match seg {
-            Segment::Text(t) if result.is_ok() => {
-                // Spans of a segment, made spans of `text`.
-                let base = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
-                result = self.pretok.for_each_span(t, |start, end| {
-                    if next.push(base + start, base + end) {
-                        self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
-                    }
-                });
-            }
-            Segment::Text(_) => {}
-            Segment::Special(i) => {
-                if next.push_special(allowed.ids[i]) {
-                    self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
-                }
-            }
-        });
-        result?;
-        halt.map_or(Ok(()), Err)?;
-        self.step(bytes, next, ready, ws, out)?;
-        ready.clear();
-        self.step(bytes, ready, next, ws, out)
+        self.engine.encode_into(text, allowed, ws, out)
     }
 
-    /// A full `next` batch: key it while emitting `ready`, then the two trade places
-    /// (by reference: by value, a swap copies 2.5 KB) and the new `next` starts empty.
-    /// After a failure (kept in `halt`) batches are only dropped.
-    #[inline(always)]
-    fn turn<'b>(
-        &self,
-        bytes: &[u8],
-        next: &mut &'b mut Batch,
-        ready: &mut &'b mut Batch,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-        halt: &mut Option<Error>,
-    ) {
-        if halt.is_none() {
-            *halt = self.step(bytes, next, ready, ws, out).err();
-        }
-        std::mem::swap(next, ready);
-        next.clear();
-    }
-
+    /// The ids of `text`, recognising the special tokens in `allowed`.
     pub fn encode(&self, text: &str, allowed: &Specials) -> Result<Vec<u32>> {
         let mut ws = self.lease()?;
-        ws.short.reserve_pairs(short_pairs_for(text.len()));
+        ws.short.reserve_lines(short_lines_for(text.len()));
         ws.short.populate();
         self.encode_fresh(text, allowed, &mut ws, output_buffer(text.len())?)
     }
@@ -499,107 +205,32 @@ impl Encoder {
         encoded.map(|()| out)
     }
 
-    /// Encodes each text, in parallel on `num_threads` threads (0: all cores).
-    pub fn encode_batch<S: AsRef<str> + Sync>(
-        &self,
-        texts: &[S],
-        allowed: &Specials,
-        num_threads: usize,
-    ) -> Result<Vec<Vec<u32>>> {
-        let texts: Vec<Text<'_>> = texts.iter().map(|t| Text::Utf8(t.as_ref())).collect();
-        let ids = self.encode_texts(&texts, allowed, None, num_threads)?;
-        // UTF-8 texts always give their ids (`None` is for code points without UTF-8).
-        Ok(ids.into_iter().map(Option::unwrap_or_default).collect())
-    }
-
-    /// Times the two stages of encoding `text` (no special tokens) apart, for
-    /// benchmarks: `(pre-tokenize seconds, merge seconds, token count)`, in CPU time of
-    /// the calling thread (so a busy machine does not inflate them). The merge stage
-    /// runs on pieces collected beforehand, with a cold cache.
+    /// Times pre-tokenizing and merging `text` apart, for benchmarks:
+    /// `(pre-tokenize seconds, merge seconds, token count)` in thread CPU time.
     pub fn profile(&self, text: &str) -> Result<(f64, f64, usize)> {
-        let t0 = thread_cpu_seconds();
-        let mut pieces: Vec<&str> = Vec::with_capacity(text.len() / 4);
-        self.pretok.for_each_piece(text, |p| pieces.push(p))?;
-        let pretok_s = thread_cpu_seconds() - t0;
-        let mut ws = Workspace::new()?;
-        let mut out = Vec::with_capacity(text.len() / 3);
-        let t1 = thread_cpu_seconds();
-        for p in &pieces {
-            self.encode_piece(p.as_bytes(), &mut ws, &mut out);
-        }
-        Ok((pretok_s, thread_cpu_seconds() - t1, out.len()))
+        self.engine.profile(text)
     }
 
     /// The bytes of `ids`, joined. An id the vocabulary does not hold is an error naming it.
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
-            let bytes = self.bpe.token(id).ok_or(Error::UnknownTokenId { id })?;
+            let bytes = self
+                .engine
+                .bpe
+                .token(id)
+                .ok_or(Error::UnknownTokenId { id })?;
             out.extend_from_slice(bytes);
         }
         Ok(out)
     }
 }
 
-/// Short-table pairs for encoding `bytes` of text: about one per 160 bytes, which
-/// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), within
-/// the table's limits. Small inputs keep small tables.
-pub fn short_pairs_for(bytes: usize) -> usize {
-    (bytes / 160)
-        .next_power_of_two()
-        .clamp(SHORT_PAIRS.0, SHORT_PAIRS.1)
-}
-
-/// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
-/// so that it is not copied to grow (English is ~0.25-0.34 ids a byte; room never
-/// written costs nothing). Its pages are faulted in a megabyte at a time ahead of the
-/// writes ([`Prefault`]). Not in huge pages: with a page cache filling the memory,
-/// repeated calls ran up to 2x slower (the kernel compacting memory to find 2 MiB pages).
-pub fn output_buffer(len: usize) -> Result<Vec<u32>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(len / 2 + 16)
-        .map_err(|_| Error::out_of_memory::<u32>("token ids", len / 2 + 16))?;
-    Ok(out)
-}
-
-/// CPU seconds used by the calling thread (wall-clock seconds where unsupported).
-fn thread_cpu_seconds() -> f64 {
-    #[cfg(target_os = "linux")]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
-            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
-        }
-    }
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_secs_f64()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::finishes_within;
-
-    fn encoder(specials: &[&str]) -> Encoder {
-        let mut vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
-        vocab.push((256, b" t".to_vec()));
-        vocab.push((257, b" th".to_vec()));
-        vocab.push((258, b" the".to_vec()));
-        let merges = vec![
-            (b" ".to_vec(), b"t".to_vec()),
-            (b" t".to_vec(), b"h".to_vec()),
-            (b" th".to_vec(), b"e".to_vec()),
-        ];
-        let specials = specials.iter().map(|s| s.to_string()).collect();
-        Encoder::from_merges(vocab, &merges, specials, "gpt2").unwrap()
-    }
+    use crate::testutil::tiny_encoder as encoder;
 
     #[test]
     fn encodes_and_decodes() {
@@ -662,7 +293,7 @@ mod tests {
         let mut ws = Workspace::new().unwrap();
         for _ in 0..2 {
             let mut out = Vec::new();
-            e.encode_piece(b"abcdef", &mut ws, &mut out);
+            e.engine.encode_piece(b"abcdef", &mut ws, &mut out);
             assert_eq!(
                 out,
                 b"abcdef".iter().map(|&b| u32::from(b)).collect::<Vec<_>>()
@@ -689,29 +320,8 @@ mod tests {
         e.encode_into(&text, &all, &mut Workspace::new().unwrap(), &mut plain)
             .unwrap();
         assert_eq!(e.encode(&text, &all).unwrap(), plain);
-        let batch = e.encode_batch(&[&text, &text], &all, 2).unwrap();
+        let batch = crate::encode::encode_batch(&e, &[&text, &text], &all, 2).unwrap();
         assert!(batch.iter().all(|ids| *ids == plain));
-    }
-
-    #[test]
-    fn shared_table_is_sized_for_the_input_and_keeps_its_pieces() {
-        let e = encoder(&[]);
-        let all = e.specials().clone();
-        assert_eq!(e.shared_table_pairs(), 0);
-        e.size_shared_for(1000);
-        assert_eq!(e.shared_table_pairs(), SHORT_PAIRS.0);
-        // Pieces a parallel encode put in the table survive the growth.
-        let texts = vec![" the then thin"; 4];
-        let before = e.encode_batch(&texts, &all, 2).unwrap();
-        let held = e.shared_table_len();
-        e.size_shared_for(40 << 20);
-        assert_eq!(e.shared_table_pairs(), (40 << 20) / 160);
-        assert_eq!(e.shared_table_len(), held);
-        // A smaller input never shrinks it; a huge one stops at the limit.
-        e.size_shared_for(1000);
-        e.size_shared_for(usize::MAX / 2);
-        assert_eq!(e.shared_table_pairs(), SHORT_PAIRS.1);
-        assert_eq!(e.encode_batch(&texts, &all, 2).unwrap(), before);
     }
 
     /// Finding each special token's id compared it with every token (~10 s for 60K
@@ -751,16 +361,5 @@ mod tests {
         );
         let err = twice.unwrap_err().to_string();
         assert_eq!(err, "special token \"<|a|>\" is given twice");
-    }
-
-    #[test]
-    fn batch_equals_single() {
-        let e = encoder(&[]);
-        let texts = vec!["the the", " then", ""];
-        let all = e.specials().clone();
-        let batch = e.encode_batch(&texts, &all, 2).unwrap();
-        for (t, ids) in texts.iter().zip(batch) {
-            assert_eq!(ids, e.encode(t, &all).unwrap());
-        }
     }
 }

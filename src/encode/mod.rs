@@ -1,39 +1,42 @@
-//! Encoding: ranks, byte-pair merge of one piece, piece cache, batch and file encoding.
+//! Encoding: text -> token ids, in layers. Each layer uses only the layers above it
+//! in this list (and, inside a layer, its files form no cycle); `make lint` checks
+//! this with `scripts/check_layers.py`, which reads the list below.
 //!
-//! - [`table`]: the vocabulary and the pair table `(left, right) -> (rank, new id)`,
-//!   built from a CS336 merges list or from tiktoken ranks.
-//! - [`longparts`]: the long tokens that begin or end a token (for `table`).
-//! - [`merge`]: the byte-pair merge of one piece (a scan for short pieces, a heap
-//!   over a linked list for long ones).
-//! - [`short`]: every short piece seen -> its ids, one cache line per lookup.
-//! - [`cache`]: a bounded cache of the other pieces that never allocates on a hit.
-//! - [`batched`]: the inner loop: pieces keyed, prefetched, looked up and emitted.
-//! - [`prefault`]: faults a fresh output buffer in ahead of the writes.
-//! - [`rankfile`]: parsing `.tiktoken` rank files for `get_encoding`.
-//! - [`encoder`]: special tokens + pre-tokenizer + merge: text -> ids, batches, decode.
-//! - [`stream`]: `encode_iterable`, emitting only ids that no later text can change.
-//! - [`wide`]: text stored as code points (a Python `str`), transcoded a round at a time.
-//! - [`file`] and [`npy`]: files -> one `.npy` of token ids, in parallel, in bounded memory.
+//! 1. `vocab`: the vocabulary. [`Bpe`] (token bytes, the pair table
+//!    `(left, right) -> (rank, new id)`, whole-token lookup), the merge of one piece
+//!    by rank, recovering merges from ranks, `.tiktoken` and GPT-2 rank files.
+//! 2. `cache`: piece caches. The short cache (pieces of up to 15 bytes -> ids, one
+//!    cache line per lookup, shareable lock-free between threads on x86_64: the only
+//!    inline assembly) and the long cache (any other piece up to 1 KiB).
+//! 3. `engine`: the hot loop. A [`Workspace`](engine::Workspace) per thread (caches,
+//!    merge buffers), the pool of workspaces and the table threads share, and the
+//!    [`Engine`](engine::Engine): pieces keyed and prefetched a batch ahead, looked
+//!    up, and merged on a miss.
+//! 4. `encoder`: [`Encoder`], the whole type in one file: vocabulary + pre-tokenizer
+//!    + special tokens; encode one text, decode.
+//! 5. `text`: drivers that feed an encoder text it does not hold whole: streams
+//!    (`encode_iterable`) and code-point text (a Python `str`), both emitting what
+//!    lies before the last final cut.
+//! 6. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
+//! 7. `file`: files -> one `.npy` of ids, in parallel, written in order.
+//!
+//! Below all of them: `crate::ids` (NONE, MAX_IDS, pair packing), `crate::piecekey`
+//! (piece keys and their hash), `crate::pretokenize`, `crate::specials`,
+//! `crate::corpus` (inputs and safe cuts), `crate::pool`.
 
-pub mod batched;
-pub mod cache;
-pub mod encoder;
-pub mod file;
-mod longparts;
-pub mod merge;
-pub mod npy;
-pub mod ordered;
-pub mod outfile;
-pub mod pairs;
-pub mod prefault;
-pub mod rankfile;
-pub mod short;
-pub mod shortids;
-
-pub mod stream;
-pub mod table;
-pub mod wide;
+pub(crate) mod cache;
+pub(crate) mod encoder;
+pub(crate) mod engine;
+pub(crate) mod file;
+pub(crate) mod parallel;
+pub(crate) mod text;
+pub(crate) mod vocab;
 
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
-pub use table::Bpe;
+pub use file::{encode_files, FileOptions};
+pub use parallel::encode_batch;
+#[cfg(feature = "python")]
+pub(crate) use parallel::encode_texts;
+pub use text::{encode_wide, StreamEncoder, Text, Wide};
+pub use vocab::{merge_piece, Bpe, RankFormat, Scratch};

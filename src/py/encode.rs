@@ -14,10 +14,10 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use super::progress::run_with_progress;
 use super::text::text_of;
 use crate::corpus::Utf8Policy;
-use crate::encode::file::{encode_files, FileOptions};
-use crate::encode::stream::StreamEncoder;
-use crate::encode::wide::Text;
-use crate::encode::Encoder;
+use crate::encode::StreamEncoder;
+use crate::encode::Text;
+use crate::encode::{encode_files, FileOptions};
+use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
 
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
@@ -123,7 +123,7 @@ impl PyEncoder {
             Text::Wide(wide) => wide,
         };
         let encoded = interruptible(py, wide.len(), || {
-            self.inner.encode_wide(wide, &allowed, disallowed.as_ref())
+            encode_wide(&self.inner, wide, &allowed, disallowed.as_ref())
         })?;
         match encoded {
             Some(ids) => Ok(ids),
@@ -252,7 +252,7 @@ impl PyEncoder {
         special_tokens: Vec<(String, u32)>,
         pattern: &str,
     ) -> PyResult<Self> {
-        use crate::encode::rankfile::Format;
+        use crate::encode::RankFormat as Format;
         let format = match format {
             "tiktoken" => Format::Tiktoken,
             "gpt2" => Format::Gpt2,
@@ -264,7 +264,8 @@ impl PyEncoder {
         };
         // A rank file has a line per token, of at least a few bytes.
         room_to_load(data.len() / 4 + special_tokens.len())?;
-        let inner = py.detach(|| format.encoder(&data, name, special_tokens, pattern))?;
+        let inner =
+            py.detach(|| Encoder::from_rank_file(format, &data, name, special_tokens, pattern))?;
         Ok(Self {
             inner: Arc::new(inner),
             last_wide: Mutex::new((0, 0)),
@@ -308,10 +309,8 @@ impl PyEncoder {
         // Each text is read (and transcoded, if need be) by the thread encoding it.
         let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
         let threads = num_threads.unwrap_or(0);
-        let results = py.detach(|| {
-            self.inner
-                .encode_texts(&views, &allowed, disallowed.as_ref(), threads)
-        })?;
+        let results = py
+            .detach(|| encode_texts(&self.inner, &views, &allowed, disallowed.as_ref(), threads))?;
         let lists = results
             .into_iter()
             .zip(&texts)
@@ -383,7 +382,7 @@ impl PyEncoder {
 
     /// The merges list; recovered from the ranks for tiktoken vocabularies.
     fn merges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let merges = py.detach(|| self.inner.bpe().merges())?;
+        let merges = py.detach(|| self.inner.merges())?;
         let out = PyList::empty(py);
         let bpe = self.inner.bpe();
         for (l, r) in merges {

@@ -2,12 +2,12 @@
 //!
 //! ASCII storage is UTF-8 already, and a `str` whose UTF-8 an earlier call cached
 //! gives that; any other is read as its code points and transcoded a round at a time
-//! by the encoder ([`crate::encode::wide`], which says why).
+//! by the encoder ([`crate::encode::Wide`], which says why).
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::encode::wide::{Text, Wide};
+use crate::encode::{Text, Wide};
 
 /// The text of `s`, borrowed for as long as `s` is: a `str` never changes its storage.
 pub fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {

@@ -11,13 +11,13 @@
 //! - the emit writes four id words whatever the piece and advances by its count; the
 //!   one branch per piece is "was it found at home with at most three ids".
 
-use super::encoder::{Encoder, Workspace};
-use super::short::{ShortTable, SHORT_IDS};
+use super::{Engine, Workspace};
+use crate::encode::cache::{ShortCache, SHORT_IDS};
 use crate::error::{Error, Result};
 use crate::piecekey;
 
 /// Pieces per batch.
-pub const BATCH: usize = 64;
+const BATCH: usize = 64;
 
 /// Flags in the top bits of the loop's keys, which no entry has (a real key's top
 /// byte is its length, 1 to 15): a piece longer than [`piecekey::KEY_LEN`], and a special
@@ -27,7 +27,7 @@ const SPECIAL_KEY: u128 = 1 << 126;
 
 /// A batch of pieces: their byte ranges (a special token's is `(SPECIAL_START, id)`),
 /// then (once keyed) their keys and hashes.
-pub struct Batch {
+pub(super) struct Batch {
     spans: [(usize, usize); BATCH],
     keys: [u128; BATCH],
     hashes: [u64; BATCH],
@@ -51,7 +51,7 @@ impl Default for Batch {
 impl Batch {
     /// Records the piece at `start..end` of the text; true when the batch is full.
     #[inline(always)]
-    pub fn push(&mut self, start: usize, end: usize) -> bool {
+    pub(super) fn push(&mut self, start: usize, end: usize) -> bool {
         if let Some(slot) = self.spans.get_mut(self.len) {
             *slot = (start, end);
             self.len += 1;
@@ -60,11 +60,11 @@ impl Batch {
     }
 
     /// Records a special token (a piece of its own); true when the batch is full.
-    pub fn push_special(&mut self, id: u32) -> bool {
+    pub(super) fn push_special(&mut self, id: u32) -> bool {
         self.push(SPECIAL_START, id as usize)
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.len = 0;
     }
 
@@ -99,7 +99,7 @@ fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
 impl Batch {
     /// Keys piece `i` and prefetches its table line.
     #[inline(always)]
-    fn key(&mut self, i: usize, bytes: &[u8], short: &ShortTable) {
+    fn key(&mut self, i: usize, bytes: &[u8], short: &ShortCache) {
         let (start, end) = self.spans[i];
         let len = end.wrapping_sub(start);
         // Away from the end of the text the key is one load and a mask.
@@ -142,7 +142,7 @@ impl Emit {
     }
 }
 
-impl Encoder {
+impl Engine {
     /// Emits piece `i` of `batch` (keyed) onto `out`, of which `emit` holds the end.
     #[inline(always)]
     fn emit(

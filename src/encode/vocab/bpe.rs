@@ -36,7 +36,7 @@ const PREFETCH_AHEAD: usize = 4;
 /// Tokens per parallel task when finding pairs.
 const PAIRS_CHUNK: usize = 4096;
 
-pub use crate::ids::NONE;
+use crate::ids::NONE;
 
 /// Buffers of [`Bpe::splits_into_tokens`]: a token's long prefixes and suffixes
 /// that are tokens, `(length, id)`.
@@ -77,7 +77,7 @@ fn bytes_hash(bytes: &[u8]) -> u64 {
     FxBuildHasher.hash_one(bytes)
 }
 
-fn show(bytes: &[u8]) -> String {
+pub(super) fn show(bytes: &[u8]) -> String {
     format!("{:?}", String::from_utf8_lossy(bytes))
 }
 
@@ -192,7 +192,7 @@ impl Bpe {
     /// The ordinary tokens in id order. A byte string given twice (which a vocab +
     /// merges vocabulary may hold; ranks may not) counts once, under the id `ids`
     /// keeps.
-    fn distinct_tokens(&self) -> impl Iterator<Item = (u32, &[u8])> {
+    pub(super) fn distinct_tokens(&self) -> impl Iterator<Item = (u32, &[u8])> {
         let unique = self.ids.len() == self.tokens().count();
         self.tokens()
             .filter(move |&(id, t)| unique || self.id_of(t) == Some(id))
@@ -401,33 +401,13 @@ impl Bpe {
         self.whole_piece_lookup
     }
 
-    pub fn is_ranks(&self) -> bool {
-        self.merges.is_none()
+    /// The merges list this table was built from, if it was built from one.
+    pub(super) fn merges_given(&self) -> Option<&Vec<(u32, u32)>> {
+        self.merges.as_ref()
     }
 
-    /// The merges list as ids `(left, right)`, in rank order. For tiktoken ranks it
-    /// is recovered: each token of rank `r` is merged from its bytes using only ranks
-    /// below `r`, which must leave exactly two parts (minbpe's `recover_merges`).
-    pub fn merges(&self) -> Result<Vec<(u32, u32)>> {
-        if let Some(m) = &self.merges {
-            return Ok(m.clone());
-        }
-        let mut ws = crate::encode::merge::Scratch::default();
-        let mut out = Vec::new();
-        for (id, bytes) in self.distinct_tokens().filter(|(_, b)| b.len() >= 2) {
-            let mut parts = Vec::new();
-            crate::encode::merge::merge_piece(self, bytes, id, &mut ws, &mut parts)?;
-            match parts[..] {
-                [l, r] => out.push((l, r)),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "token id {id} ({}) cannot be built by merging two lower-ranked tokens",
-                        show(bytes)
-                    )))
-                }
-            }
-        }
-        Ok(out)
+    pub fn is_ranks(&self) -> bool {
+        self.merges.is_none()
     }
 }
 
@@ -453,7 +433,10 @@ mod tests {
         assert_eq!(bpe.pair(97, 98), Some((0, 256)));
         assert_eq!(bpe.pair(256, 99), Some((1, 257)));
         assert_eq!(bpe.pair(97, 99), None);
-        assert_eq!(bpe.merges().unwrap(), vec![(97, 98), (256, 99)]);
+        assert_eq!(
+            super::super::recover_merges(&bpe).unwrap(),
+            vec![(97, 98), (256, 99)]
+        );
     }
 
     #[test]
@@ -473,7 +456,10 @@ mod tests {
         // "abc" splits as ab|c and a|bc; both pairs lead to 258.
         assert_eq!(bpe.pair(256, 99), Some((258, 258)));
         assert_eq!(bpe.pair(97, 257), Some((258, 258)));
-        assert_eq!(bpe.merges().unwrap(), vec![(97, 98), (98, 99), (256, 99)]);
+        assert_eq!(
+            super::super::recover_merges(&bpe).unwrap(),
+            vec![(97, 98), (98, 99), (256, 99)]
+        );
     }
 
     #[test]

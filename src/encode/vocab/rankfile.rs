@@ -13,7 +13,6 @@ use base64::Engine;
 use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
-use super::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::pool::run_in_pool;
 
@@ -23,14 +22,27 @@ type Ranks = (Vec<(Vec<u8>, u32)>, Vec<usize>);
 /// The kinds of rank file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// `.tiktoken`: one `base64-token rank` per line.
+    /// `.tiktoken`: one `base64-token rank` per line; blank lines are skipped. A line
+    /// that is not a base64 token and a rank, or a token given twice, is an error
+    /// naming the line.
     Tiktoken,
-    /// GPT-2's `vocab.bpe`.
+    /// GPT-2's `vocab.bpe`, read as tiktoken's `data_gym_to_mergeable_bpe_ranks`
+    /// reads it: the 256 bytes in GPT-2's byte order (printable ones first), then the
+    /// joined bytes of each merge, in order. The first line (`#version`) and the text
+    /// after the last newline are not merges. A merge that is not two GPT-2 byte
+    /// strings, or one made twice, is an error naming the line.
     Gpt2,
 }
 
 impl Format {
-    fn parse_unchecked(self, data: &[u8], name: &str) -> Result<Ranks> {
+    /// The ranks of `data` without the check that each token is given once, which
+    /// [`Bpe::from_ranks`](super::Bpe::from_ranks) makes anyway (then [`Self::parse`]
+    /// finds the line to name).
+    pub(crate) fn parse_unchecked(self, data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
+        self.parse_lines(data, name).map(|(ranks, _)| ranks)
+    }
+
+    fn parse_lines(self, data: &[u8], name: &str) -> Result<Ranks> {
         match self {
             Format::Tiktoken => parse_tiktoken(data, name),
             Format::Gpt2 => parse_gpt2(data, name),
@@ -39,29 +51,9 @@ impl Format {
 
     /// The ranks of `data`, a file of this format named `name` (for errors).
     pub fn parse(self, data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
-        let (ranks, lines) = self.parse_unchecked(data, name)?;
+        let (ranks, lines) = self.parse_lines(data, name)?;
         check_distinct(&ranks, &lines, data, name)?;
         Ok(ranks)
-    }
-
-    /// An encoder for the rank file `data` (named `name`), with `specials` and the
-    /// pre-tokenizer `pattern`.
-    ///
-    /// A token given twice is found by the build (`Bpe::from_ranks` errors on it),
-    /// and only then looked for line by line to name the line: checking every file
-    /// first with a set of all tokens cost o200k's load ~10 ms.
-    pub fn encoder(
-        self,
-        data: &[u8],
-        name: &str,
-        specials: Vec<(String, u32)>,
-        pattern: &str,
-    ) -> Result<Encoder> {
-        let (ranks, _) = self.parse_unchecked(data, name)?;
-        Encoder::from_ranks(ranks, specials, pattern).map_err(|e| match self.parse(data, name) {
-            Err(located) => located,
-            Ok(_) => e,
-        })
     }
 }
 
@@ -69,14 +61,7 @@ impl Format {
 /// 3.6 MB make ~14 tasks.
 const SEGMENT_BYTES: usize = 256 << 10;
 
-/// The `(token bytes, rank)` of each line of `data`, a `.tiktoken` file named `name`
-/// (for errors); blank lines are skipped. A line that is not a base64 token and a
-/// rank, or a token given twice, is an error naming the line.
-pub fn parse(data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
-    Format::Tiktoken.parse(data, name)
-}
-
-/// [`parse`] without the check for a token given twice, and the line index of each
+/// [`Format::Tiktoken`]'s parse without the check for a token given twice, and the line index of each
 /// rank. Parsed in parallel, in stretches of whole lines; the first bad line of the
 /// file is the one reported.
 fn parse_tiktoken(data: &[u8], name: &str) -> Result<Ranks> {
@@ -111,7 +96,7 @@ fn parse_tiktoken(data: &[u8], name: &str) -> Result<Ranks> {
     Ok((ranks, lines))
 }
 
-/// [`parse`] of the whole lines in `segment`, whose first line is line index
+/// The parse of the whole lines in `segment`, whose first line is line index
 /// `first_line` of the file: the ranks and the line index of each.
 fn parse_lines(segment: &[u8], first_line: usize, name: &str) -> Result<Ranks> {
     let mut ranks = Vec::with_capacity(segment.len() / 16);
@@ -146,16 +131,7 @@ fn parse_lines(segment: &[u8], first_line: usize, name: &str) -> Result<Ranks> {
     Ok((ranks, lines))
 }
 
-/// GPT-2's `vocab.bpe` (`data`, named `name` for errors) as ranks, the way tiktoken's
-/// `data_gym_to_mergeable_bpe_ranks` reads it: the 256 bytes in GPT-2's byte order
-/// (printable ones first), then the joined bytes of each merge, in order. The first
-/// line (`#version`) and the text after the last newline are not merges. A merge
-/// that is not two GPT-2 byte strings, or one made twice, is an error naming the line.
-pub fn parse_gpt2_merges(data: &[u8], name: &str) -> Result<Vec<(Vec<u8>, u32)>> {
-    Format::Gpt2.parse(data, name)
-}
-
-/// [`parse_gpt2_merges`] without the check for a token made twice, and the line index
+/// [`Format::Gpt2`]'s parse without the check for a token made twice, and the line index
 /// of each rank (0 for the bytes).
 fn parse_gpt2(data: &[u8], name: &str) -> Result<Ranks> {
     let text = std::str::from_utf8(data).map_err(|e| {
@@ -265,10 +241,13 @@ fn bad_line(name: &str, i: usize, line: &[u8], why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::Encoder;
 
     #[test]
     fn parses_lines_and_names_the_bad_one() {
-        let ranks = parse(b"IQ== 0\r\nIg== 1\n\n  \naGk= 2", "t.tiktoken").unwrap();
+        let ranks = Format::Tiktoken
+            .parse(b"IQ== 0\r\nIg== 1\n\n  \naGk= 2", "t.tiktoken")
+            .unwrap();
         assert_eq!(
             ranks,
             vec![(b"!".to_vec(), 0), (b"\"".to_vec(), 1), (b"hi".to_vec(), 2)]
@@ -280,15 +259,19 @@ mod tests {
             (b"IQ== 0 extra\n", 1),
             (b"IQ== 0\n\nIQ== 1\n", 3),
         ] {
-            let err = parse(data, "t.tiktoken").unwrap_err().to_string();
+            let err = Format::Tiktoken
+                .parse(data, "t.tiktoken")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(&format!("t.tiktoken:{line}:")), "{err}");
         }
     }
 
     #[test]
     fn gpt2_merges_follow_gpt2_byte_order() {
-        let ranks =
-            parse_gpt2_merges("#version: 0.2\nĠ t\nĠt h\nĊ Ā\n".as_bytes(), "v.bpe").unwrap();
+        let ranks = Format::Gpt2
+            .parse("#version: 0.2\nĠ t\nĠt h\nĊ Ā\n".as_bytes(), "v.bpe")
+            .unwrap();
         assert_eq!(ranks.len(), 259);
         // Printable bytes first, in byte order; then the others, from 0x00.
         assert_eq!(ranks[0], (b"!".to_vec(), 0));
@@ -302,12 +285,13 @@ mod tests {
         assert_eq!(ranks[258], (vec![0x0a, 0x00], 258));
         // No line after the version line: only the bytes.
         assert_eq!(
-            parse_gpt2_merges(b"#version: 0.2\n", "v.bpe")
+            Format::Gpt2
+                .parse(b"#version: 0.2\n", "v.bpe")
                 .unwrap()
                 .len(),
             256
         );
-        assert_eq!(parse_gpt2_merges(b"", "v.bpe").unwrap().len(), 256);
+        assert_eq!(Format::Gpt2.parse(b"", "v.bpe").unwrap().len(), 256);
     }
 
     /// A file of all 256 bytes and `n` more two-byte tokens, as `.tiktoken` lines.
@@ -327,25 +311,42 @@ mod tests {
         // ~40K lines of ~10 bytes: several parallel stretches.
         let mut lines = tiktoken_lines(40_000);
         let n = lines.len();
-        let ranks = parse(lines.join("\r\n").as_bytes(), "t.tiktoken").unwrap();
+        let ranks = Format::Tiktoken
+            .parse(lines.join("\r\n").as_bytes(), "t.tiktoken")
+            .unwrap();
         assert_eq!(ranks.len(), n);
         assert!(ranks.iter().zip(0..).all(|((_, r), i)| *r == i));
         let good = lines.join("\n");
-        let encoder = Format::Tiktoken.encoder(good.as_bytes(), "t.tiktoken", Vec::new(), "gpt2");
+        let encoder = Encoder::from_rank_file(
+            Format::Tiktoken,
+            good.as_bytes(),
+            "t.tiktoken",
+            Vec::new(),
+            "gpt2",
+        );
         assert_eq!(encoder.unwrap().bpe().n_slots(), n);
         // A bad line far into the file, then a token given twice far apart: both are
         // named by their line, through the parse and through the encoder.
         lines[39_000] = "not-base64!! 7".into();
-        let err = parse(lines.join("\n").as_bytes(), "t.tiktoken").unwrap_err();
+        let err = Format::Tiktoken
+            .parse(lines.join("\n").as_bytes(), "t.tiktoken")
+            .unwrap_err();
         assert!(err.to_string().contains("t.tiktoken:39001:"), "{err}");
         let token_300 = lines[300].split(' ').next().unwrap_or_default().to_owned();
         lines[39_000] = format!("{token_300} 39000");
         let twice = lines.join("\n");
         for err in [
-            parse(twice.as_bytes(), "t.tiktoken").unwrap_err(),
             Format::Tiktoken
-                .encoder(twice.as_bytes(), "t.tiktoken", Vec::new(), "gpt2")
+                .parse(twice.as_bytes(), "t.tiktoken")
                 .unwrap_err(),
+            Encoder::from_rank_file(
+                Format::Tiktoken,
+                twice.as_bytes(),
+                "t.tiktoken",
+                Vec::new(),
+                "gpt2",
+            )
+            .unwrap_err(),
         ] {
             let err = err.to_string();
             assert!(err.contains("t.tiktoken:39001:"), "{err}");

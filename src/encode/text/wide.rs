@@ -7,23 +7,20 @@
 //! emoji is enough) that was 163 ms and 232 MB of fresh pages, a sixth of a first
 //! encode. Here each round of [`ROUND`] code points becomes UTF-8 in a buffer that
 //! stays in the cache, and everything before the buffer's last cut (the rule
-//! `encode_iterable` uses, [`Cutter`]) is encoded, so the ids are those of the whole
+//! `encode_iterable` uses, [`FinalCut`]) is encoded, so the ids are those of the whole
 //! text.
 
-use rayon::prelude::*;
-
-use super::encoder::{output_buffer, short_pairs_for, Encoder, Workspace};
-use super::prefault::Prefault;
-use super::stream::Cutter;
+use super::cut::FinalCut;
+use crate::encode::encoder::Encoder;
+use crate::encode::engine::{output_buffer, short_lines_for, Prefault, Workspace};
 use crate::error::{Error, Result};
-use crate::pool::run_in_pool;
 use crate::specials::Specials;
 
 /// `push_utf8`'s error where the buffer cannot grow (out of memory).
 const NO_ROOM: usize = usize::MAX;
 
 /// Code points transcoded per round: 64-256 KB of UTF-8.
-const ROUND: usize = 1 << 16;
+pub(crate) const ROUND: usize = 1 << 16;
 
 /// A text as the encoder can take it: UTF-8, or code points to transcode.
 #[derive(Clone, Copy, Debug)]
@@ -215,138 +212,67 @@ fn push_utf8<T: CodePoint>(src: &[T], buf: &mut Vec<u8>) -> std::result::Result<
     result
 }
 
-impl Encoder {
-    /// The ids of `text`, recognising the special tokens of `allowed`; one of
-    /// `disallowed` in the text is an error, as in `encode`. `Ok(None)` when a code
-    /// point has no UTF-8 (a lone surrogate): the caller reports it as its runtime does.
-    pub fn encode_wide(
-        &self,
-        text: Wide<'_>,
-        allowed: &Specials,
-        disallowed: Option<&Specials>,
-    ) -> Result<Option<Vec<u32>>> {
-        let mut ws = self.lease()?;
-        // UTF-8 is at least a byte per code point: a size for the table and the ids.
-        ws.short.reserve_pairs(short_pairs_for(text.len()));
-        ws.short.populate();
-        let mut out = output_buffer(text.len())?;
-        ws.prefault = Prefault::new(&out);
-        let mut buf = Vec::new();
-        let encoded = self.encode_wide_into(text, allowed, disallowed, &mut ws, &mut buf, &mut out);
-        ws.prefault = Prefault::default();
-        Ok(encoded?.then_some(out))
-    }
+/// The ids of `text`, recognising the special tokens of `allowed`; one of
+/// `disallowed` in the text is an error, as in `encode`. `Ok(None)` when a code
+/// point has no UTF-8 (a lone surrogate): the caller reports it as its runtime does.
+pub fn encode_wide(
+    encoder: &Encoder,
+    text: Wide<'_>,
+    allowed: &Specials,
+    disallowed: Option<&Specials>,
+) -> Result<Option<Vec<u32>>> {
+    let mut ws = encoder.lease()?;
+    // UTF-8 is at least a byte per code point: a size for the table and the ids.
+    ws.short.reserve_lines(short_lines_for(text.len()));
+    ws.short.populate();
+    let mut out = output_buffer(text.len())?;
+    ws.prefault = Prefault::new(&out);
+    let mut buf = Vec::new();
+    let encoded = encode_wide_into(
+        encoder, text, allowed, disallowed, &mut ws, &mut buf, &mut out,
+    );
+    ws.prefault = Prefault::default();
+    Ok(encoded?.then_some(out))
+}
 
-    /// Each text's ids, in parallel on `num_threads` threads (0: all cores), as
-    /// [`Encoder::encode_wide`] gives them for code points and `encode` (with the same
-    /// check of `disallowed`) for UTF-8. The error is that of the first text in order
-    /// that has one.
-    pub fn encode_texts(
-        &self,
-        texts: &[Text<'_>],
-        allowed: &Specials,
-        disallowed: Option<&Specials>,
-        num_threads: usize,
-    ) -> Result<Vec<Option<Vec<u32>>>> {
-        let work = || {
-            if rayon::current_num_threads() > 1 {
-                self.size_shared_for(texts.iter().map(Text::len).sum());
-            }
-            texts
-                .par_iter()
-                .map_init(
-                    || {
-                        let ws = match rayon::current_num_threads() {
-                            1 => self.lease(),
-                            _ => self.lease_shared(),
-                        };
-                        if let Ok(ws) = &ws {
-                            ws.short.populate();
-                        }
-                        (ws, Vec::new())
-                    },
-                    |(ws, buf), text| {
-                        // A workspace that could not be made fails each of its texts.
-                        let ws = match ws {
-                            Ok(ws) => ws,
-                            Err(_) => {
-                                return Err(Error::out_of_memory::<u8>("a workspace", 1 << 22))
-                            }
-                        };
-                        self.refresh_shared(ws);
-                        let mut out = Vec::new();
-                        out.try_reserve(text.len() / 3 + 1).map_err(|_| {
-                            Error::out_of_memory::<u32>("token ids", text.len() / 3)
-                        })?;
-                        ws.prefault = Prefault::new(&out);
-                        let done = match *text {
-                            Text::Utf8(t) => match disallowed.map_or(Ok(()), |d| d.refuse_in(t)) {
-                                Err(e) => Err(e),
-                                Ok(()) => self.encode_into(t, allowed, ws, &mut out).map(|()| true),
-                            },
-                            Text::Wide(w) => {
-                                self.encode_wide_into(w, allowed, disallowed, ws, buf, &mut out)
-                            }
-                        };
-                        ws.prefault = Prefault::default();
-                        Ok(done?.then_some(out))
-                    },
-                )
-                .collect::<Vec<Result<Option<Vec<u32>>>>>()
-                .into_iter()
-                .collect()
-        };
-        run_in_pool(num_threads, work)?
-    }
-
-    /// Appends the ids of `text` to `out` through `buf` (emptied first); false, with
-    /// `out` partly written, when a code point has no UTF-8.
-    fn encode_wide_into(
-        &self,
-        text: Wide<'_>,
-        allowed: &Specials,
-        disallowed: Option<&Specials>,
-        ws: &mut Workspace,
-        buf: &mut Vec<u8>,
-        out: &mut Vec<u32>,
-    ) -> Result<bool> {
-        let cutter = Cutter::new(self);
-        buf.clear();
-        let mut done = 0;
-        // Searching for a cut again only once the buffer has doubled keeps a text
-        // with no cuts linear.
-        let mut next_try = 0;
-        loop {
-            let end = (done + ROUND).min(text.len());
-            match text.push_utf8(done..end, buf) {
-                Ok(()) => {}
-                Err(NO_ROOM) => {
-                    return Err(Error::out_of_memory::<u8>("text", 4 * ROUND + buf.len()))
-                }
-                Err(_) => return Ok(false),
-            }
-            done = end;
-            // SAFETY: `push_utf8` appends only whole UTF-8 encodings of chars, and
-            // `buf` starts empty and loses only a prefix ending at a char boundary.
-            let utf8 = unsafe { std::str::from_utf8_unchecked(buf) };
-            if let Some(d) = disallowed {
-                d.refuse_in(utf8)?;
-            }
-            if done == text.len() {
-                self.encode_into(utf8, allowed, ws, out)?;
-                return Ok(true);
-            }
-            if buf.len() < next_try {
-                continue;
-            }
-            let cut = cutter.last_cut(utf8, allowed);
-            if cut == 0 {
-                next_try = 2 * buf.len();
-                continue;
-            }
-            next_try = 0;
-            self.encode_into(&utf8[..cut], allowed, ws, out)?;
-            buf.drain(..cut);
+/// Appends the ids of `text` to `out` through `buf` (emptied first); false, with
+/// `out` partly written, when a code point has no UTF-8.
+pub(crate) fn encode_wide_into(
+    encoder: &Encoder,
+    text: Wide<'_>,
+    allowed: &Specials,
+    disallowed: Option<&Specials>,
+    ws: &mut Workspace,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u32>,
+) -> Result<bool> {
+    let mut cut = FinalCut::new(encoder);
+    buf.clear();
+    let mut done = 0;
+    loop {
+        let end = (done + ROUND).min(text.len());
+        match text.push_utf8(done..end, buf) {
+            Ok(()) => {}
+            Err(NO_ROOM) => return Err(Error::out_of_memory::<u8>("text", 4 * ROUND + buf.len())),
+            Err(_) => return Ok(false),
+        }
+        done = end;
+        // SAFETY: `push_utf8` appends only whole UTF-8 encodings of chars, and
+        // `buf` starts empty and loses only a prefix ending at a char boundary.
+        let utf8 = unsafe { std::str::from_utf8_unchecked(buf) };
+        if let Some(d) = disallowed {
+            d.refuse_in(utf8)?;
+        }
+        if done == text.len() {
+            encoder.encode_into(utf8, allowed, ws, out)?;
+            return Ok(true);
+        }
+        if !cut.due(buf.len()) {
+            continue;
+        }
+        if let Some(end) = cut.take(utf8, allowed) {
+            encoder.encode_into(&utf8[..end], allowed, ws, out)?;
+            buf.drain(..end);
         }
     }
 }
@@ -354,6 +280,7 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{long_text, pattern_encoder as encoder};
 
     fn wides(text: &str) -> (Vec<u8>, Vec<u16>, Vec<u32>) {
         let ucs4: Vec<u32> = text.chars().map(u32::from).collect();
@@ -401,58 +328,6 @@ mod tests {
         assert_eq!(Wide::Ucs2(&ucs2).push_utf8(0..2, &mut Vec::new()), Err(1));
     }
 
-    fn encoder(pattern: &str) -> Encoder {
-        let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
-        let mut merges = Vec::new();
-        let mut vocab = vocab;
-        let e_acute = [&b"\xc3"[..], b"\xa9"];
-        // Merges across most of the test text, so that a cut inside a piece changes ids.
-        let pairs: [(&[u8], &[u8]); 16] = [
-            (b"t", b"h"),
-            (b"th", b"e"),
-            (b" ", b"a"),
-            (b"\n", b"\n"),
-            (e_acute[0], e_acute[1]),
-            ("é".as_bytes(), b"t"),
-            (b"c", b"a"),
-            (b"ca", b"t"),
-            (b"i", b"n"),
-            (b"d", b"e"),
-            (b"n", b"t"),
-            (b"e", b"d"),
-            (b"l", b"i"),
-            (b"n", b"e"),
-            (b"a", b"a"),
-            (b"aa", b"aa"),
-        ];
-        for (a, b) in pairs {
-            let id = vocab.len() as u32;
-            vocab.push((id, [a, b].concat()));
-            merges.push((a.to_vec(), b.to_vec()));
-        }
-        let specials = vec!["<|eot|>".to_string(), "<|eot|><|eot|>".to_string()];
-        Encoder::from_merges(vocab, &merges, specials, pattern).unwrap()
-    }
-
-    /// Text over several rounds, with cuts, stretches without any, specials across
-    /// round ends, and characters of every width.
-    fn long_text() -> String {
-        let mut text = String::new();
-        for i in 0..40_000 {
-            text.push_str(match i % 7 {
-                0 => "the cat\n",
-                1 => "été 🙃 日本\n",
-                2 => "  indented line\n",
-                3 => "<|eot|><|eot|>",
-                4 => "x",
-                5 => "\n\n",
-                _ => "théâtre<|eot|>",
-            });
-        }
-        text.push_str(&"a".repeat(3 * ROUND));
-        text
-    }
-
     #[test]
     fn equals_encode_of_the_utf8_for_every_pattern() {
         let text = long_text();
@@ -461,11 +336,11 @@ mod tests {
             let e = encoder(pattern);
             let all = e.specials().clone();
             let want = e.encode(&text, &all).unwrap();
-            let got = e.encode_wide(Wide::Ucs4(&ucs4), &all, None).unwrap();
+            let got = encode_wide(&e, Wide::Ucs4(&ucs4), &all, None).unwrap();
             assert_eq!(got, Some(want), "{pattern}");
             let none = Specials::default();
             let want = e.encode(&text, &none).unwrap();
-            let got = e.encode_wide(Wide::Ucs4(&ucs4), &none, None).unwrap();
+            let got = encode_wide(&e, Wide::Ucs4(&ucs4), &none, None).unwrap();
             assert_eq!(got, Some(want), "{pattern}, no specials");
         }
     }
@@ -483,10 +358,13 @@ mod tests {
             let (latin1, ucs2, _) = wides(text);
             let want = Some(e.encode(text, &all).unwrap());
             assert_eq!(
-                e.encode_wide(Wide::Latin1(&latin1), &all, None).unwrap(),
+                encode_wide(&e, Wide::Latin1(&latin1), &all, None).unwrap(),
                 want
             );
-            assert_eq!(e.encode_wide(Wide::Ucs2(&ucs2), &all, None).unwrap(), want);
+            assert_eq!(
+                encode_wide(&e, Wide::Ucs2(&ucs2), &all, None).unwrap(),
+                want
+            );
         }
     }
 
@@ -500,76 +378,15 @@ mod tests {
         text.truncate(ROUND - 3);
         text.push_str("<|eot|> tail\n");
         let (_, _, ucs4) = wides(&text);
-        let err = e
-            .encode_wide(Wide::Ucs4(&ucs4), &none, Some(&eot))
-            .unwrap_err();
+        let err = encode_wide(&e, Wide::Ucs4(&ucs4), &none, Some(&eot)).unwrap_err();
         assert!(
             err.to_string().contains("disallowed special token"),
             "{err}"
         );
         let plain: Vec<u32> = "no specials here\n".chars().map(u32::from).collect();
-        assert!(e
-            .encode_wide(Wide::Ucs4(&plain), &none, Some(&eot))
+        assert!(encode_wide(&e, Wide::Ucs4(&plain), &none, Some(&eot))
             .unwrap()
             .is_some());
-    }
-
-    #[test]
-    fn batches_of_both_forms_equal_encode_of_each() {
-        let e = encoder("o200k");
-        let all = e.specials().clone();
-        let docs: Vec<String> = (0..40)
-            .map(|i| match i % 4 {
-                0 => format!("the cat {i}\n"),
-                1 => "été 🙃<|eot|> the\n".repeat(i * 300),
-                2 => long_text().chars().take((i * 7919) % 200_000).collect(),
-                _ => String::new(),
-            })
-            .collect();
-        let wides: Vec<Vec<u32>> = docs
-            .iter()
-            .map(|d| d.chars().map(u32::from).collect())
-            .collect();
-        let texts: Vec<Text<'_>> = docs
-            .iter()
-            .zip(&wides)
-            .enumerate()
-            .map(|(i, (d, w))| match i % 3 {
-                0 => Text::Utf8(d),
-                _ => Text::Wide(Wide::Ucs4(w)),
-            })
-            .collect();
-        let want: Vec<Option<Vec<u32>>> = docs
-            .iter()
-            .map(|d| Some(e.encode(d, &all).unwrap()))
-            .collect();
-        for threads in [1, 2] {
-            assert_eq!(e.encode_texts(&texts, &all, None, threads).unwrap(), want);
-        }
-        // A text without UTF-8 gives None; the error is that of the first text with one
-        // (texts[1] holds "<|eot|>", `double` the longer special).
-        let mut bad = wides[4].clone();
-        bad[3] = 0xDFFF;
-        let none = Specials::default();
-        let got = e
-            .encode_texts(&[texts[0], Text::Wide(Wide::Ucs4(&bad))], &none, None, 2)
-            .unwrap();
-        assert_eq!(got[1], None);
-        let double = Text::Utf8("x<|eot|><|eot|>");
-        for (order, named) in [
-            ([texts[0], texts[1], double], "<|eot|>"),
-            ([texts[0], double, texts[1]], "<|eot|><|eot|>"),
-        ] {
-            for threads in [1, 2] {
-                let err = e
-                    .encode_texts(&order, &none, Some(&all), threads)
-                    .unwrap_err();
-                assert!(
-                    matches!(&err, Error::DisallowedSpecial { token } if token == named),
-                    "{err}"
-                );
-            }
-        }
     }
 
     #[test]
@@ -577,9 +394,7 @@ mod tests {
         let e = encoder("gpt2");
         let mut text: Vec<u32> = "line\n".repeat(ROUND).chars().map(u32::from).collect();
         text[ROUND + 10] = 0xD800;
-        let got = e
-            .encode_wide(Wide::Ucs4(&text), &Specials::default(), None)
-            .unwrap();
+        let got = encode_wide(&e, Wide::Ucs4(&text), &Specials::default(), None).unwrap();
         assert_eq!(got, None);
     }
 }

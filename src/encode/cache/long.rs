@@ -30,7 +30,7 @@ struct Entry {
 }
 
 #[derive(Debug)]
-pub struct PieceCache {
+pub struct LongCache {
     table: HashTable<Entry>,
     keys: Vec<u8>,
     ids: Vec<u32>,
@@ -44,13 +44,14 @@ fn hash(piece: &[u8]) -> u64 {
     h.finish()
 }
 
-impl PieceCache {
+impl LongCache {
     /// A cache of at most `max_entries` pieces.
+    #[cfg(test)]
     pub fn new(max_entries: usize) -> Self {
         Self::try_new(max_entries).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// [`PieceCache::new`], or an error where the memory cannot be had. All of it
+    /// [`LongCache::new`], or an error where the memory cannot be had. All of it
     /// is reserved now: inserts never allocate.
     pub fn try_new(max_entries: usize) -> Result<Self> {
         let max_entries = max_entries.max(1);
@@ -110,18 +111,9 @@ impl PieceCache {
         self.table.insert_unique(entry.hash, entry, |e| e.hash);
     }
 
-    pub fn clear(&mut self) {
-        self.table.clear();
-        self.keys.clear();
-        self.ids.clear();
-    }
-
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.table.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
     }
 }
 
@@ -131,7 +123,7 @@ mod tests {
 
     #[test]
     fn hit_miss_and_bound() {
-        let mut c = PieceCache::new(2);
+        let mut c = LongCache::new(2);
         c.insert(b"ab", &[1, 2]);
         assert_eq!(c.get(b"ab"), Some(&[1u32, 2][..]));
         assert_eq!(c.get(b"a"), None);
@@ -146,7 +138,7 @@ mod tests {
     #[test]
     fn keeps_pieces_up_to_max_piece_bytes() {
         // Room for 128 entries: arenas of 2 KiB of piece bytes.
-        let mut c = PieceCache::new(128);
+        let mut c = LongCache::new(128);
         let rule = vec![b'-'; MAX_PIECE];
         let longer = vec![b' '; MAX_PIECE + 1];
         c.insert(&rule, &[1, 2, 3, 4, 5]);

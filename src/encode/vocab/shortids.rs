@@ -72,6 +72,7 @@ impl ShortIds {
     }
 
     /// A table of `entries`, given as `(key, hash, id)` with no key twice and none 0.
+    #[cfg(test)]
     pub fn new(entries: &[(u128, u64, u32)]) -> Self {
         let mut table = Self::with_capacity(entries.len());
         for &(key, hash, id) in entries {

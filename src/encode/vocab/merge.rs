@@ -15,9 +15,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::bpe::{show, Bpe};
 use super::pairs::{PairCache, PairTable};
-use super::table::{Bpe, NONE};
 use crate::error::{Error, Result};
+use crate::ids::NONE;
 
 /// Pieces up to this many bytes use the scan.
 pub const HEAP_THRESHOLD: usize = 128;
@@ -76,6 +77,31 @@ pub fn merge_piece(
     } else {
         merge_heap(bpe, piece, max_rank, s, out)
     }
+}
+
+/// The merges list of `bpe` as ids `(left, right)`, in rank order. For tiktoken
+/// ranks it is recovered: each token of rank `r` is merged from its bytes using only
+/// ranks below `r`, which must leave exactly two parts (minbpe's `recover_merges`).
+pub(crate) fn recover_merges(bpe: &Bpe) -> Result<Vec<(u32, u32)>> {
+    if let Some(m) = bpe.merges_given() {
+        return Ok(m.clone());
+    }
+    let mut ws = Scratch::default();
+    let mut out = Vec::new();
+    for (id, bytes) in bpe.distinct_tokens().filter(|(_, b)| b.len() >= 2) {
+        let mut parts = Vec::new();
+        merge_piece(bpe, bytes, id, &mut ws, &mut parts)?;
+        match parts[..] {
+            [l, r] => out.push((l, r)),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "token id {id} ({}) cannot be built by merging two lower-ranked tokens",
+                    show(bytes)
+                )))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `rank` if it is below `max_rank`, else `NONE`.

@@ -14,13 +14,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::encoder::{short_pairs_for, Encoder};
-use super::npy;
-use super::ordered::ordered_map;
-use super::outfile::OutFile;
+mod npy;
+mod ordered;
+mod outfile;
+
 use crate::corpus::{self, Utf8Policy};
+use crate::encode::encoder::Encoder;
+use crate::encode::engine::short_lines_for;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use ordered::ordered_map;
+use outfile::OutFile;
 
 /// How a file encode runs; the output never depends on these (except `dtype_bytes`).
 #[derive(Clone, Copy, Debug)]
@@ -197,7 +201,7 @@ fn write_npy(
         // by copying while the workers waited on it.
         let sized_for = usize::try_from(progress.total()).unwrap_or(usize::MAX);
         if threads > 1 {
-            encoder.size_shared_for(sized_for);
+            encoder.workspaces().size_shared_for(sized_for);
         }
         // Files of this group whose ids are all written: `after_each_file` goes out when
         // the first chunk of a later file arrives (an empty file has no chunk), and for
@@ -228,9 +232,9 @@ fn write_npy(
             || {
                 let mut lease = match threads {
                     1 => encoder.lease(),
-                    _ => encoder.lease_shared(),
+                    _ => encoder.workspaces().lease_shared(),
                 }?;
-                lease.short.reserve_pairs(short_pairs_for(sized_for));
+                lease.short.reserve_lines(short_lines_for(sized_for));
                 lease.short.populate();
                 Ok(lease)
             },
@@ -245,7 +249,7 @@ fn write_npy(
                     return Ok(None);
                 };
                 let text = corpus::decode(&sources[s], range.clone(), options.utf8)?;
-                encoder.refresh_shared(ws);
+                encoder.workspaces().refresh_shared(ws);
                 let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
                 let mut ids = spare.unwrap_or_default();
                 ids.clear();
@@ -297,7 +301,7 @@ fn end_files(
 mod tests {
     use super::*;
 
-    use crate::encode::short::ShortTable;
+    use crate::encode::cache::ShortCache;
 
     /// The ids of a `uint16` `.npy` file.
     fn read_u16_ids(path: &Path) -> Vec<u32> {
@@ -338,8 +342,8 @@ mod tests {
         assert_eq!(read_u16_ids(&out), expected);
         // Regression: the workers of a 2-thread encode lease the shared table (they
         // used to keep one table each, merging the same pieces twice).
-        if ShortTable::can_share() {
-            assert!(e.shared_table_len() > 0);
+        if ShortCache::can_share() {
+            assert!(e.workspaces().shared_cache_len() > 0);
         }
 
         // `after_each_file`: the id goes after each file, an empty one too.

@@ -12,8 +12,8 @@
 
 use rustc_hash::FxBuildHasher;
 
-use super::table::NONE;
 use crate::count::FxMap;
+use crate::ids::NONE;
 use crate::piecekey::KEY_LEN;
 
 /// A radix tree over some tokens' bytes, read forwards or backwards.

@@ -1,0 +1,175 @@
+//! The hot loop: text -> ids with a thread's [`Workspace`]. The pre-tokenizer's spans
+//! go into batches ([`batch`]); each piece is looked up in the short cache a batch
+//! after its line was prefetched, and a piece the probe does not settle takes the
+//! slow path here: the short cache's full walk, the long cache, the vocabulary (a
+//! whole piece that is a token), or the byte-pair merge, whose result is cached.
+
+mod batch;
+mod leases;
+mod prefault;
+mod profile;
+mod workspace;
+
+pub(crate) use leases::{Lease, Workspaces};
+pub(crate) use prefault::Prefault;
+#[cfg(test)]
+pub(crate) use workspace::SHORT_LINES;
+pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
+
+use crate::encode::cache::SHORT_IDS;
+use crate::encode::vocab::{merge_piece, Bpe};
+use crate::error::{Error, Result};
+use crate::ids::NONE;
+use crate::piecekey;
+use crate::pretokenize::Pretokenizer;
+use crate::specials::{Segment, Specials};
+use batch::Batch;
+
+/// A vocabulary and a pre-tokenizer: what encoding a text needs besides a workspace.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) bpe: Bpe,
+    pub(crate) pretok: Pretokenizer,
+}
+
+impl Engine {
+    /// Appends the ids of one pre-token (outside the batched loop: for profiling).
+    pub(crate) fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
+        let key = piecekey::key_of(piece);
+        self.encode_slow(piece, key, piecekey::hash(key), ws, out);
+    }
+
+    /// A piece the emit loop's probe did not settle (found past its home pair, with
+    /// spilled ids, long, or new), or any piece outside that loop.
+    #[inline(never)]
+    pub(super) fn encode_slow(
+        &self,
+        piece: &[u8],
+        key: u128,
+        hash: u64,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) {
+        if key != 0 {
+            if let Some((words, n)) = ws.short.get_words(key, hash) {
+                match n <= SHORT_IDS {
+                    true => out.extend_from_slice(&words[..n]),
+                    false => ws.short.extend_spilled(words, n, out),
+                }
+                return;
+            }
+        }
+        self.encode_miss(piece, key, hash, ws, out);
+    }
+
+    /// A piece the short table does not hold: the long cache, else the vocabulary
+    /// (a whole piece that is a token) or the byte-pair merge; the result is cached.
+    #[inline(never)]
+    fn encode_miss(
+        &self,
+        piece: &[u8],
+        key: u128,
+        hash: u64,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) {
+        if key == 0 || ws.long_holds_short {
+            if let Some(ids) = ws.long.get(piece) {
+                out.extend_from_slice(ids);
+                return;
+            }
+        }
+        let start = out.len();
+        match piece {
+            [b] => out.push(self.bpe.byte_id(*b)),
+            _ => {
+                let whole = match (self.bpe.whole_piece_lookup(), key) {
+                    (false, _) => None,
+                    (true, 0) => self.bpe.id_of(piece),
+                    (true, _) => self.bpe.id_of_short(key, hash),
+                };
+                match whole {
+                    Some(id) => out.push(id),
+                    None => {
+                        if let Err(e) = merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out) {
+                            // Not cached: the text loop stops at its next batch.
+                            out.truncate(start);
+                            ws.failure = Some(e);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        let ids = &out[start..];
+        if key == 0 || ids.is_empty() || !ws.short.insert(key, hash, ids) {
+            ws.long_holds_short |= key != 0;
+            ws.long.insert(piece, ids);
+        }
+    }
+
+    /// Appends the ids of `text`, recognising the special tokens in `allowed`.
+    ///
+    /// The scanner only records each piece's range (a special token is a piece of its
+    /// own); full batches go through [`Engine::step`], which keys and prefetches one
+    /// batch while it emits the one before, so each table line has a whole batch of
+    /// work (~0.5 us) to arrive in. The batches run on across special tokens: ending
+    /// them at each document cost the first batch of every document its prefetches.
+    pub(crate) fn encode_into(
+        &self,
+        text: &str,
+        allowed: &Specials,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let bytes = text.as_bytes();
+        let (mut a, mut b) = (Batch::default(), Batch::default());
+        let (mut next, mut ready) = (&mut a, &mut b);
+        let mut result = Ok(());
+        // Why the batches stopped (out of memory, Ctrl-C): the scanner runs on to the
+        // end of its segment, but no batch is looked up or emitted after it.
+        let mut halt = None;
+        allowed.matcher.split(text, |seg| match seg {
+            Segment::Text(t) if result.is_ok() => {
+                // Spans of a segment, made spans of `text`.
+                let base = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
+                result = self.pretok.for_each_span(t, |start, end| {
+                    if next.push(base + start, base + end) {
+                        self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
+                    }
+                });
+            }
+            Segment::Text(_) => {}
+            Segment::Special(i) => {
+                if next.push_special(allowed.ids[i]) {
+                    self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
+                }
+            }
+        });
+        result?;
+        halt.map_or(Ok(()), Err)?;
+        self.step(bytes, next, ready, ws, out)?;
+        ready.clear();
+        self.step(bytes, ready, next, ws, out)
+    }
+
+    /// A full `next` batch: key it while emitting `ready`, then the two trade places
+    /// (by reference: by value, a swap copies 2.5 KB) and the new `next` starts empty.
+    /// After a failure (kept in `halt`) batches are only dropped.
+    #[inline(always)]
+    fn turn<'b>(
+        &self,
+        bytes: &[u8],
+        next: &mut &'b mut Batch,
+        ready: &mut &'b mut Batch,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+        halt: &mut Option<Error>,
+    ) {
+        if halt.is_none() {
+            *halt = self.step(bytes, next, ready, ws, out).err();
+        }
+        std::mem::swap(next, ready);
+        next.clear();
+    }
+}

@@ -1,0 +1,87 @@
+//! A thread's state for encoding (its piece caches and merge buffers), and how big
+//! to make them and the id buffer for a text.
+
+use super::prefault::Prefault;
+use crate::encode::cache::{LongCache, ShortCache};
+use crate::encode::vocab::Scratch;
+use crate::error::{Error, Result};
+
+/// Short-cache lines of a workspace, at first and at most: 2 MB growing to 32 MB
+/// (655K pieces; en-small has ~120K distinct short pieces, the 116 MB en corpus
+/// ~517K with gpt2 and ~579K with o200k),
+/// and the words of its spill arena (4 MB).
+pub(crate) const SHORT_LINES: (usize, usize) = (1 << 15, 1 << 19);
+pub(super) const SHORT_SPILL: usize = 1 << 20;
+/// Long pieces cached per workspace (the arenas and table take about 2 MB).
+const LONG_ENTRIES: usize = 1 << 16;
+
+/// Per-thread state: the piece caches and merge buffers.
+#[derive(Debug)]
+pub(crate) struct Workspace {
+    pub(crate) short: ShortCache,
+    pub(super) long: LongCache,
+    pub(super) scratch: Scratch,
+    /// Whether `long` holds a short piece (one the short table had no room for).
+    /// Until then a short piece the short table lacks is new, and the miss path skips
+    /// the long cache's lookup (with o200k, a cold encode's miss path spent ~10% of
+    /// its time there).
+    pub(super) long_holds_short: bool,
+    /// Faults in the output buffer of `Encoder::encode` ahead of the writes.
+    pub(crate) prefault: Prefault,
+    /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
+    /// merging a huge piece), for the text loop to stop at its next batch.
+    pub(super) failure: Option<Error>,
+}
+
+impl Workspace {
+    /// A workspace for encoding large texts: its short table grows with the text.
+    /// An error where its memory cannot be had.
+    pub(crate) fn new() -> Result<Self> {
+        Self::with_sizes(SHORT_LINES, SHORT_SPILL, LONG_ENTRIES)
+    }
+
+    /// A workspace whose caches never grow: `short_pairs` pairs (spilling at most
+    /// 8 ids a pair) and `long_entries` long pieces, all reserved now (the streaming
+    /// encoder may not allocate later).
+    pub(crate) fn fixed(short_pairs: usize, long_entries: usize) -> Result<Self> {
+        Self::with_sizes((short_pairs, short_pairs), short_pairs * 8, long_entries)
+    }
+
+    fn with_sizes(short_pairs: (usize, usize), spill: usize, long_entries: usize) -> Result<Self> {
+        Ok(Self {
+            short: ShortCache::try_new(short_pairs.0, short_pairs.1, spill)?,
+            long: LongCache::try_new(long_entries)?,
+            scratch: Scratch::try_new()?,
+            long_holds_short: false,
+            prefault: Prefault::default(),
+            failure: None,
+        })
+    }
+
+    /// The failure that stopped the last pieces, if any (taken: the workspace is
+    /// sound again, as no wrong ids were cached).
+    pub(super) fn take_failure(&mut self) -> Result<()> {
+        self.failure.take().map_or(Ok(()), Err)
+    }
+}
+
+/// Short-cache lines for encoding `bytes` of text: about one per 160 bytes, which
+/// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), within
+/// the table's limits. Small inputs keep small tables.
+pub(crate) fn short_lines_for(bytes: usize) -> usize {
+    (bytes / 160)
+        .next_power_of_two()
+        .clamp(SHORT_LINES.0, SHORT_LINES.1)
+}
+
+/// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
+/// so that it is not copied to grow (English is ~0.25-0.34 ids a byte; room never
+/// written costs nothing). Its pages are faulted in a megabyte at a time ahead of the
+/// writes ([`Prefault`]). Not in huge pages: with a page cache filling the memory,
+/// repeated calls ran up to 2x slower (the kernel compacting memory to find 2 MiB pages).
+pub(crate) fn output_buffer(len: usize) -> Result<Vec<u32>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len / 2 + 16)
+        .map_err(|_| Error::out_of_memory::<u32>("token ids", len / 2 + 16))?;
+    Ok(out)
+}

@@ -1,0 +1,19 @@
+//! The vocabulary: token bytes and ids, the pair table merging runs on, the merge of
+//! one piece, and the rank files vocabularies come in.
+//!
+//! Inside this layer: `pairs` (the pair table and a thread's cache of it) and
+//! `shortids`/`longparts` (lookups used while building) come first, then `bpe` (the
+//! vocabulary), then `merge` (which merges with a vocabulary and recovers merges
+//! from ranks), then `rankfile` (parsing).
+
+mod bpe;
+mod longparts;
+mod merge;
+mod pairs;
+mod rankfile;
+mod shortids;
+
+pub use bpe::Bpe;
+pub(crate) use merge::recover_merges;
+pub use merge::{merge_piece, Scratch};
+pub use rankfile::Format as RankFormat;
