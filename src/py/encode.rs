@@ -401,7 +401,7 @@ impl PyEncoder {
     /// Highest id + 1.
     #[getter]
     fn n_vocab(&self) -> usize {
-        self.inner.bpe().n_slots()
+        self.inner.bpe().id_limit()
     }
 
     /// True for tiktoken-style ranks (whole-piece lookup), False for vocab + merges.
@@ -463,16 +463,29 @@ pub struct PyStream {
     inner: StreamEncoder,
 }
 
+/// Buffered bytes from which a stream's call releases the GIL. Below it the call is
+/// a few microseconds of work, and releasing and taking back the GIL would cost a
+/// good part of that for each small piece of an iterable.
+const STREAM_DETACH_FROM: usize = 1 << 16;
+
 #[pymethods]
 impl PyStream {
     fn feed<'py>(&mut self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.inner.feed(text)?;
-        id_list(py, ids)
+        let inner = &mut self.inner;
+        if inner.pending() + text.len() < STREAM_DETACH_FROM {
+            return id_list(py, inner.feed(text)?);
+        }
+        py.detach(|| inner.feed(text).map(|_| ()))?;
+        id_list(py, inner.ids())
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.inner.finish()?;
-        id_list(py, ids)
+        let inner = &mut self.inner;
+        if inner.pending() < STREAM_DETACH_FROM {
+            return id_list(py, inner.finish()?);
+        }
+        py.detach(|| inner.finish().map(|_| ()))?;
+        id_list(py, inner.ids())
     }
 
     /// Bytes buffered and not yet encoded.

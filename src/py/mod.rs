@@ -1,5 +1,7 @@
-//! PyO3 bindings: argument conversion and error mapping only. All work runs with
-//! the GIL released; long jobs report progress and honour Ctrl-C via `progress`.
+//! PyO3 bindings: argument conversion, error mapping and Python-facing wording only.
+//! Work runs with the GIL released, except calls of a few microseconds (a stream's
+//! small `feed`), where releasing it would cost more than the work; long jobs report
+//! progress and honour Ctrl-C via `progress`.
 
 mod encode;
 mod errors;

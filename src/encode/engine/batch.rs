@@ -11,8 +11,10 @@
 //! - the emit writes four id words whatever the piece and advances by its count; the
 //!   one branch per piece is "was it found at home with at most three ids".
 
-use super::{Engine, Workspace};
+use super::miss::encode_slow;
+use super::workspace::Workspace;
 use crate::encode::cache::{ShortCache, SHORT_IDS};
+use crate::encode::vocab::Bpe;
 use crate::error::{Error, Result};
 use crate::piecekey;
 
@@ -142,84 +144,82 @@ impl Emit {
     }
 }
 
-impl Engine {
-    /// Emits piece `i` of `batch` (keyed) onto `out`, of which `emit` holds the end.
-    #[inline(always)]
-    fn emit(
-        &self,
-        batch: &Batch,
-        i: usize,
-        bytes: &[u8],
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-        emit: &mut Emit,
-    ) {
-        let (words, found) = ws.short.probe_home(&batch.keys[i], batch.hashes[i]);
-        let n = words.count();
-        let fast = found & (n <= SHORT_IDS);
-        // SAFETY: `written + 4 <= capacity`, as `Emit::open` reserved. Only the `n`
-        // words of a fast piece become part of the vector.
-        unsafe { words.write(emit.dst.add(emit.written)) };
-        emit.written += if fast { n } else { 0 };
-        if !fast {
-            emit.close(out);
-            let (start, end) = batch.spans[i];
-            let key = batch.keys[i];
-            if found {
-                // At home with more than three ids, in the spill arena: runs of spaces
-                // after a newline (2.6% of the pieces of the en corpus with gpt2) no
-                // longer look their entry up again on the slow path.
-                ws.short.extend_spilled_from(words.first(), n, out);
-            } else if key & SPECIAL_KEY != 0 {
-                out.push(end as u32);
-            } else {
-                let key = if key & LONG_KEY != 0 { 0 } else { key };
-                self.encode_slow(&bytes[start..end], key, batch.hashes[i], ws, out);
-            }
-            *emit = Emit::open(out, batch.len - i - 1);
-        }
-    }
-
-    /// Keys and prefetches the pieces of `next` while it emits those of `ready`
-    /// (keyed by the previous step) onto `out`; then `ready` is done and `next`
-    /// becomes the batch to emit.
-    ///
-    /// `out` gets room for all of `ready`'s ids first, fallibly, so that no write
-    /// below grows it (a failed growth would abort the process). An error (out of
-    /// memory; Ctrl-C in a watched job) leaves `out` partly written.
-    #[inline(never)]
-    pub(super) fn step(
-        &self,
-        bytes: &[u8],
-        next: &mut Batch,
-        ready: &Batch,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        let need = ready.max_ids();
-        if out.capacity() - out.len() < need {
-            out.try_reserve(need)
-                .map_err(|_| Error::out_of_memory::<u32>("token ids", out.len() + need))?;
-        }
-        let (n_new, n_old) = (next.len, ready.len);
-        ws.prefault.ahead(out, n_old * SHORT_IDS + 4);
-        let both = n_new.min(n_old);
-        let mut emit = Emit::open(out, n_old);
-        for i in 0..both {
-            next.key(i, bytes, &ws.short);
-            self.emit(ready, i, bytes, ws, out, &mut emit);
-        }
-        for i in both..n_new {
-            next.key(i, bytes, &ws.short);
-        }
-        for i in both..n_old {
-            self.emit(ready, i, bytes, ws, out, &mut emit);
-        }
+/// Emits piece `i` of `batch` (keyed) onto `out`, of which `emit` holds the end.
+#[inline(always)]
+fn emit_piece(
+    bpe: &Bpe,
+    batch: &Batch,
+    i: usize,
+    bytes: &[u8],
+    ws: &mut Workspace,
+    out: &mut Vec<u32>,
+    emit: &mut Emit,
+) {
+    let (words, found) = ws.short.probe_home(&batch.keys[i], batch.hashes[i]);
+    let n = words.count();
+    let fast = found & (n <= SHORT_IDS);
+    // SAFETY: `written + 4 <= capacity`, as `Emit::open` reserved. Only the `n`
+    // words of a fast piece become part of the vector.
+    unsafe { words.write(emit.dst.add(emit.written)) };
+    emit.written += if fast { n } else { 0 };
+    if !fast {
         emit.close(out);
-        ws.take_failure()?;
-        match crate::progress::interrupted() {
-            true => Err(Error::Cancelled),
-            false => Ok(()),
+        let (start, end) = batch.spans[i];
+        let key = batch.keys[i];
+        if found {
+            // At home with more than three ids, in the spill arena: runs of spaces
+            // after a newline (2.6% of the pieces of the en corpus with gpt2) no
+            // longer look their entry up again on the slow path.
+            ws.short.extend_spilled_from(words.first(), n, out);
+        } else if key & SPECIAL_KEY != 0 {
+            out.push(end as u32);
+        } else {
+            let key = if key & LONG_KEY != 0 { 0 } else { key };
+            encode_slow(bpe, &bytes[start..end], key, batch.hashes[i], ws, out);
         }
+        *emit = Emit::open(out, batch.len - i - 1);
+    }
+}
+
+/// Keys and prefetches the pieces of `next` while it emits those of `ready`
+/// (keyed by the previous step) onto `out`; then `ready` is done and `next`
+/// becomes the batch to emit.
+///
+/// `out` gets room for all of `ready`'s ids first, fallibly, so that no write
+/// below grows it (a failed growth would abort the process). An error (out of
+/// memory; Ctrl-C in a watched job) leaves `out` partly written.
+#[inline(never)]
+pub(super) fn step(
+    bpe: &Bpe,
+    bytes: &[u8],
+    next: &mut Batch,
+    ready: &Batch,
+    ws: &mut Workspace,
+    out: &mut Vec<u32>,
+) -> Result<()> {
+    let need = ready.max_ids();
+    if out.capacity() - out.len() < need {
+        out.try_reserve(need)
+            .map_err(|_| Error::out_of_memory::<u32>("token ids", out.len() + need))?;
+    }
+    let (n_new, n_old) = (next.len, ready.len);
+    ws.prefault.ahead(out, n_old * SHORT_IDS + 4);
+    let both = n_new.min(n_old);
+    let mut emit = Emit::open(out, n_old);
+    for i in 0..both {
+        next.key(i, bytes, &ws.short);
+        emit_piece(bpe, ready, i, bytes, ws, out, &mut emit);
+    }
+    for i in both..n_new {
+        next.key(i, bytes, &ws.short);
+    }
+    for i in both..n_old {
+        emit_piece(bpe, ready, i, bytes, ws, out, &mut emit);
+    }
+    emit.close(out);
+    ws.take_failure()?;
+    match crate::progress::interrupted() {
+        true => Err(Error::Cancelled),
+        false => Ok(()),
     }
 }

@@ -1,11 +1,14 @@
 //! The hot loop: text -> ids with a thread's [`Workspace`]. The pre-tokenizer's spans
-//! go into batches ([`batch`]); each piece is looked up in the short cache a batch
+//! go into batches (`batch`); each piece is looked up in the short cache a batch
 //! after its line was prefetched, and a piece the probe does not settle takes the
-//! slow path here: the short cache's full walk, the long cache, the vocabulary (a
-//! whole piece that is a token), or the byte-pair merge, whose result is cached.
+//! slow path (`miss`).
+//!
+//! Files, lowest first: `workspace`, `prefault`, `leases` (the pool of workspaces),
+//! `miss`, `batch`, then the [`Engine`] here and `profile`.
 
 mod batch;
 mod leases;
+mod miss;
 mod prefault;
 mod profile;
 mod workspace;
@@ -16,10 +19,8 @@ pub(crate) use prefault::Prefault;
 pub(crate) use workspace::SHORT_LINES;
 pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
 
-use crate::encode::cache::SHORT_IDS;
-use crate::encode::vocab::{merge_piece, Bpe};
+use crate::encode::vocab::Bpe;
 use crate::error::{Error, Result};
-use crate::ids::NONE;
 use crate::piecekey;
 use crate::pretokenize::Pretokenizer;
 use crate::specials::{Segment, Specials};
@@ -36,82 +37,13 @@ impl Engine {
     /// Appends the ids of one pre-token (outside the batched loop: for profiling).
     pub(crate) fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
         let key = piecekey::key_of(piece);
-        self.encode_slow(piece, key, piecekey::hash(key), ws, out);
-    }
-
-    /// A piece the emit loop's probe did not settle (found past its home pair, with
-    /// spilled ids, long, or new), or any piece outside that loop.
-    #[inline(never)]
-    pub(super) fn encode_slow(
-        &self,
-        piece: &[u8],
-        key: u128,
-        hash: u64,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) {
-        if key != 0 {
-            if let Some((words, n)) = ws.short.get_words(key, hash) {
-                match n <= SHORT_IDS {
-                    true => out.extend_from_slice(&words[..n]),
-                    false => ws.short.extend_spilled(words, n, out),
-                }
-                return;
-            }
-        }
-        self.encode_miss(piece, key, hash, ws, out);
-    }
-
-    /// A piece the short table does not hold: the long cache, else the vocabulary
-    /// (a whole piece that is a token) or the byte-pair merge; the result is cached.
-    #[inline(never)]
-    fn encode_miss(
-        &self,
-        piece: &[u8],
-        key: u128,
-        hash: u64,
-        ws: &mut Workspace,
-        out: &mut Vec<u32>,
-    ) {
-        if key == 0 || ws.long_holds_short {
-            if let Some(ids) = ws.long.get(piece) {
-                out.extend_from_slice(ids);
-                return;
-            }
-        }
-        let start = out.len();
-        match piece {
-            [b] => out.push(self.bpe.byte_id(*b)),
-            _ => {
-                let whole = match (self.bpe.whole_piece_lookup(), key) {
-                    (false, _) => None,
-                    (true, 0) => self.bpe.id_of(piece),
-                    (true, _) => self.bpe.id_of_short(key, hash),
-                };
-                match whole {
-                    Some(id) => out.push(id),
-                    None => {
-                        if let Err(e) = merge_piece(&self.bpe, piece, NONE, &mut ws.scratch, out) {
-                            // Not cached: the text loop stops at its next batch.
-                            out.truncate(start);
-                            ws.failure = Some(e);
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-        let ids = &out[start..];
-        if key == 0 || ids.is_empty() || !ws.short.insert(key, hash, ids) {
-            ws.long_holds_short |= key != 0;
-            ws.long.insert(piece, ids);
-        }
+        miss::encode_slow(&self.bpe, piece, key, piecekey::hash(key), ws, out);
     }
 
     /// Appends the ids of `text`, recognising the special tokens in `allowed`.
     ///
     /// The scanner only records each piece's range (a special token is a piece of its
-    /// own); full batches go through [`Engine::step`], which keys and prefetches one
+    /// own); full batches go through [`batch::step`], which keys and prefetches one
     /// batch while it emits the one before, so each table line has a whole batch of
     /// work (~0.5 us) to arrive in. The batches run on across special tokens: ending
     /// them at each document cost the first batch of every document its prefetches.
@@ -148,9 +80,9 @@ impl Engine {
         });
         result?;
         halt.map_or(Ok(()), Err)?;
-        self.step(bytes, next, ready, ws, out)?;
+        batch::step(&self.bpe, bytes, next, ready, ws, out)?;
         ready.clear();
-        self.step(bytes, ready, next, ws, out)
+        batch::step(&self.bpe, bytes, ready, next, ws, out)
     }
 
     /// A full `next` batch: key it while emitting `ready`, then the two trade places
@@ -167,7 +99,7 @@ impl Engine {
         halt: &mut Option<Error>,
     ) {
         if halt.is_none() {
-            *halt = self.step(bytes, next, ready, ws, out).err();
+            *halt = batch::step(&self.bpe, bytes, next, ready, ws, out).err();
         }
         std::mem::swap(next, ready);
         next.clear();

@@ -69,10 +69,10 @@ pub fn encode_files(
     if dtype_bytes != 2 && dtype_bytes != 4 {
         return Err(Error::invalid("dtype must be uint16 or uint32"));
     }
-    if dtype_bytes == 2 && encoder.bpe().n_slots() > 1 << 16 {
+    if dtype_bytes == 2 && encoder.bpe().id_limit() > 1 << 16 {
         return Err(Error::invalid(format!(
             "uint16 cannot hold ids of a vocabulary of {} tokens; use uint32",
-            encoder.bpe().n_slots()
+            encoder.bpe().id_limit()
         )));
     }
     if let Some(id) = options.after_each_file {

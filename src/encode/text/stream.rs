@@ -73,6 +73,11 @@ impl StreamEncoder {
         Ok(&self.out)
     }
 
+    /// The ids the last `feed` or `finish` gave.
+    pub fn ids(&self) -> &[u32] {
+        &self.out
+    }
+
     /// Bytes buffered and not yet encoded.
     pub fn pending(&self) -> usize {
         self.buf.len()

@@ -342,16 +342,8 @@ impl Bpe {
         }
     }
 
-    /// Lowest id whose bytes are `bytes`, special or not.
-    pub fn find_any(&self, bytes: &[u8]) -> Option<u32> {
-        self.tokens
-            .iter()
-            .position(|t| t.as_deref() == Some(bytes))
-            .map(|i| i as u32)
-    }
-
-    /// Number of id slots (highest id + 1).
-    pub fn n_slots(&self) -> usize {
+    /// One past the highest id (the vocabulary may have unused ids below it).
+    pub fn id_limit(&self) -> usize {
         self.tokens.len()
     }
 

@@ -324,7 +324,7 @@ mod tests {
             Vec::new(),
             "gpt2",
         );
-        assert_eq!(encoder.unwrap().bpe().n_slots(), n);
+        assert_eq!(encoder.unwrap().bpe().id_limit(), n);
         // A bad line far into the file, then a token given twice far apart: both are
         // named by their line, through the parse and through the encoder.
         lines[39_000] = "not-base64!! 7".into();
