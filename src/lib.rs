@@ -2,6 +2,20 @@
 //!
 //! A plain Rust crate: `cargo test` needs no Python. The PyO3 bindings live in
 //! [`py`] behind the `python` feature and are the only place Python types appear.
+//!
+//! Modules in layers, lowest first. A module uses only modules of its own layer or
+//! lower ones, and no files use each other, directly or in a ring; `make lint`
+//! checks both with `scripts/check_layers.py`, which reads this list.
+//!
+//! 1. `error`, `ids`, `piecekey`, `hugemem`, `atomic`, `mapguard`, `progress`, `pool`:
+//!    errors, token ids, piece keys, memory, output files, guarded maps, progress
+//!    and Ctrl-C, thread pools.
+//! 2. `specials`, `pretokenize`: special tokens in text; text -> pieces.
+//! 3. `corpus`: input files -> checked text in chunks that cut no piece.
+//! 4. `count`: pieces -> counts (`WordCounts`).
+//! 5. `train`, `encode`: counts -> vocabulary; text -> ids (layered inside, see
+//!    [`encode`]).
+//! 6. `py`: the Python bindings.
 
 pub mod atomic;
 pub mod corpus;

@@ -1,6 +1,6 @@
-//! Encoding: text -> token ids, in layers. Each layer uses only the layers above it
-//! in this list (and, inside a layer, its files form no cycle); `make lint` checks
-//! this with `scripts/check_layers.py`, which reads the list below.
+//! Encoding: text -> token ids, in layers, lowest first. Each layer uses only layers
+//! before it in this list, and no files use each other, directly or in a ring;
+//! `make lint` checks both with `scripts/check_layers.py`, which reads this list.
 //!
 //! 1. `vocab`: the vocabulary. [`Bpe`] (token bytes, the pair table
 //!    `(left, right) -> (rank, new id)`, whole-token lookup), the merge of one piece
