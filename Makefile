@@ -21,7 +21,7 @@ build: $(PY)
 	$(PY) -m compileall -q python/bpekit
 
 demo: build
-	$(VENV)/bin/bpekit demo
+	$(if $(wildcard ../shared/data/corpora),BPEKIT_DEMO_INPUT=../shared/data/corpora) $(VENV)/bin/bpekit demo
 
 lint: build
 	cargo fmt --check

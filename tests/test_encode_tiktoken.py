@@ -167,9 +167,7 @@ def test_unknown_id_is_a_key_error() -> None:
 
 def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> None:
     import bpekit
-    from bpekit import encodings
 
-    monkeypatch.setattr(encodings, "_repo_data_dir", lambda: tmp_path / "nowhere")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BPEKIT_ENCODINGS", str(tmp_path / "env"))
     (tmp_path / "given").mkdir()
@@ -177,8 +175,10 @@ def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> No
         bpekit.get_encoding("cl100k_base", path=tmp_path / "given")
     msg = str(e.value)
     assert "cl100k_base.tiktoken" in msg
-    for place in ("given", "env", "cache", "nowhere"):
+    for place in ("given", "env", "cache"):
         assert place in msg
+    # It says how to provide the files.
+    assert "path=" in msg and "BPEKIT_ENCODINGS" in msg
     with pytest.raises(
         FileNotFoundError, match=r"gpt2: cannot find vocab\.bpe \(gpt2 needs vocab\.bpe and encoder\.json\)"
     ):
@@ -194,6 +194,25 @@ def test_missing_encoding_file_says_where_it_looked(tmp_path, monkeypatch) -> No
     with pytest.raises(FileNotFoundError) as e:
         bpekit.get_encoding("cl100k_base", path=tmp_path / "given")
     assert "datagym" not in str(e.value) and "data-gym-cache" not in str(e.value)
+
+
+def test_no_developer_folder_is_searched(tmp_path, monkeypatch) -> None:
+    """The installed package looks only where it is told: with no path, no
+    BPEKIT_ENCODINGS and an empty tiktoken cache, the shared data beside this
+    repository is not found, and the error says how to provide the files."""
+    import bpekit
+    from bpekit import encodings
+
+    data_path("encodings")  # the folder that must not be found exists
+    monkeypatch.delenv("BPEKIT_ENCODINGS", raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(encodings, "_cache", {})
+    with pytest.raises(FileNotFoundError, match="BPEKIT_ENCODINGS") as e:
+        bpekit.get_encoding("o200k_base")
+    assert "shared" not in str(e.value).replace(str(tmp_path), "")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        bpekit.get_encoding("o200k_base")
 
 
 def test_gpt2_from_its_vocab_bpe_file(tmp_path) -> None:
@@ -221,7 +240,6 @@ def test_tiktoken_cache_dir_and_hash_check(tmp_path, monkeypatch) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
     shutil.copy(src, cache / hashlib.sha1(spec.url.encode()).hexdigest())
-    monkeypatch.setattr(encodings, "_repo_data_dir", lambda: tmp_path / "nowhere")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     monkeypatch.delenv("BPEKIT_ENCODINGS", raising=False)
     encodings._cache.clear()

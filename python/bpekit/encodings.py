@@ -1,13 +1,13 @@
 """OpenAI encodings (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base)
 from local rank files, never the network.
 
-Where the files are looked for, in order:
+Where the files are looked for, in order, and nowhere else:
 
 1. ``path``: a directory holding them, or (for a one-file encoding) the file itself;
 2. each directory in ``$BPEKIT_ENCODINGS`` (``os.pathsep``-separated);
 3. tiktoken's cache: ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else
-   ``<tmp>/data-gym-cache``, where files are named by the sha1 of their URL;
-4. ``../shared/data/encodings`` next to this repository (for its tests).
+   ``<tmp>/data-gym-cache``, where files are named by the sha1 of their URL (so
+   files tiktoken has downloaded are found).
 
 In a directory a file is found under its own name (``o200k_base.tiktoken``,
 ``vocab.bpe``, ``encoder.json``; ``gpt2_vocab.bpe`` / ``gpt2_encoder.json`` too).
@@ -115,11 +115,6 @@ def list_encoding_names() -> list[str]:
     return list(ENCODINGS)
 
 
-def _repo_data_dir() -> Path:
-    # python/bpekit/encodings.py -> repository root -> ../shared/data/encodings
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "encodings"
-
-
 def _tiktoken_cache_dir() -> Path | None:
     """tiktoken's cache folder, chosen as tiktoken chooses it (``None``: caching is off,
     as tiktoken reads ``TIKTOKEN_CACHE_DIR=""``)."""
@@ -152,7 +147,6 @@ def _candidates(f: RankFile, path: str | os.PathLike[str] | None, first: bool) -
     cache = _tiktoken_cache_dir()
     if cache is not None:
         yield cache / hashlib.sha1(f.url.encode()).hexdigest()
-    yield from (_repo_data_dir() / n for n in f.names)
 
 
 def _read(spec: EncodingSpec, f: RankFile, path: str | os.PathLike[str] | None) -> bytes:
@@ -174,8 +168,10 @@ def _read(spec: EncodingSpec, f: RankFile, path: str | os.PathLike[str] | None) 
     all_files = f" ({spec.name} needs {needs})" if len(spec.files) > 1 else ""
     raise FileNotFoundError(
         f"{spec.name}: cannot find {f.names[0]}{all_files} (bpekit never downloads). "
-        f"Looked in:\n  {looked}\n"
-        f"Download {f.url} into one of these places, or pass path=, or set BPEKIT_ENCODINGS."
+        f"Looked in:\n  {looked or '(nowhere: no path given, BPEKIT_ENCODINGS unset, no tiktoken cache)'}\n"
+        f"Download {f.url} into a folder, then pass that folder as path= "
+        "(get_encoding(name, path=DIR)) or name it in the BPEKIT_ENCODINGS environment variable "
+        "(several folders separated by os.pathsep); tiktoken's cache folder works too."
     )
 
 

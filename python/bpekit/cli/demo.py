@@ -1,8 +1,8 @@
 """``bpekit demo``: train a 10,000-token vocabulary on a corpus every machine has.
 
-The corpus is, in order of preference: ``--input``; ``$BPEKIT_DEMO_INPUT``;
-``../shared/data/corpora`` (the project's shared data, when it sits beside the
-checkout); the source of Python's own standard library.
+The corpus is, in order of preference: ``--input``; ``$BPEKIT_DEMO_INPUT`` (a file or
+folder; ``make demo`` sets it to the project's shared corpora when they sit beside the
+checkout); the source of Python's own standard library, which every machine has.
 """
 
 from __future__ import annotations
@@ -15,15 +15,11 @@ from pathlib import Path
 from bpekit._paths import fspath
 from bpekit.cli.train import add_common_options, train_and_summarize, vocab_size_arg
 
-SHARED_CORPORA = Path("..") / "shared" / "data" / "corpora"
-
 
 def default_inputs() -> tuple[list[str], str]:
     env = os.environ.get("BPEKIT_DEMO_INPUT")
     if env:
         return [env], f"$BPEKIT_DEMO_INPUT ({env})"
-    if SHARED_CORPORA.is_dir():
-        return [str(SHARED_CORPORA)], f"the shared corpora ({SHARED_CORPORA})"
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(str(p) for p in stdlib.glob("*.py"))
     return files, f"Python's standard library source ({stdlib}, {len(files)} files)"
