@@ -130,7 +130,7 @@ def test_invalid_utf8_names_file_and_offset(tmp_path) -> None:
 def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
     tok = bpekit_encoding("cl100k_base")
     # 8 x 40 MB: seconds of work, so the signal lands mid-encode however fast it
-    # gets (one copy alone once finished before the signal came).
+    # gets (one copy alone can finish before the signal comes).
     big = [data_path("corpora", "dict_gcide.txt")] * 8
     out = tmp_path / "tokens.npy"
     # A suite started in the background by a shell inherits SIGINT ignored, and then
@@ -345,7 +345,7 @@ def test_load_tokens_rejects_other_files(tmp_path) -> None:
 
 def test_unwritable_outputs_fail_before_encoding(tmp_path, capsys) -> None:
     """An output that could never be renamed into place is refused before any input
-    is read (it used to fail at the end, after the whole encode), and no progress
+    is read (rather than failing at the end, after the whole encode), and no progress
     line that looks finished comes before the error."""
     tok = bpekit_encoding("gpt2")
     src = tmp_path / "in.txt"

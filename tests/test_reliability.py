@@ -160,8 +160,8 @@ def test_word_counts_save_never_writes_through_a_planted_link(tmp_path: Path) ->
 
 
 def test_demo_writes_into_a_private_new_folder(tmp_path: Path) -> None:
-    # bpekit demo wrote into the fixed TMPDIR/bpekit-demo, through whatever link
-    # another user had planted there.
+    # A fixed TMPDIR/bpekit-demo would be written through whatever link another
+    # user planted there.
     victim = tmp_path / "victim"
     victim.mkdir()
     (tmp_path / "bpekit-demo").symlink_to(victim)

@@ -3,8 +3,8 @@ of their tokens and special tokens, whatever their number and length (items 13, 
 word counts never wrap, whether added or loaded (item 11).
 
 Each timed case runs in a fresh interpreter with a timeout, so that a regression fails
-rather than hangs, and asserts a bound ten times or more below what the quadratic code
-took (measured on the 2-core development VM), so that a slow machine does not flake.
+rather than hangs, and asserts a bound ten times or more below what quadratic loading
+takes on a 2-core machine, so that a slow machine does not flake.
 """
 
 from __future__ import annotations

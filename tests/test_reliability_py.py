@@ -332,7 +332,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def in_a_corpus_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The current folder holds a text file, which an empty path used to read."""
+    """The current folder holds a text file, which an empty path must not read."""
     (tmp_path / "a.txt").write_text("low lower lowest " * 50)
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -136,7 +136,7 @@ def test_batch_errors() -> None:
     with pytest.raises(ValueError, match="disallowed special token"):
         tok.encode_batch([fresh("é ok\n"), fresh("é" * ROUND + "<|endoftext|>")], num_threads=2)
     # The core reports a lone surrogate as CPython does; the Tokenizer then reads the
-    # texts as tiktoken does (regression: encode_batch used to pass the error on).
+    # texts as tiktoken does (encode_batch must not pass the error on).
     with pytest.raises(UnicodeEncodeError):
         tok._core.encode_batch([fresh("é ok\n"), fresh("x\ud800y")], [], [], 2)
     got = tok.encode_batch([fresh("é ok\n"), fresh("x\ud800y")], num_threads=2)

@@ -1,7 +1,7 @@
 """Paths given to bpekit, checked the same way by the API and the command line.
 
-An empty path is an error: ``Path("")`` is ``Path(".")``, so ``train_bpe("")`` read
-the whole current folder, recursively, and ``--out ""`` wrote into it. Paths as
+An empty path is an error: ``Path("")`` is ``Path(".")``, so ``train_bpe("")`` would
+read the whole current folder, recursively, and ``--out ""`` write into it. Paths as
 bytes are taken, as ``open`` takes them.
 
 >>> fspath(b"corpus.txt", "an input")

@@ -1,6 +1,6 @@
 """Reading a command's text input (a file, a ``.gz`` file, or stdin) in blocks, so that
-memory stays bounded whatever its size: reading whole inputs took 1.3 GB for 50 MB of
-ids, and ``/dev/zero`` or a gzip bomb ended in a ``MemoryError`` traceback.
+memory stays bounded whatever its size: reading whole inputs would take 1.3 GB for 50 MB
+of ids, and ``/dev/zero`` or a gzip bomb would end in a ``MemoryError`` traceback.
 
 >>> list(utf8_blocks([b"h\\xc3", b"\\xa9"], lambda offset: ValueError(offset)))
 ['h', 'é']

@@ -36,8 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 # Ids decoded per block: the output starts at once and memory stays bounded for a
-# dataset of any size (all 34M ids of a 116 MB corpus at once took 1.7 GB and 5.5 s
-# before the first byte came out).
+# dataset of any size (all 34M ids of a 116 MB corpus at once take 1.7 GB and 5.5 s
+# before the first byte comes out).
 BLOCK = 1 << 20
 
 

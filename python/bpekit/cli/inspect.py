@@ -50,8 +50,8 @@ def _count(text: str) -> int:
 
 # The most text the streaming encoder may hold while it waits for a place where the
 # text can be cut (a special token, or for the named patterns a newline between two
-# non-whitespace characters). Reading a whole file took 1.3 GB for 50 MB, and
-# /dev/zero (no such place, ever) grew until a MemoryError traceback.
+# non-whitespace characters). Reading a whole file would hold 1.3 GB for 50 MB, and
+# /dev/zero (no such place, ever) would grow until a MemoryError traceback.
 MAX_UNCUT_BYTES = 64 << 20
 
 

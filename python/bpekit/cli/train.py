@@ -83,7 +83,7 @@ def _show(b: bytes) -> str:
 
 def check_out_folder(out: Path) -> None:
     """Refuses an ``--out`` that can never become a folder before any training is done
-    (it used to fail at the end, after counting and merging)."""
+    (rather than failing at the end, after counting and merging)."""
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: is a file; --out names the folder for vocab.json and merges.txt")
     existing = out

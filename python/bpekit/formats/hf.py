@@ -114,7 +114,7 @@ def _name_special_tokens(
     HF gives an added token the id the model's vocab has for its text, and a fresh id
     when there is none; the vocab holds tokens in byte-level form, where a space is
     "Ġ" and "é" two other characters. So a special token with a space or non-ASCII
-    text got a fresh id (regression). A token that only the special token names (not
+    text would get a fresh id. A token that only the special token names (not
     a byte, not made or used by a merge) keeps just its text, so the vocab's size stays
     the tokenizer's.
     """
