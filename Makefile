@@ -38,10 +38,21 @@ py-test: build
 
 test: build lint rust-test py-test
 
-bench: build
+# The benchmark corpora, from $BPEKIT_DATA (default ../shared/data) into $BPEKIT_BENCH_DIR
+# (default /tmp/bpekit_bench).
+corpora: $(PY)
+	$(PY) benchmarks/corpora.py
+
+# Every workload of benchmarks/README.md (~20 minutes on 2 cores), then the page itself.
+# The peers go into .venv only, never into the package's dependencies.
+bench: build corpora
 	$(PY) -m pip install -q tiktoken tokenizers rustbpe gigatoken sentencepiece
-	$(PY) ../shared/bench/make_corpora.py
-	$(PY) benchmarks/train_compare.py
+	$(PY) benchmarks/train_compare.py --corpus ts --vocab-size 10000
+	$(PY) benchmarks/train_compare.py --corpus en-small --vocab-size 32000
+	$(PY) benchmarks/train_compare.py --count --corpus en --vocab-size 32000
+	$(PY) benchmarks/encode_compare.py
+	$(PY) benchmarks/pretokenize_compare.py
+	$(PY) benchmarks/report.py
 
 clean:
 	rm -rf target $(VENV) python/bpekit/_core*.so

@@ -24,9 +24,13 @@ On a noisy machine use ``--rounds N``: each configuration then runs in N fresh
 processes, the configurations alternating round by round; ``MB/s`` and ``first`` are
 the medians over the rounds and ``spread`` is the range of the rounds' warm figures.
 
-Corpora come from ``python ../shared/bench/make_corpora.py`` (default
-/tmp/bpekit_bench/{ts,en-small,en,ml}.txt). Peers are installed into .venv from PyPI
-(``pip install tiktoken tokenizers gigatoken``), never as package dependencies.
+Corpora come from ``benchmarks/corpora.py`` (built when missing, in $BPEKIT_BENCH_DIR,
+default /tmp/bpekit_bench), the rank files from the data folder's ``encodings/``
+(``--data``, else $BPEKIT_DATA, else ../shared/data). Peers are installed into .venv
+from PyPI (``pip install tiktoken tokenizers gigatoken``), never as package
+dependencies. Each (corpus, encoding) is one workload, written to
+``--results``/encode-<corpus>-<encoding>.json; ``PYTHONPATH=DIR`` times the bpekit in
+DIR (the workers inherit it).
 
     python benchmarks/encode_compare.py --corpora ts en-small --encodings gpt2 o200k_base
 """
@@ -47,10 +51,36 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, add_ratios, command, corpus_path, encodings_env, tool_version, write_result
+
 SEP = "<|endoftext|>"
 ROOT = Path(__file__).resolve().parents[1]
-ENC_DIR = ROOT.parent / "shared" / "data" / "encodings"
+TOOL_NAMES = {"bpekit": "bpekit", "tiktoken": "tiktoken", "hf": "HF tokenizers", "gigatoken": "gigatoken"}
+
+
+def description(args: argparse.Namespace) -> str:
+    """What one encode workload measures, for its result file."""
+    calls = f"calls 2-{args.runs}" if args.runs > 2 else "the calls after the first"
+    rounds = f", over {args.rounds} alternating rounds of fresh processes" if args.rounds > 1 else ""
+    return (
+        "Token ids from text, each configuration in a fresh process that loads the tokenizer and "
+        f"the text, then times the call {args.runs} times: the time is the median of {calls}{rounds} "
+        "(all tools keep caches across calls; the first, cold call is in the notes). `memory`: the "
+        "text is a new Python `str` at each call; 1 thread: one `encode` call (bpekit: "
+        "`encode_to_numpy`), 2 threads: `encode_batch` over its documents. `file`: from the file to "
+        "ids (bpekit: `encode_file` to a `.npy`; gigatoken: `encode_files`; tiktoken and HF: read, "
+        "then `encode_batch`). `merge stage alone`: bpekit's encoder on pieces pre-tokenized "
+        f"beforehand. HF tokenizers runs on corpora up to {args.hf_max_mb:g} MB only."
+    )
+
+
 TIKTOKEN_FILE = {"gpt2": "r50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
+
+
+def rate(x: float) -> str:
+    """A throughput to three significant digits."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def ids_hash(ids: np.ndarray) -> str:
@@ -67,15 +97,17 @@ def split_docs(text: str) -> list[str]:
 
 
 def load_tool(tool: str, encoding: str, tmp: Path):
+    """The tokenizer; rank files come from $BPEKIT_ENCODINGS, which the driver sets."""
+    enc_dir = Path(os.environ["BPEKIT_ENCODINGS"].split(os.pathsep)[0])
     if tool == "bpekit":
         import bpekit
 
         return bpekit.get_encoding(encoding)
     if tool == "tiktoken":
         sys.path.insert(0, str(ROOT / "tests"))
-        from conftest import tiktoken_encoding
+        from _shared_data import build_tiktoken
 
-        return tiktoken_encoding(encoding)
+        return build_tiktoken(encoding, enc_dir)
     if tool == "hf":
         import tokenizers
 
@@ -88,7 +120,7 @@ def load_tool(tool: str, encoding: str, tmp: Path):
     if tool == "gigatoken":
         import gigatoken
 
-        return gigatoken.Tokenizer.from_tiktoken(ENC_DIR / f"{TIKTOKEN_FILE[encoding]}.tiktoken")
+        return gigatoken.Tokenizer.from_tiktoken(enc_dir / f"{TIKTOKEN_FILE[encoding]}.tiktoken")
     raise ValueError(tool)
 
 
@@ -168,6 +200,7 @@ def worker(args: argparse.Namespace) -> None:
             result = call()
             times.append(time.perf_counter() - t0)
         report = {"times": times, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        report["version"] = tool_version(TOOL_NAMES[args.tool])
         if args.mode == "encoder":
             runs = [call() for _ in range(args.runs)]
             report["pretokenize"] = statistics.median(r[0] for r in runs)
@@ -192,9 +225,9 @@ def available(tool: str) -> bool:
 
 
 def run_one(
-    tool: str, encoding: str, path: Path, mode: str, threads: int, runs: int, same_str: bool
+    tool: str, encoding: str, path: Path, mode: str, threads: int, runs: int, same_str: bool, data: str | None
 ) -> dict | None:
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true")
+    env = dict(encodings_env(data), RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true")
     cmd = [sys.executable, __file__, "--worker", tool, encoding, str(path), mode, str(threads), str(runs)]
     cmd += ["--same-str"] if same_str else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -207,7 +240,11 @@ def run_one(
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--worker", nargs=6, metavar=("TOOL", "ENCODING", "PATH", "MODE", "THREADS", "RUNS"))
-    p.add_argument("--dir", type=Path, default=Path(os.environ.get("BPEKIT_BENCH_DIR", "/tmp/bpekit_bench")))
+    p.add_argument(
+        "--dir", type=Path, default=None, help="corpora (default: $BPEKIT_BENCH_DIR or /tmp/bpekit_bench)"
+    )
+    p.add_argument("--data", default=None, help="data folder (default: $BPEKIT_DATA or ../shared/data)")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the result files")
     p.add_argument("--corpora", nargs="+", default=["ts", "en-small", "ml"])
     p.add_argument("--encodings", nargs="+", default=["gpt2", "o200k_base"])
     p.add_argument("--tools", nargs="+", default=["bpekit", "tiktoken", "hf", "gigatoken"])
@@ -224,7 +261,7 @@ def main() -> None:
         "--hf-max-mb",
         type=float,
         default=5.0,
-        help="run HF tokenizers (~1 MB/s here) only on corpora up to this size",
+        help="run HF tokenizers (~1 MB/s) only on corpora up to this size",
     )
     p.add_argument(
         "--same-str",
@@ -232,7 +269,6 @@ def main() -> None:
         help="memory mode: encode the same str object at every call (its UTF-8, once made, "
         "is cached in it) instead of a new str per call",
     )
-    p.add_argument("--json", type=Path, default=None, help="also write all results here")
     args = p.parse_args()
     if args.worker:
         tool, encoding, path, mode, threads, runs = args.worker
@@ -253,81 +289,111 @@ def main() -> None:
         f"tools: {', '.join(tools)}; {os.cpu_count()} cores; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
-    rows = []
     for corpus in args.corpora:
-        path = args.dir / f"{corpus}.txt"
-        if not path.exists():
-            sys.exit(f"{path} is missing: run python ../shared/bench/make_corpora.py")
-        mb = path.stat().st_size / 1e6
+        path = corpus_path(corpus, out=args.dir, data=args.data)
         for encoding in args.encodings:
-            print(f"\n{corpus} ({mb:,.1f} MB), {encoding}")
+            encode_workload(args, tools, corpus, path, encoding, p)
+
+
+def encode_workload(
+    args: argparse.Namespace, tools: list[str], corpus: str, path: Path, encoding: str, parser
+) -> None:
+    """Every mode and thread count of one (corpus, encoding), printed and written to
+    ``encode-<corpus>-<encoding>.json``."""
+    mb = path.stat().st_size / 1e6
+    print(f"\n{corpus} ({mb:,.1f} MB), {encoding}")
+    print(
+        f"  {'tool':<10} {'mode':<8} {'thr':>3} {'MB/s':>8} {'first':>8} {'spread':>8} "
+        f"{'Mtok/s':>7} {'peak MiB':>9}  ids"
+    )
+    reference = None
+    rows = []
+    for mode in args.modes:
+        configs = [
+            (threads, tool)
+            for threads in (args.threads if mode != "encoder" else [1])
+            for tool in (tools if mode != "encoder" else ["bpekit"])
+            if not (tool == "hf" and mb > args.hf_max_mb)
+        ]
+        # With --rounds, every configuration runs once per round in a fresh
+        # process, the configurations alternating, so that a noisy minute on
+        # the machine falls on all of them alike.
+        results: dict[tuple[int, str], list[dict]] = {c: [] for c in configs}
+        for _ in range(args.rounds):
+            for threads, tool in configs:
+                r = run_one(tool, encoding, path, mode, threads, args.runs, args.same_str, args.data)
+                if r is not None:
+                    results[(threads, tool)].append(r)
+        for threads, tool in configs:
+            rs = results[(threads, tool)]
+            if not rs:
+                continue
+            # The first call fills each tool's caches (all three keep them
+            # across calls); MB/s is the median of the later calls, so one cold
+            # call does not decide the median. `first` is that call. Over
+            # several rounds: medians of the rounds' figures.
+            warm_s = [statistics.median(r["times"][1:] or r["times"]) for r in rs]
+            med = statistics.median(warm_s)
+            first = statistics.median(r["times"][0] for r in rs)
+            warm_calls = warm_s if len(rs) > 1 else (rs[0]["times"][1:] or rs[0]["times"])
+            spread = (max(warm_calls) - min(warm_calls)) / med * 100
+            r = rs[0]
+            if mode == "encoder":
+                ids = None
+                agree = f"(pre-tokenizer alone {mb / r['pretokenize']:,.1f} MB/s)"
+                note = f"pre-tokenizer alone {rate(mb / r['pretokenize'])} MB/s"
+            else:
+                reference = reference or r["hash"]
+                hashes = {x["hash"] for x in rs}
+                ids = "same" if hashes == {reference} else "DIFFER"
+                agree = "same" if ids == "same" else f"DIFFER ({sorted(hashes)})"
+                note = f"first call {rate(mb / first)} MB/s" + ("" if ids == "same" else "; ids DIFFER")
+            peak = max(x["peak_mib"] for x in rs)
             print(
-                f"  {'tool':<10} {'mode':<8} {'thr':>3} {'MB/s':>8} {'first':>8} {'spread':>8} "
-                f"{'Mtok/s':>7} {'peak MiB':>9}  ids"
+                f"  {tool:<10} {mode:<8} {threads:>3} {mb / med:>8,.1f} {mb / first:>8,.1f} "
+                f"{spread:>7.0f}% "
+                f"{r['tokens'] / med / 1e6:>7.2f} {peak:>9,.0f}  {agree}",
+                flush=True,
             )
-            reference = None
-            for mode in args.modes:
-                configs = [
-                    (threads, tool)
-                    for threads in (args.threads if mode != "encoder" else [1])
-                    for tool in (tools if mode != "encoder" else ["bpekit"])
-                    if not (tool == "hf" and mb > args.hf_max_mb)
-                ]
-                # With --rounds, every configuration runs once per round in a fresh
-                # process, the configurations alternating, so that a noisy minute on
-                # the machine falls on all of them alike.
-                results: dict[tuple[int, str], list[dict]] = {c: [] for c in configs}
-                for _ in range(args.rounds):
-                    for threads, tool in configs:
-                        r = run_one(tool, encoding, path, mode, threads, args.runs, args.same_str)
-                        if r is not None:
-                            results[(threads, tool)].append(r)
-                for threads, tool in configs:
-                    rs = results[(threads, tool)]
-                    if not rs:
-                        continue
-                    # The first call fills each tool's caches (all three keep them
-                    # across calls); MB/s is the median of the later calls, so one cold
-                    # call does not decide the median. `first` is that call. Over
-                    # several rounds: medians of the rounds' figures.
-                    warm_s = [statistics.median(r["times"][1:] or r["times"]) for r in rs]
-                    med = statistics.median(warm_s)
-                    first = statistics.median(r["times"][0] for r in rs)
-                    warm_calls = warm_s if len(rs) > 1 else (rs[0]["times"][1:] or rs[0]["times"])
-                    spread = (max(warm_calls) - min(warm_calls)) / med * 100
-                    r = rs[0]
-                    if mode == "encoder":
-                        agree = f"(pre-tokenizer alone {mb / r['pretokenize']:,.1f} MB/s)"
-                    else:
-                        reference = reference or r["hash"]
-                        hashes = {x["hash"] for x in rs}
-                        agree = "same" if hashes == {reference} else f"DIFFER ({sorted(hashes)})"
-                    peak = max(x["peak_mib"] for x in rs)
-                    print(
-                        f"  {tool:<10} {mode:<8} {threads:>3} {mb / med:>8,.1f} {mb / first:>8,.1f} "
-                        f"{spread:>7.0f}% "
-                        f"{r['tokens'] / med / 1e6:>7.2f} {peak:>9,.0f}  {agree}",
-                        flush=True,
-                    )
-                    rows.append(
-                        {
-                            "corpus": corpus,
-                            "encoding": encoding,
-                            "tool": tool,
-                            "mode": mode,
-                            "threads": threads,
-                            "mb_s": mb / med,
-                            "mb_s_first": mb / first,
-                            "rounds": [
-                                {"mb_s": mb / w, "mb_s_first": mb / x["times"][0]}
-                                for w, x in zip(warm_s, rs, strict=True)
-                            ],
-                            **r,
-                            "peak_mib": peak,
-                        }
-                    )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+            case = "merge stage alone (pre-tokenized)" if mode == "encoder" else mode
+            rows.append(
+                {
+                    "tool": TOOL_NAMES[tool],
+                    "case": f"{case}, {threads} thread{'s' if threads > 1 else ''}",
+                    "version": r["version"],
+                    "seconds": med,
+                    "seconds_min": min(warm_calls),
+                    "seconds_max": max(warm_calls),
+                    "runs": len(warm_calls),
+                    "rounds": len(rs),
+                    "throughput": mb / med,
+                    "first_call_throughput": mb / first,
+                    "tokens": r["tokens"],
+                    "mtok_s": r["tokens"] / med / 1e6,
+                    "peak_rss_mib": peak,
+                    "ids": ids,
+                    "note": note,
+                }
+            )
+    cmd = ["--corpora", corpus, "--encodings", encoding]
+    for option in ("tools", "modes", "threads", "runs", "rounds", "hf_max_mb", "same_str"):
+        value = getattr(args, option)
+        if value != parser.get_default(option):
+            flag = "--" + option.replace("_", "-")
+            if value is True:
+                cmd.append(flag)
+            else:
+                cmd += [flag, *map(str, value if isinstance(value, list) else [value])]
+    write_result(
+        args.results,
+        f"encode-{corpus}-{encoding}",
+        title=f"Encoding: {corpus}, {encoding}",
+        description=description(args),
+        command=command("encode_compare.py", cmd),
+        corpus={"name": corpus, "bytes": path.stat().st_size},
+        unit="MB/s",
+        rows=add_ratios(rows),
+    )
 
 
 if __name__ == "__main__":

@@ -1,14 +1,19 @@
-"""Training speed and memory: bpekit beside the installed peers, same corpus, same vocab size.
+"""Training speed and memory: bpekit beside the installed peers, same corpus, same vocab size;
+and, with --count, bpekit's two phases on their own (counting pre-tokens, the merge loop).
 
 Each tool trains in its own fresh process (so peak RSS is its own); the time is the
 training call alone (file reading included where the tool reads the file itself).
-Medians of --runs runs, with their spread, and ratios to bpekit.
+Medians of --runs runs, with their spread, and ratios to bpekit. Results go to
+``--results`` (default benchmarks/results) as ``train-<corpus>-<vocab>.json`` or
+``count-<corpus>.json``; ``report.py`` makes the tables.
 
     python benchmarks/train_compare.py --corpus ts --vocab-size 10000
     python benchmarks/train_compare.py --corpus en-small --vocab-size 32000
-    python benchmarks/train_compare.py --cs336       # corpus.en at 500 and count throughput
+    python benchmarks/train_compare.py --count --corpus en --vocab-size 32000
+    python benchmarks/train_compare.py --cs336       # corpus.en at 500, bpekit only
 
 Peers (pip install rustbpe tokenizers gigatoken sentencepiece) are skipped when missing.
+``PYTHONPATH=DIR`` times the bpekit in DIR (the workers inherit it).
 """
 
 from __future__ import annotations
@@ -23,18 +28,24 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED, corpus_path, peak_rss_mib, run_worker, summarize
+from _common import (
+    RESULTS,
+    add_ratios,
+    command,
+    corpus_path,
+    data_dir,
+    peak_rss_mib,
+    run_worker,
+    summarize,
+    tool_version,
+    write_result,
+)
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 EOT = "<|endoftext|>"
 TOOLS = ["bpekit", "rustbpe", "sentencepiece", "tokenizers", "gigatoken"]
-MODULE = {
-    "bpekit": "bpekit",
-    "rustbpe": "rustbpe",
-    "sentencepiece": "sentencepiece",
-    "tokenizers": "tokenizers",
-    "gigatoken": "gigatoken",
-}
+NAMES = {"tokenizers": "HF tokenizers"}  # tool -> the name in the results
+PATTERNS = ["gpt2", "cl100k", "o200k"]
 
 
 def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> float:
@@ -100,30 +111,138 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
     raise ValueError(tool)
 
 
-def worker(args: list[str]) -> None:
-    tool, path, vocab, threads = args[0], args[1], int(args[2]), (int(args[3]) or None)
-    seconds = train_once(tool, path, vocab, threads)
-    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib()}))
-
-
-def _timed(fn, *args, **kwargs) -> tuple[object, float]:
-    t0 = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - t0
-
-
-def phases(path: Path, vocab_size: int) -> None:
-    """bpekit's time split between counting and merging, and counting MB/s per thread count."""
+def count_once(path: str, pattern: str, threads: int | None) -> float:
     import bpekit
 
-    size_mb = path.stat().st_size / 1e6
-    for threads in (1, 2):
-        best = min(_timed(bpekit.count_pretokens, path, [EOT], num_threads=threads)[1] for _ in range(3))
-        print(f"  count_pretokens {threads} thread(s): {best:.3f} s  {size_mb / best:,.0f} MB/s")
+    t = time.perf_counter()
+    bpekit.count_pretokens(path, [EOT], pattern=pattern, num_threads=threads)
+    return time.perf_counter() - t
+
+
+def merge_once(path: str, vocab_size: int) -> float:
+    """The merge loop alone: ``train_from_counts`` on counts made beforehand."""
+    import bpekit
+
     counts = bpekit.count_pretokens(path, [EOT])
-    _, merge_s = _timed(bpekit.train_from_counts, counts, vocab_size, [EOT])
-    merges = vocab_size - 257
-    print(f"  merge loop: {merge_s:.3f} s for up to {merges:,} merges, {len(counts):,} unique pre-tokens")
+    t = time.perf_counter()
+    bpekit.train_from_counts(counts, vocab_size, [EOT])
+    return time.perf_counter() - t
+
+
+def worker(args: list[str]) -> None:
+    """``train TOOL PATH VOCAB THREADS`` | ``count PATH PATTERN THREADS`` | ``merge PATH VOCAB``."""
+    job, rest = args[0], args[1:]
+    if job == "train":
+        tool, path, vocab, threads = rest[0], rest[1], int(rest[2]), (int(rest[3]) or None)
+        seconds = train_once(tool, path, vocab, threads)
+    elif job == "count":
+        tool, seconds = "bpekit", count_once(rest[0], rest[1], int(rest[2]) or None)
+    elif job == "merge":
+        tool, seconds = "bpekit", merge_once(rest[0], int(rest[1]))
+    else:
+        raise ValueError(job)
+    version = tool_version(NAMES.get(tool, tool))
+    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "version": version}))
+
+
+def measure(job: list[str], runs: int) -> dict | None:
+    """``runs`` fresh processes of one job: median seconds, spread, peak RSS, version."""
+    results = [run_worker(Path(__file__), job) for _ in range(runs)]
+    results = [r for r in results if r]
+    if not results:
+        return None
+    med, lo, hi = summarize([r["seconds"] for r in results])
+    return {
+        "version": results[0]["version"],
+        "seconds": med,
+        "seconds_min": lo,
+        "seconds_max": hi,
+        "runs": len(results),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in results),
+    }
+
+
+def print_row(row: dict) -> None:
+    label = f"{row['tool']} {row.get('case', '')}".strip()
+    print(
+        f"  {label:34s} {row['seconds']:8.3f} s  (min {row['seconds_min']:.3f}, max {row['seconds_max']:.3f})"
+        f"  {row['throughput']:8.1f} MB/s  peak RSS {row['peak_rss_mib']:6.0f} MiB",
+        flush=True,
+    )
+
+
+def train_workload(args: argparse.Namespace, path: Path, name: str) -> None:
+    mb = path.stat().st_size / 1e6
+    rows = []
+    for tool in args.tools.split(","):
+        if importlib.util.find_spec(tool) is None:
+            print(f"  {tool}: not installed, skipped")
+            continue
+        m = measure(["train", tool, str(path), str(args.vocab_size), str(args.threads)], args.runs)
+        if m is None:
+            continue
+        row = {"tool": NAMES.get(tool, tool), "case": "", **m, "throughput": mb / m["seconds"], "note": ""}
+        rows.append(row)
+        print_row(row)
+    if args.cs336:
+        cmd_args = ["--cs336", "--runs", str(args.runs)]
+    else:
+        cmd_args = ["--corpus", args.corpus, "--vocab-size", str(args.vocab_size), "--runs", str(args.runs)]
+        cmd_args += ["--tools", args.tools] if args.tools != ",".join(TOOLS) else []
+    cmd_args += ["--threads", str(args.threads)] if args.threads else []
+    threads = f"{args.threads} threads" if args.threads else "all cores"
+    size = f"{args.vocab_size // 1000}k" if args.vocab_size % 1000 == 0 else str(args.vocab_size)
+    write_result(
+        args.results,
+        f"train-{name}-{size}",
+        title=f"Training: {name}, vocabulary {args.vocab_size:,}",
+        description=(
+            f"A byte-level BPE vocabulary of {args.vocab_size:,} tokens with `<|endoftext|>` as special "
+            f"token and GPT-2's pre-tokenizer pattern, trained from the file ({threads} for the tools "
+            "that take a thread count). Time: the training call; throughput: corpus MB per second."
+        ),
+        command=command("train_compare.py", cmd_args),
+        corpus={"name": name, "bytes": path.stat().st_size},
+        unit="MB/s",
+        rows=add_ratios(rows),
+    )
+
+
+def count_workload(args: argparse.Namespace, path: Path, name: str) -> None:
+    mb = path.stat().st_size / 1e6
+    rows = []
+    for pattern in PATTERNS:
+        for threads in (1, 2):
+            m = measure(["count", str(path), pattern, str(threads)], args.runs)
+            if m is None:
+                continue
+            case = f"count_pretokens, {pattern}, {threads} thread{'s' if threads > 1 else ''}"
+            row = {"tool": "bpekit", "case": case, **m, "throughput": mb / m["seconds"], "ratio": None}
+            row["note"] = ""
+            rows.append(row)
+            print_row(row)
+    m = measure(["merge", str(path), str(args.vocab_size)], args.runs)
+    if m is not None:
+        case = f"merge loop to {args.vocab_size:,} (train_from_counts, gpt2 counts)"
+        row = {"tool": "bpekit", "case": case, **m, "throughput": None, "ratio": None, "note": ""}
+        rows.append(row)
+        print(f"  {case}: {m['seconds']:.3f} s")
+    cmd_args = ["--corpus", args.corpus, "--vocab-size", str(args.vocab_size), "--runs", str(args.runs)]
+    write_result(
+        args.results,
+        f"count-{name}",
+        title=f"Counting pre-tokens and the merge loop: {name}",
+        description=(
+            "bpekit's two training phases on their own, each in a fresh process: "
+            "`count_pretokens` (read, split on `<|endoftext|>`, pre-tokenize, count) with each named "
+            f"pattern on 1 and 2 threads, and `train_from_counts` to {args.vocab_size:,} tokens on the "
+            "gpt2 counts (counting untimed). No peer exposes these phases apart."
+        ),
+        command=command("train_compare.py", ["--count", *cmd_args]),
+        corpus={"name": name, "bytes": path.stat().st_size},
+        unit="MB/s",
+        rows=rows,
+    )
 
 
 def main() -> None:
@@ -136,41 +255,28 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="threads for tools that take it (0 = all)")
     p.add_argument("--tools", default=",".join(TOOLS))
-    p.add_argument("--cs336", action="store_true", help="time corpus.en at vocab 500 (bpekit only)")
+    p.add_argument("--count", action="store_true", help="bpekit's counting and merge loop apart")
+    p.add_argument("--cs336", action="store_true", help="time CS336's corpus.en at vocab 500 (bpekit only)")
+    p.add_argument("--data", default=None, help="data folder (default: $BPEKIT_DATA or ../shared/data)")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the result files")
     args = p.parse_args()
 
     if args.cs336:
-        path = SHARED / "data" / "cs336" / "corpus.en"
+        path = data_dir(args.data) / "cs336" / "corpus.en"
         args.corpus, args.vocab_size, args.tools = str(path), 500, "bpekit"
-    path = Path(args.corpus) if Path(args.corpus).exists() else corpus_path(args.corpus)
-    size_mb = path.stat().st_size / 1e6
+    if Path(args.corpus).exists():
+        path = Path(args.corpus)
+        name = path.name
+    else:
+        path, name = corpus_path(args.corpus, data=args.data), args.corpus
     print(
-        f"corpus {path} ({size_mb:,.1f} MB), vocab {args.vocab_size:,}, {args.runs} runs each, "
-        f"{os.cpu_count()} cores"
+        f"corpus {path} ({path.stat().st_size / 1e6:,.1f} MB), vocab {args.vocab_size:,}, "
+        f"{args.runs} runs each, {os.cpu_count()} cores"
     )
-    results = {}
-    for tool in args.tools.split(","):
-        if importlib.util.find_spec(MODULE[tool]) is None:
-            print(f"  {tool}: not installed, skipped")
-            continue
-        runs = [
-            run_worker(Path(__file__), [tool, str(path), str(args.vocab_size), str(args.threads)])
-            for _ in range(args.runs)
-        ]
-        runs = [r for r in runs if r]
-        if not runs:
-            continue
-        med, lo, hi = summarize([r["seconds"] for r in runs])
-        rss = max(r["peak_rss_mib"] for r in runs)
-        results[tool] = (med, rss)
-        print(f"  {tool:14s} {med:8.3f} s  (min {lo:.3f}, max {hi:.3f})  peak RSS {rss:7.0f} MiB")
-    if "bpekit" in results:
-        base, base_rss = results["bpekit"]
-        print("ratios (peer time / bpekit time, peer RSS / bpekit RSS):")
-        for tool, (sec, rss) in results.items():
-            if tool != "bpekit":
-                print(f"  {tool:14s} {sec / base:6.1f}x slower   {rss / base_rss:5.2f}x memory")
-        phases(path, args.vocab_size)
+    if args.count:
+        count_workload(args, path, name)
+    else:
+        train_workload(args, path, name)
 
 
 if __name__ == "__main__":
