@@ -12,9 +12,8 @@
 //! to a limit), so after the first occurrence a piece is never merged again. It is
 //! in huge pages where the kernel allows: the en corpus needs a 32 MB table, whose
 //! 8192 ordinary pages are more than the TLB holds (warm, gpt2: ~360 -> ~380 MB/s;
-//! with o200k ~320 -> ~340; en-small, 8 MB, +1-3%). An earlier measurement on this VM
-//! had found them 10% slower; on 2026-11-21 they were faster with an idle page
-//! cache and with 20 GB of it filled, first calls included.
+//! with o200k ~320 -> ~340; en-small, 8 MB, +1-3%), with an idle page cache and with
+//! 20 GB of it filled, first calls included.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -211,9 +210,8 @@ impl ShortCache {
     /// first mapped to the shared zero page and then copied on its first insert, and
     /// that copy flushes the page from the TLB of every core running the process: an
     /// interrupt to the other core, which a VM's host may not be running. In a cold
-    /// 2-thread encode of the 116 MB English corpus on the 2-core test VM, waiting
-    /// for those flushes took from nothing to 5% of the CPU time, by the host's load
-    /// (perf, gpt2).
+    /// 2-thread encode of the 116 MB English corpus on a 2-core VM, waiting for those
+    /// flushes took up to 5% of the CPU time, by the host's load (perf, gpt2).
     pub fn populate(&self) {
         let (lines, next) = (&self.store.lines, &self.store.fill.next_block);
         let blocks = lines.blocks();

@@ -2,12 +2,12 @@
 //! system call.
 //!
 //! Why: a large output buffer comes straight from `mmap`, and the kernel fills it one
-//! 4 KiB page fault at a time as the encoder writes. On the 2-core test VM those
-//! faults were 22% of a warm in-memory encode (en-small, gpt2: 392 MB/s into fresh
+//! 4 KiB page fault at a time as the encoder writes. Those faults were 22% of a warm
+//! in-memory encode (en-small, gpt2: 392 MB/s into fresh
 //! pages, 504 MB/s into reused ones). `MADV_POPULATE_WRITE` (Linux 5.14) faults a
 //! whole range in one call, which cut most of that cost (390 -> 430 MB/s). Huge pages
 //! would cut more, but in a page cache that fills the memory the kernel compacts to
-//! find them, and repeated calls ran up to 2x slower (RESULTS.md).
+//! find them, and repeated calls ran up to 2x slower.
 //!
 //! Only the range the encoder is about to write is faulted, a chunk ahead of it, so
 //! the half of the buffer that a text never fills stays untouched.

@@ -340,8 +340,8 @@ mod tests {
         let expected = e.encode(&text, e.specials()).unwrap();
         assert_eq!(n as usize, expected.len());
         assert_eq!(read_u16_ids(&out), expected);
-        // Regression: the workers of a 2-thread encode lease the shared table (they
-        // used to keep one table each, merging the same pieces twice).
+        // The workers of a 2-thread encode lease the shared cache, so that no piece
+        // is merged once per thread (regression test).
         if ShortCache::can_share() {
             assert!(e.workspaces().shared_cache_len() > 0);
         }

@@ -71,7 +71,7 @@ where
     // The consumer waits on `ready` for its next item; workers wait on `room`.
     let ready = Condvar::new();
     let room = Condvar::new();
-    let poisoned = || Error::invalid("a worker thread panicked");
+    let poisoned = || Error::internal("a worker thread panicked");
     let max_ahead = max_ahead.max(1);
     // Stops every thread and wakes the sleepers. Run when the consumer is done or
     // failed (a worker past the end waits for room too, and the scope joins them

@@ -145,9 +145,9 @@ impl Bpe {
                 show(token)
             )));
         }
-        // No list of all tokens or of all pairs is made along the way: this VM zeroes
-        // fresh memory at 0.5-1.3 GB/s, and such temporaries (~20 MB for o200k) were
-        // a fifth of loading it in a fresh process.
+        // No list of all tokens or of all pairs is made along the way: fresh memory
+        // costs its zeroing (0.5-1.3 GB/s measured), and such temporaries (~20 MB for
+        // o200k) were a fifth of loading it in a fresh process.
         let n_short = bpe.tokens().filter(|(_, t)| t.len() <= KEY_LEN).count();
         bpe.short_ids = ShortIds::with_capacity(n_short);
         for (id, t) in bpe.tokens.iter().enumerate() {
