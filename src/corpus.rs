@@ -414,11 +414,11 @@ pub fn chunk_ranges(
     target: usize,
     kind: Kind,
 ) -> Vec<Range<usize>> {
-    Cutter::new(data, specials, target, kind).collect()
+    ChunkCuts::new(data, specials, target, kind).collect()
 }
 
 /// The ranges of [`chunk_ranges`], found one at a time.
-struct Cutter<'a> {
+struct ChunkCuts<'a> {
     data: &'a [u8],
     specials: &'a SpecialMatcher,
     target: usize,
@@ -429,7 +429,7 @@ struct Cutter<'a> {
     from: usize,
 }
 
-impl<'a> Cutter<'a> {
+impl<'a> ChunkCuts<'a> {
     fn new(data: &'a [u8], specials: &'a SpecialMatcher, target: usize, kind: Kind) -> Self {
         let target = target.max(1);
         Self {
@@ -459,7 +459,7 @@ impl<'a> Cutter<'a> {
     }
 }
 
-impl Iterator for Cutter<'_> {
+impl Iterator for ChunkCuts<'_> {
     type Item = Range<usize>;
 
     fn next(&mut self) -> Option<Range<usize>> {
@@ -515,9 +515,9 @@ const MIN_TAPERED: usize = 64 << 10;
 
 struct ChunksFound<'a> {
     found: Vec<(usize, Range<usize>)>,
-    /// The source being cut, and its cutter (`None` before it starts).
+    /// The source being cut, and its ranges (`None` before it starts).
     source: usize,
-    cutter: Option<Cutter<'a>>,
+    ranges: Option<ChunkCuts<'a>>,
 }
 
 impl<'a> Chunks<'a> {
@@ -541,7 +541,7 @@ impl<'a> Chunks<'a> {
             state: Mutex::new(ChunksFound {
                 found: Vec::new(),
                 source: 0,
-                cutter: None,
+                ranges: None,
             }),
         }
     }
@@ -563,28 +563,31 @@ impl<'a> Chunks<'a> {
             // cut: cutting it further would make one chunk of the rest. Its readers
             // fail at their next chunk ([`decode`]).
             if self.sources.get(source).is_some_and(Source::faulted) {
-                state.cutter = None;
+                state.ranges = None;
                 state.source += 1;
                 continue;
             }
-            let cutter = match &mut state.cutter {
+            let ranges = match &mut state.ranges {
                 Some(c) => c,
                 None => {
                     let bytes = self.sources.get(source)?.bytes();
-                    state
-                        .cutter
-                        .insert(Cutter::new(bytes, self.specials, self.target, self.kind))
+                    state.ranges.insert(ChunkCuts::new(
+                        bytes,
+                        self.specials,
+                        self.target,
+                        self.kind,
+                    ))
                 }
             };
             if self.threads > 1 {
-                let left = cutter.left() + self.after[source];
+                let left = ranges.left() + self.after[source];
                 let share = (left / (TAPER * self.threads)).max(MIN_TAPERED);
-                cutter.set_target(self.target.min(share));
+                ranges.set_target(self.target.min(share));
             }
-            match cutter.next() {
+            match ranges.next() {
                 Some(range) => state.found.push((source, range)),
                 None => {
-                    state.cutter = None;
+                    state.ranges = None;
                     state.source += 1;
                 }
             }

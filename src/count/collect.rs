@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::pieces::{shard_of, ShortTable};
+use super::pieces::{shard_of, ShortCounts};
 use crate::hugemem::huge_vec;
 
 /// Up to this many tables, a shard's keys are merged by looking each one up in the
@@ -114,7 +114,7 @@ impl ShardWords {
 /// words and `extra` more (words, bytes), so that the others can be appended to it
 /// without moving it.
 pub(super) fn shard_words(
-    tables: &[ShortTable],
+    tables: &[ShortCounts],
     threads: usize,
     extra: (usize, usize),
 ) -> Vec<ShardWords> {
@@ -145,9 +145,9 @@ pub(super) fn shard_words(
     done.into_iter().map(|(_, w)| w).collect()
 }
 
-fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usize)) -> ShardWords {
+fn one_shard(tables: &[ShortCounts], shard: usize, bits: u32, extra: (usize, usize)) -> ShardWords {
     // At most the sum of the tables' keys in this shard, which is about this.
-    let keys: usize = tables.iter().map(ShortTable::len).sum();
+    let keys: usize = tables.iter().map(ShortCounts::len).sum();
     let mut out = if shard == 0 {
         ShardWords::with_capacity(keys + extra.0, extra.1)
     } else {
@@ -160,7 +160,11 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
             out.extend_kept::<true>(part, keep, |_, count| count);
         }
     } else if tables.len() <= MAX_LOOKUP_TABLES {
-        let smallest = tables.iter().map(ShortTable::slot_count).min().unwrap_or(0);
+        let smallest = tables
+            .iter()
+            .map(ShortCounts::slot_count)
+            .min()
+            .unwrap_or(0);
         let block_bits = (smallest.trailing_zeros().saturating_sub(LOOKUP_BLOCK_BITS)).max(bits);
         let blocks = 1usize << (block_bits - bits);
         for block in shard * blocks..(shard + 1) * blocks {
@@ -178,8 +182,8 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
             }
         }
     } else {
-        let biggest = tables.iter().map(ShortTable::len).max().unwrap_or(0);
-        let mut merged = ShortTable::for_shard(2 * (biggest >> bits) + 64, bits);
+        let biggest = tables.iter().map(ShortCounts::len).max().unwrap_or(0);
+        let mut merged = ShortCounts::for_shard(2 * (biggest >> bits) + 64, bits);
         for table in tables {
             table.shard_slots(shard, bits).for_each(|&(key, count)| {
                 if key != 0 && shard_of(key, bits) == shard {
@@ -199,7 +203,7 @@ mod tests {
     use super::super::PieceCounts;
     use super::*;
 
-    fn words_of(tables: &[ShortTable], threads: usize) -> Vec<(Vec<u8>, u64)> {
+    fn words_of(tables: &[ShortCounts], threads: usize) -> Vec<(Vec<u8>, u64)> {
         let mut got = Vec::new();
         for shard in shard_words(tables, threads, (0, 0)) {
             let mut start = 0;
@@ -214,7 +218,7 @@ mod tests {
     }
 
     /// The words of `tables` merged naively.
-    fn want(tables: &[ShortTable]) -> Vec<(Vec<u8>, u64)> {
+    fn want(tables: &[ShortCounts]) -> Vec<(Vec<u8>, u64)> {
         let mut want = std::collections::BTreeMap::<Vec<u8>, u64>::new();
         for table in tables {
             for &(key, count) in table.occupied() {
@@ -250,7 +254,7 @@ mod tests {
                 }
             }
         }
-        let tables: Vec<ShortTable> = parts
+        let tables: Vec<ShortCounts> = parts
             .into_iter()
             .map(|part| {
                 let (short, long) = part.into_tables();
