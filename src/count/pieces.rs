@@ -5,7 +5,7 @@
 //! - hashing each borrowed piece byte by byte and comparing it with a `memcmp` call
 //!   on the text of the key's first occurrence cost about a quarter of the time.
 //!   Nearly all pieces are at most 15 bytes; packed with their length into a `u128`
-//!   they hash in two multiplies and compare in one instruction, without reading the
+//!   they hash in one multiply and compare in one instruction, without reading the
 //!   text again. Longer pieces (under 0.2% of them) keep the borrowed key.
 //! - half the time went to cache misses: ~120,000 distinct pieces fill a table of
 //!   several MB, and the rarer 15% of pieces miss the cache. A lookup's load was
@@ -21,7 +21,7 @@
 
 use super::FxMap;
 use crate::hugemem::ZeroedBuf;
-use crate::piecekey::{key_at, KEY_LEN};
+use crate::piecekey::{hash, key_at, KEY_LEN};
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = KEY_LEN;
@@ -150,13 +150,6 @@ impl Default for ShortCounts {
     fn default() -> Self {
         Self::with_slots(1 << 12, 0)
     }
-}
-
-/// The keys' hash. Multiplicative: its top bits depend on every bit of the key.
-#[inline(always)]
-pub(super) fn hash(key: u128) -> u64 {
-    let x = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
-    x.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Which of `2^bits` shards `key` falls in.
