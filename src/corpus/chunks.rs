@@ -119,9 +119,38 @@ pub struct Chunks<'a> {
 /// 2-thread encode of the 116 MB English corpus finished 4-51 ms apart (perf sched, 6
 /// runs; a 1 MB chunk takes 6-9 ms), one core idle for that time.
 const TAPER: usize = 4;
-/// No tapered chunk is smaller than this (unless the target is): small enough to end
-/// within a millisecond, large enough that a chunk's fixed costs stay small.
-const MIN_TAPERED: usize = 64 << 10;
+/// The smallest chunk: no automatic size ([`chunk_size`]) and no tapered chunk is
+/// smaller (a tapered one may be if the target is). Small enough to end within a
+/// millisecond, large enough that a chunk's fixed costs (a lock, a cut search, a
+/// decode check) stay small.
+const MIN_CHUNK: usize = 64 << 10;
+
+/// Chunks per thread that an automatic chunk size aims at: enough to balance uneven
+/// documents, few enough that per-chunk work stays negligible.
+const CHUNKS_PER_THREAD: usize = 16;
+
+/// The chunk size for `total_bytes` of input on `threads` threads when the caller
+/// gave none: about [`CHUNKS_PER_THREAD`] chunks per thread, at least [`MIN_CHUNK`]
+/// and at most `max_chunk` (the callers differ there: counting takes large chunks,
+/// encoding keeps the chunks in flight small).
+///
+/// ```text
+/// chunk_size(116 << 20, 2, 16 << 20) == 3.625 MiB    chunk_size(116 << 20, 2, 1 << 20) == 1 MiB
+/// chunk_size(100 << 10, 2, 1 << 20) == 64 KiB
+/// ```
+pub(crate) fn chunk_size(total_bytes: usize, threads: usize, max_chunk: usize) -> usize {
+    let per_chunk = total_bytes / threads.max(1).saturating_mul(CHUNKS_PER_THREAD);
+    per_chunk.clamp(MIN_CHUNK, max_chunk.max(MIN_CHUNK))
+}
+
+/// How many of `threads` threads to start on `bytes` of input in `files` files cut
+/// into chunks of `chunk_size`: no more than there can be chunks (tapered ones are at
+/// least [`MIN_CHUNK`], or `chunk_size` if that is smaller, and each file ends one),
+/// since a worker without a chunk only costs its start and its state; at least 1.
+pub(crate) fn worker_count(threads: usize, bytes: usize, files: usize, chunk_size: usize) -> usize {
+    let most_chunks = bytes / chunk_size.clamp(1, MIN_CHUNK) + files;
+    threads.min(most_chunks).max(1)
+}
 
 struct ChunksFound<'a> {
     found: Vec<(usize, Range<usize>)>,
@@ -156,7 +185,7 @@ impl<'a> Chunks<'a> {
         }
     }
 
-    /// Chunks for `threads` threads: the last ones smaller, down to [`MIN_TAPERED`]
+    /// Chunks for `threads` threads: the last ones smaller, down to [`MIN_CHUNK`]
     /// bytes, so that no thread is left with a whole chunk when the others are done.
     pub fn tapered(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
@@ -191,7 +220,7 @@ impl<'a> Chunks<'a> {
             };
             if self.threads > 1 {
                 let left = ranges.left() + self.after[source];
-                let share = (left / (TAPER * self.threads)).max(MIN_TAPERED);
+                let share = (left / (TAPER * self.threads)).max(MIN_CHUNK);
                 ranges.set_target(self.target.min(share));
             }
             match ranges.next() {
@@ -322,11 +351,11 @@ mod tests {
                 assert!(r.len() < target + 64, "{r:?}");
             }
         }
-        // The last source's last chunks are the smallest, down to MIN_TAPERED (a line
+        // The last source's last chunks are the smallest, down to MIN_CHUNK (a line
         // more at most).
         let last: Vec<usize> = got.iter().rev().take(6).map(|(_, r)| r.len()).collect();
         assert!(last[1..].iter().all(|&n| n < target / 2), "{last:?}");
-        assert!(last[1] < MIN_TAPERED + 64, "{last:?}");
+        assert!(last[1] < MIN_CHUNK + 64, "{last:?}");
         // One thread: chunks of one size, as before.
         let one = Chunks::new(&sources, &specials, target, Kind::Gpt2).tapered(1);
         assert_eq!((0..).map_while(|i| one.get(i)).collect::<Vec<_>>(), plain);
@@ -339,5 +368,21 @@ mod tests {
         let ranges = chunk_ranges(text, &none, 1, Kind::O200k);
         let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
         assert_eq!(cuts, vec![0, 3, 7, 11, 14]);
+    }
+
+    #[test]
+    fn chunk_size_and_worker_count() {
+        const MIB: usize = 1 << 20;
+        assert_eq!(chunk_size(116 * MIB, 2, 16 * MIB), 116 * MIB / 32);
+        assert_eq!(chunk_size(116 * MIB, 2, MIB), MIB);
+        assert_eq!(chunk_size(100 << 10, 2, MIB), MIN_CHUNK);
+        assert_eq!(chunk_size(0, 0, 0), MIN_CHUNK);
+        assert_eq!(chunk_size(usize::MAX, usize::MAX, 16 * MIB), MIN_CHUNK);
+        // No more workers than chunks: tapered chunks are at least MIN_CHUNK.
+        assert_eq!(worker_count(8, 100 << 10, 1, MIB), 2);
+        assert_eq!(worker_count(8, 10, 1, MIB), 1);
+        assert_eq!(worker_count(8, 10, 3, 1), 8);
+        assert_eq!(worker_count(2, 116 * MIB, 1, MIB), 2);
+        assert_eq!(worker_count(0, 0, 0, 0), 1);
     }
 }

@@ -16,6 +16,7 @@ mod spool;
 mod utf8;
 
 pub use chunks::{chunk_ranges, Chunks};
+pub(crate) use chunks::{chunk_size, worker_count};
 pub use groups::{check_intact, size_on_disk, Groups};
 pub use source::Source;
 pub use utf8::{decode, Utf8Policy};
