@@ -238,7 +238,6 @@ impl<'a> Chunks<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::cuts::inside_special;
 
     #[test]
     fn chunks_cover_input_and_cut_before_specials() {
@@ -263,7 +262,7 @@ mod tests {
             let ranges = chunk_ranges(text, &specials, target, Kind::O200k);
             let cuts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
             for &c in &cuts[1..] {
-                assert!(!inside_special(text, &specials, c), "{target}: cut {c}");
+                assert!(!specials.covers(text, c), "{target}: cut {c}");
             }
             assert!(!cuts.contains(&11), "{target}");
             assert!(!cuts.contains(&5), "{target}");

@@ -61,7 +61,7 @@ pub fn decode<'a>(
     }
 }
 
-fn decode_ignoring_errors(mut bytes: &[u8]) -> String {
+pub(super) fn decode_ignoring_errors(mut bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     loop {
         match std::str::from_utf8(bytes) {
