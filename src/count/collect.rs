@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::pieces::{shard_of, ShortCounts};
+use crate::error::Result;
 use crate::hugemem::huge_vec;
 
 /// Up to this many tables, a shard's keys are merged by looking each one up in the
@@ -117,16 +118,16 @@ pub(super) fn shard_words(
     tables: &[ShortCounts],
     threads: usize,
     extra: (usize, usize),
-) -> Vec<ShardWords> {
+) -> Result<Vec<ShardWords>> {
     let threads = threads.max(1);
     // One shard per thread; every table has at least 2^12 slots, so every shard
     // has at least one.
     let bits = threads.next_power_of_two().trailing_zeros().min(12);
     let shards = 1usize << bits;
     if threads == 1 {
-        return (0..shards)
+        return Ok((0..shards)
             .map(|s| one_shard(tables, s, bits, extra))
-            .collect();
+            .collect());
     }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, ShardWords)>> = Mutex::new(Vec::with_capacity(shards));
@@ -139,10 +140,10 @@ pub(super) fn shard_words(
         done.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((s, words));
-    });
+    })?;
     let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
     done.sort_unstable_by_key(|(s, _)| *s);
-    done.into_iter().map(|(_, w)| w).collect()
+    Ok(done.into_iter().map(|(_, w)| w).collect())
 }
 
 fn one_shard(tables: &[ShortCounts], shard: usize, bits: u32, extra: (usize, usize)) -> ShardWords {
@@ -205,7 +206,7 @@ mod tests {
 
     fn words_of(tables: &[ShortCounts], threads: usize) -> Vec<(Vec<u8>, u64)> {
         let mut got = Vec::new();
-        for shard in shard_words(tables, threads, (0, 0)) {
+        for shard in shard_words(tables, threads, (0, 0)).unwrap() {
             let mut start = 0;
             for (&end, &count) in shard.ends.iter().zip(&shard.counts) {
                 got.push((shard.bytes[start..end].to_vec(), count));

@@ -151,7 +151,7 @@ pub fn count_sources(
         let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
         guard.push(outcome.map(|()| local));
     };
-    crate::pool::on_threads(threads, work);
+    crate::pool::on_threads(threads, work)?;
     let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
     let mut tables = Vec::with_capacity(parts.len());
@@ -179,7 +179,7 @@ pub fn count_sources(
     if !crate::hugemem::probe(keys.saturating_mul(64).saturating_add(2 * long_bytes)) {
         return Err(Error::out_of_memory::<u8>("collecting counts", keys * 64));
     }
-    for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes)) {
+    for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes))? {
         words.append_distinct_arena(shard.bytes, shard.ends, shard.counts);
     }
     drop(tables);
