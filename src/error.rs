@@ -13,7 +13,8 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// Input bytes are not UTF-8 and the caller asked for strict decoding.
+    /// Input bytes are not UTF-8 and the caller asked for strict decoding. (`py` adds
+    /// how to decode it anyway, in the words of the Python API.)
     InvalidUtf8 { path: PathBuf, offset: u64 },
     /// A token id that the vocabulary does not hold.
     UnknownTokenId { id: u32 },
@@ -57,6 +58,19 @@ impl Error {
     pub fn internal(message: impl Into<String>) -> Self {
         Error::Internal(message.into())
     }
+    /// The error for a worker thread that panicked with `payload` (what
+    /// `JoinHandle::join` or `catch_unwind` gives): a bug, not bad input.
+    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = match (
+            payload.downcast_ref::<&str>(),
+            payload.downcast_ref::<String>(),
+        ) {
+            (Some(s), _) => s,
+            (_, Some(s)) => s.as_str(),
+            _ => "no message",
+        };
+        Error::Internal(format!("a worker thread panicked: {message}"))
+    }
     /// An allocation of `count` items of `T` for `what` failed.
     pub fn out_of_memory<T>(what: &'static str, count: usize) -> Self {
         Error::OutOfMemory {
@@ -72,12 +86,16 @@ impl fmt::Display for Error {
             Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
             Error::InvalidUtf8 { path, offset } => write!(
                 f,
-                "{}: invalid UTF-8 at byte offset {offset}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway",
+                "{}: invalid UTF-8 at byte offset {offset}",
                 path.display()
             ),
             Error::UnknownTokenId { id } => write!(f, "token id {id} is not in the vocabulary"),
             Error::InvalidArgument(m) | Error::Overflow(m) => f.write_str(m),
-            Error::Format { path, line, message } => {
+            Error::Format {
+                path,
+                line,
+                message,
+            } => {
                 write!(f, "{}:{line}: {message}", path.display())
             }
             Error::Regex(m) => write!(f, "pre-tokenizer regex failed: {m}"),

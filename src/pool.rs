@@ -11,6 +11,7 @@
 //! would signal them through locks that a parent thread may have held at the fork.
 //! Looking the pool up costs a `getpid` and a lock (~0.1 us), once per parallel job.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -77,21 +78,29 @@ pub fn no_thread() -> Error {
 /// Runs `work` on `threads` threads: `threads - 1` started here and the calling
 /// thread. Where a thread cannot be started (a memory or thread limit), fewer run,
 /// down to the calling thread alone: for work that takes its items from a shared
-/// counter, where that only makes it slower.
-pub fn on_threads<F: Fn() + Sync>(threads: usize, work: F) {
+/// counter, where that only makes it slower. A panic in `work`, on any of the
+/// threads, is an [`Error::Internal`] once all have ended.
+pub fn on_threads<F: Fn() + Sync>(threads: usize, work: F) -> Result<()> {
     std::thread::scope(|s| {
-        for _ in 1..threads {
-            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
-                break;
+        let started: Vec<_> = (1..threads)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(s, &work).ok())
+            .collect();
+        let mut outcome = std::panic::catch_unwind(AssertUnwindSafe(&work))
+            .map_err(|payload| Error::from_panic(payload.as_ref()));
+        for handle in started {
+            // Joined here, so that the scope does not raise the panic again.
+            if let (Err(payload), Ok(())) = (handle.join(), &outcome) {
+                outcome = Err(Error::from_panic(payload.as_ref()));
             }
         }
-        work();
-    });
+        outcome
+    })
 }
 
 /// Runs `work` on a pool of `num_threads` threads (0: [`default_threads`]), inside
 /// which rayon's parallel iterators run. Pools are kept per thread count, so calling
-/// `encode_batch` in a loop starts no threads.
+/// `encode_batch` in a loop starts no threads. A panic in `work` (on any of the
+/// pool's threads) is an [`Error::Internal`].
 pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
     let num_threads = match num_threads {
         0 => default_threads(),
@@ -114,7 +123,8 @@ pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send)
             }
         }
     };
-    Ok(pool.install(work))
+    std::panic::catch_unwind(AssertUnwindSafe(|| pool.install(work)))
+        .map_err(|payload| Error::from_panic(payload.as_ref()))
 }
 
 #[cfg(test)]
@@ -164,5 +174,28 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+
+    #[test]
+    fn a_panicking_worker_is_an_internal_error() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let outcome = on_threads(3, || {
+            if calls.fetch_add(1, Ordering::Relaxed) == 1 {
+                panic!("worker {}", 1);
+            }
+        });
+        assert!(
+            matches!(&outcome, Err(Error::Internal(m)) if m == "a worker thread panicked: worker 1"),
+            "{outcome:?}"
+        );
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        assert!(on_threads(2, || ()).is_ok());
+        let outcome = run_in_pool(2, || -> u32 { panic!("in the pool") });
+        assert!(
+            matches!(&outcome, Err(Error::Internal(m)) if m.ends_with("in the pool")),
+            "{outcome:?}"
+        );
+        // The pool still works.
+        assert_eq!(run_in_pool(2, || 7).unwrap(), 7);
     }
 }

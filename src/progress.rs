@@ -58,7 +58,7 @@ impl Progress {
 /// draw progress, or to notice Ctrl-C. An `Err` from `tick` cancels the job and comes
 /// back beside the job's outcome; `tick` is not called again after one.
 ///
-/// A panic in the job comes back as `Err(its message)` instead of being raised again
+/// A panic in the job comes back as [`Error::Internal`] instead of being raised again
 /// on this thread, so that the caller can report it as an error: the job's thread is
 /// joined here, where a scope left to join it would panic in turn.
 pub fn run_watched<T, E, J, K>(
@@ -66,7 +66,7 @@ pub fn run_watched<T, E, J, K>(
     job: J,
     every: Duration,
     mut tick: K,
-) -> (std::result::Result<Result<T>, String>, Option<E>)
+) -> (Result<T>, Option<E>)
 where
     T: Send,
     J: FnOnce(&Progress) -> Result<T> + Send,
@@ -94,7 +94,9 @@ where
             // no ticks, and fails where it needs memory it cannot get.
             Err(_) => {
                 run(tx);
-                let outcome = rx.try_recv().map_err(|_| "the job did not run".to_owned());
+                let outcome = rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Err(Error::internal("the job did not run")));
                 return (outcome, None);
             }
         };
@@ -115,9 +117,9 @@ where
             }
         };
         let outcome = match (outcome, handle.join()) {
-            (Some(r), _) => Ok(r),
-            (None, Err(payload)) => Err(panic_message(payload.as_ref())),
-            (None, Ok(())) => Err("the job's thread ended without a result".to_owned()),
+            (Some(r), _) => r,
+            (None, Err(payload)) => Err(Error::from_panic(payload.as_ref())),
+            (None, Ok(())) => Err(Error::internal("the job's thread ended without a result")),
         };
         (outcome, stopped_by)
     })
@@ -157,18 +159,6 @@ pub fn interrupted() -> bool {
     })
 }
 
-/// The message a panic was raised with (`panic!` gives a `&str` or a `String`).
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    match (
-        payload.downcast_ref::<&str>(),
-        payload.downcast_ref::<String>(),
-    ) {
-        (Some(s), _) => (*s).to_owned(),
-        (_, Some(s)) => s.clone(),
-        _ => "no message".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,7 +182,7 @@ mod tests {
                 Ok::<(), ()>(())
             },
         );
-        assert!(matches!(outcome, Ok(Ok(42))));
+        assert!(matches!(outcome, Ok(42)));
         assert!(stopped.is_none() && ticks > 0 && progress.done() == 7);
     }
 
@@ -208,13 +198,13 @@ mod tests {
             TICK,
             |_| Err::<(), _>("interrupted"),
         );
-        assert!(matches!(outcome, Ok(Err::<(), _>(Error::Cancelled))));
+        assert!(matches!(outcome, Err::<(), _>(Error::Cancelled)));
         assert_eq!(stopped, Some("interrupted"));
     }
 
-    /// Regression: the job's thread was left to the scope to join, which raised its
-    /// panic again, so the binding's "please report this" error could never be made
-    /// (Python saw pyo3's PanicException instead).
+    /// The job's thread is joined here rather than left to the scope to join, which
+    /// would raise its panic again: the caller gets an error to report (Python a
+    /// RuntimeError, not pyo3's PanicException).
     #[test]
     fn run_watched_returns_a_panic_as_its_message() {
         let progress = Progress::new();
@@ -224,7 +214,11 @@ mod tests {
             TICK,
             |_| Ok::<(), ()>(()),
         );
-        assert_eq!(outcome.err().as_deref(), Some("test panic 7"));
+        let internal = |outcome: Result<()>| match outcome {
+            Err(Error::Internal(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(internal(outcome), "a worker thread panicked: test panic 7");
         assert!(stopped.is_none());
         let (outcome, _) = run_watched(
             &progress,
@@ -232,6 +226,6 @@ mod tests {
             TICK,
             |_| Ok::<(), ()>(()),
         );
-        assert_eq!(outcome.err().as_deref(), Some("no message"));
+        assert_eq!(internal(outcome), "a worker thread panicked: no message");
     }
 }

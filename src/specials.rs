@@ -1,6 +1,8 @@
 //! Special tokens: found in text leftmost-longest, so overlapping tokens such as
 //! `<|a|>` and `<|a|><|a|>` match the longest whatever order they were given in.
 
+use std::sync::OnceLock;
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use rustc_hash::FxHashSet;
 
@@ -26,7 +28,16 @@ pub enum Segment<'t> {
 #[derive(Clone, Debug, Default)]
 pub struct SpecialMatcher {
     tokens: Vec<String>,
+    /// Leftmost-longest: the matches a text is split at.
     automaton: Option<AhoCorasick>,
+    /// Every occurrence, overlapping ones included, for [`SpecialMatcher::covers`]:
+    /// made on first use (only cutting a text needs it); `None` inside where it
+    /// cannot be built, and the tokens are compared one by one instead.
+    overlapping: OnceLock<Option<AhoCorasick>>,
+    /// The longest token's length in bytes (0 without tokens).
+    max_len: usize,
+    /// The first bytes of the tokens, a bit each.
+    first_bytes: [u64; 4],
 }
 
 impl SpecialMatcher {
@@ -48,17 +59,26 @@ impl SpecialMatcher {
                 )));
             }
         }
-        let automaton =
-            if tokens.is_empty() {
-                None
-            } else {
-                Some(build_automaton(tokens).map_err(|e| {
+        let automaton = if tokens.is_empty() {
+            None
+        } else {
+            Some(
+                build_automaton(tokens, MatchKind::LeftmostLongest).map_err(|e| {
                     Error::invalid(format!("cannot build special-token matcher: {e}"))
-                })?)
-            };
+                })?,
+            )
+        };
+        let mut first_bytes = [0u64; 4];
+        for t in tokens {
+            let b = t.as_bytes()[0];
+            first_bytes[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
         Ok(Self {
             tokens: tokens.to_vec(),
             automaton,
+            overlapping: OnceLock::new(),
+            max_len: tokens.iter().map(String::len).max().unwrap_or(0),
+            first_bytes,
         })
     }
 
@@ -71,7 +91,62 @@ impl SpecialMatcher {
     }
 
     pub fn max_len(&self) -> usize {
-        self.tokens.iter().map(String::len).max().unwrap_or(0)
+        self.max_len
+    }
+
+    /// Whether some token starts with the byte `b`.
+    #[inline]
+    pub fn is_first_byte(&self, b: u8) -> bool {
+        self.first_bytes[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// Whether an occurrence of a token begins at `bytes[p]`. Reads at most the
+    /// longest token's length from `p`.
+    pub fn starts_at(&self, bytes: &[u8], p: usize) -> bool {
+        let (Some(ac), Some(rest)) = (&self.automaton, bytes.get(p..)) else {
+            return false;
+        };
+        // Leftmost: a match that starts anywhere else means none starts at `p`.
+        let window = &rest[..rest.len().min(self.max_len)];
+        ac.find(window).is_some_and(|m| m.start() == 0)
+    }
+
+    /// Whether an occurrence of a token, wherever it begins (overlapping ones
+    /// included), holds both `bytes[p - 1]` and `bytes[p]`: where none does, the
+    /// leftmost-longest matches of `bytes` are those of `bytes[..p]` and `bytes[p..]`.
+    /// Reads the bytes within the longest token's length of `p`: one search of those,
+    /// whatever the number of tokens.
+    ///
+    /// ```text
+    /// tokens "<|a|>", "b\nc":  "ab\nc" covers 3 (inside "b\nc"), not 2 or 4
+    /// ```
+    pub fn covers(&self, bytes: &[u8], p: usize) -> bool {
+        if self.max_len < 2 || p == 0 || p >= bytes.len() {
+            return false;
+        }
+        let lo = p + 1 - self.max_len.min(p + 1);
+        let hi = (p + self.max_len - 1).min(bytes.len());
+        match self.overlapping() {
+            Some(ac) => ac
+                .find_overlapping_iter(&bytes[lo..hi])
+                .any(|m| lo + m.start() < p && p < lo + m.end()),
+            None => self.covers_by_comparing(bytes, p),
+        }
+    }
+
+    /// [`SpecialMatcher::covers`] by comparing each token at each offset: the
+    /// fallback where the overlapping automaton cannot be built, and the tests' oracle.
+    fn covers_by_comparing(&self, bytes: &[u8], p: usize) -> bool {
+        self.tokens.iter().any(|t| {
+            let t = t.as_bytes();
+            (1..t.len()).any(|j| p >= j && bytes.get(p - j..p - j + t.len()) == Some(t))
+        })
+    }
+
+    fn overlapping(&self) -> Option<&AhoCorasick> {
+        self.overlapping
+            .get_or_init(|| build_automaton(&self.tokens, MatchKind::Standard).ok())
+            .as_ref()
     }
 
     /// Calls `f` with the segments of `text` in order. Empty text segments are skipped.
@@ -107,17 +182,18 @@ impl SpecialMatcher {
     }
 }
 
-/// The leftmost-longest automaton of `tokens` (not empty): aho-corasick's own choice
-/// (a DFA for up to 100 tokens, else a contiguous NFA) where a DFA builds quickly,
-/// else a contiguous NFA, or the noncontiguous one it is made from where the
+/// The automaton of `tokens` (not empty) matching as `kind` says: aho-corasick's own
+/// choice (a DFA for up to 100 tokens, else a contiguous NFA) where a DFA builds
+/// quickly, else a contiguous NFA, or the noncontiguous one it is made from where the
 /// contiguous one has too many states.
 fn build_automaton(
     tokens: &[String],
+    kind: MatchKind,
 ) -> std::result::Result<AhoCorasick, aho_corasick::BuildError> {
     let total: usize = tokens.iter().map(String::len).sum();
     let longest = tokens.iter().map(String::len).max().unwrap_or(0);
     let mut builder = AhoCorasickBuilder::new();
-    builder.match_kind(MatchKind::LeftmostLongest);
+    builder.match_kind(kind);
     if total.saturating_mul(longest) <= DFA_MAX_WORK {
         return builder.build(tokens);
     }
@@ -238,5 +314,51 @@ mod tests {
             Segment::Text(&text[200_002..]),
         ];
         assert_eq!(out, expected);
+    }
+
+    /// `covers` and `starts_at` search the bytes near a position once, whatever the
+    /// number of tokens; they agree with comparing every token at every offset.
+    #[test]
+    fn covers_and_starts_at_agree_with_comparing_each_token() {
+        let m = SpecialMatcher::new(&toks(&["<|a|>", "<|a|><|a|>", "b\nc", "aa", "a"])).unwrap();
+        let mut rng = crate::testutil::Rng(0x1234_5678_9abc_def1);
+        let alphabet = b"<|a>b\ncx";
+        for _ in 0..2_000 {
+            let text: Vec<u8> = (0..rng.below(24))
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            for p in 0..=text.len() + 1 {
+                assert_eq!(
+                    m.covers(&text, p),
+                    m.covers_by_comparing(&text, p),
+                    "{text:?} {p}"
+                );
+                let starts = m
+                    .tokens()
+                    .iter()
+                    .any(|t| text.get(p..).is_some_and(|r| r.starts_with(t.as_bytes())));
+                assert_eq!(m.starts_at(&text, p), starts, "{text:?} {p}");
+            }
+        }
+        assert!(m.covers(b"ab\nc", 3));
+        assert!(!m.covers(b"ab\nc", 1));
+        assert!(m.is_first_byte(b'<') && !m.is_first_byte(b'x'));
+        let none = SpecialMatcher::default();
+        assert!(!none.covers(b"ab", 1) && !none.starts_at(b"ab", 0) && !none.is_first_byte(b'a'));
+    }
+
+    /// With 60K tokens, deciding whether a position is covered reads the bytes near it
+    /// once (comparing every token there took ~1 ms a position).
+    #[test]
+    fn covers_is_fast_with_many_tokens() {
+        let many: Vec<String> = (0..60_000).map(|i| format!("<|s{i}|>")).collect();
+        let m = SpecialMatcher::new(&many).unwrap();
+        let text = "x<|s59999|>y\n".repeat(1_000);
+        let covered = finishes_within(2.0, "covers with 60K tokens", move || {
+            (0..text.len())
+                .filter(|&p| m.covers(text.as_bytes(), p))
+                .count()
+        });
+        assert_eq!(covered, 1_000 * 9);
     }
 }

@@ -100,3 +100,20 @@ pub(crate) fn long_text() -> String {
     text.push_str(&"a".repeat(3 * ROUND));
     text
 }
+
+/// A small xorshift generator: the tests stay deterministic and need no crate.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (not 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}

@@ -9,7 +9,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::pieces::{shard_of, ShortTable};
+use super::pieces::{shard_of, ShortCounts};
+use crate::error::Result;
 use crate::hugemem::huge_vec;
 
 /// Up to this many tables, a shard's keys are merged by looking each one up in the
@@ -114,19 +115,19 @@ impl ShardWords {
 /// words and `extra` more (words, bytes), so that the others can be appended to it
 /// without moving it.
 pub(super) fn shard_words(
-    tables: &[ShortTable],
+    tables: &[ShortCounts],
     threads: usize,
     extra: (usize, usize),
-) -> Vec<ShardWords> {
+) -> Result<Vec<ShardWords>> {
     let threads = threads.max(1);
     // One shard per thread; every table has at least 2^12 slots, so every shard
     // has at least one.
     let bits = threads.next_power_of_two().trailing_zeros().min(12);
     let shards = 1usize << bits;
     if threads == 1 {
-        return (0..shards)
+        return Ok((0..shards)
             .map(|s| one_shard(tables, s, bits, extra))
-            .collect();
+            .collect());
     }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, ShardWords)>> = Mutex::new(Vec::with_capacity(shards));
@@ -139,15 +140,15 @@ pub(super) fn shard_words(
         done.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((s, words));
-    });
+    })?;
     let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
     done.sort_unstable_by_key(|(s, _)| *s);
-    done.into_iter().map(|(_, w)| w).collect()
+    Ok(done.into_iter().map(|(_, w)| w).collect())
 }
 
-fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usize)) -> ShardWords {
+fn one_shard(tables: &[ShortCounts], shard: usize, bits: u32, extra: (usize, usize)) -> ShardWords {
     // At most the sum of the tables' keys in this shard, which is about this.
-    let keys: usize = tables.iter().map(ShortTable::len).sum();
+    let keys: usize = tables.iter().map(ShortCounts::len).sum();
     let mut out = if shard == 0 {
         ShardWords::with_capacity(keys + extra.0, extra.1)
     } else {
@@ -160,7 +161,11 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
             out.extend_kept::<true>(part, keep, |_, count| count);
         }
     } else if tables.len() <= MAX_LOOKUP_TABLES {
-        let smallest = tables.iter().map(ShortTable::slot_count).min().unwrap_or(0);
+        let smallest = tables
+            .iter()
+            .map(ShortCounts::slot_count)
+            .min()
+            .unwrap_or(0);
         let block_bits = (smallest.trailing_zeros().saturating_sub(LOOKUP_BLOCK_BITS)).max(bits);
         let blocks = 1usize << (block_bits - bits);
         for block in shard * blocks..(shard + 1) * blocks {
@@ -178,8 +183,8 @@ fn one_shard(tables: &[ShortTable], shard: usize, bits: u32, extra: (usize, usiz
             }
         }
     } else {
-        let biggest = tables.iter().map(ShortTable::len).max().unwrap_or(0);
-        let mut merged = ShortTable::for_shard(2 * (biggest >> bits) + 64, bits);
+        let biggest = tables.iter().map(ShortCounts::len).max().unwrap_or(0);
+        let mut merged = ShortCounts::for_shard(2 * (biggest >> bits) + 64, bits);
         for table in tables {
             table.shard_slots(shard, bits).for_each(|&(key, count)| {
                 if key != 0 && shard_of(key, bits) == shard {
@@ -199,9 +204,9 @@ mod tests {
     use super::super::PieceCounts;
     use super::*;
 
-    fn words_of(tables: &[ShortTable], threads: usize) -> Vec<(Vec<u8>, u64)> {
+    fn words_of(tables: &[ShortCounts], threads: usize) -> Vec<(Vec<u8>, u64)> {
         let mut got = Vec::new();
-        for shard in shard_words(tables, threads, (0, 0)) {
+        for shard in shard_words(tables, threads, (0, 0)).unwrap() {
             let mut start = 0;
             for (&end, &count) in shard.ends.iter().zip(&shard.counts) {
                 got.push((shard.bytes[start..end].to_vec(), count));
@@ -214,7 +219,7 @@ mod tests {
     }
 
     /// The words of `tables` merged naively.
-    fn want(tables: &[ShortTable]) -> Vec<(Vec<u8>, u64)> {
+    fn want(tables: &[ShortCounts]) -> Vec<(Vec<u8>, u64)> {
         let mut want = std::collections::BTreeMap::<Vec<u8>, u64>::new();
         for table in tables {
             for &(key, count) in table.occupied() {
@@ -250,7 +255,7 @@ mod tests {
                 }
             }
         }
-        let tables: Vec<ShortTable> = parts
+        let tables: Vec<ShortCounts> = parts
             .into_iter()
             .map(|part| {
                 let (short, long) = part.into_tables();

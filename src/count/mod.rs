@@ -48,11 +48,9 @@ impl Default for CountOptions {
     }
 }
 
-/// Enough chunks per thread to balance uneven documents, few enough that
-/// per-chunk work stays negligible.
-fn auto_chunk_size(total: usize, threads: usize) -> usize {
-    (total / (threads * 16)).clamp(64 << 10, 16 << 20)
-}
+/// The largest chunk an automatic chunk size picks ([`corpus::chunk_size`]). Counting
+/// keeps nothing per chunk, so chunks may be large; encoding caps its own lower.
+const MAX_AUTO_CHUNK: usize = 16 << 20;
 
 /// Counts every pre-token of the files `paths`, split on `specials` (which are not
 /// counted): a group of files at a time (`corpus::Groups`), the groups' counts added.
@@ -93,15 +91,11 @@ pub fn count_sources(
 ) -> Result<WordCounts> {
     let threads = options.num_threads.max(1);
     let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
-    let chunk_size = if options.chunk_size == 0 {
-        auto_chunk_size(total, threads)
-    } else {
-        options.chunk_size
+    let chunk_size = match options.chunk_size {
+        0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
+        n => n,
     };
-    // More threads than chunks would only idle (a text has at most one chunk per
-    // `chunk_size` bytes, and each file ends one).
-    let most_chunks = total / chunk_size.max(1) + sources.len();
-    let threads = threads.min(most_chunks).max(1);
+    let threads = corpus::worker_count(threads, total, sources.len(), chunk_size);
     // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
     let chunks =
         corpus::Chunks::new(sources, specials, chunk_size, pretokenizer.kind()).tapered(threads);
@@ -157,7 +151,7 @@ pub fn count_sources(
         let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
         guard.push(outcome.map(|()| local));
     };
-    crate::pool::on_threads(threads, work);
+    crate::pool::on_threads(threads, work)?;
     let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
     let mut tables = Vec::with_capacity(parts.len());
@@ -185,7 +179,7 @@ pub fn count_sources(
     if !crate::hugemem::probe(keys.saturating_mul(64).saturating_add(2 * long_bytes)) {
         return Err(Error::out_of_memory::<u8>("collecting counts", keys * 64));
     }
-    for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes)) {
+    for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes))? {
         words.append_distinct_arena(shard.bytes, shard.ends, shard.counts);
     }
     drop(tables);

@@ -5,7 +5,7 @@
 //! - hashing each borrowed piece byte by byte and comparing it with a `memcmp` call
 //!   on the text of the key's first occurrence cost about a quarter of the time.
 //!   Nearly all pieces are at most 15 bytes; packed with their length into a `u128`
-//!   they hash in two multiplies and compare in one instruction, without reading the
+//!   they hash in one multiply and compare in one instruction, without reading the
 //!   text again. Longer pieces (under 0.2% of them) keep the borrowed key.
 //! - half the time went to cache misses: ~120,000 distinct pieces fill a table of
 //!   several MB, and the rarer 15% of pieces miss the cache. A lookup's load was
@@ -21,7 +21,7 @@
 
 use super::FxMap;
 use crate::hugemem::ZeroedBuf;
-use crate::piecekey::{key_at, KEY_LEN};
+use crate::piecekey::{hash, key_at, KEY_LEN};
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = KEY_LEN;
@@ -30,7 +30,7 @@ const LAG: usize = 32;
 
 #[derive(Default)]
 pub struct PieceCounts<'a> {
-    short: ShortTable,
+    short: ShortCounts,
     /// Short pieces whose slot is being prefetched, each counted `LAG` pieces later,
     /// when its slot has arrived in cache; key 0 marks a free entry.
     ring: [(u128, usize); LAG],
@@ -48,7 +48,7 @@ impl<'a> PieceCounts<'a> {
     pub fn for_text_len(bytes: usize) -> Option<Self> {
         let slots = (bytes / 80).next_power_of_two().clamp(1 << 12, 1 << 20);
         Some(Self {
-            short: ShortTable::try_with_slots(slots, 0)?,
+            short: ShortCounts::try_with_slots(slots, 0)?,
             ..Self::default()
         })
     }
@@ -112,7 +112,7 @@ impl<'a> PieceCounts<'a> {
     }
 
     /// The table of short pieces and the map of long ones, every queued piece counted.
-    pub(super) fn into_tables(mut self) -> (ShortTable, FxMap<&'a [u8], u64>) {
+    pub(super) fn into_tables(mut self) -> (ShortCounts, FxMap<&'a [u8], u64>) {
         self.flush();
         (self.short, self.long)
     }
@@ -133,7 +133,7 @@ impl<'a> PieceCounts<'a> {
 /// Open addressing with linear probing; key 0 marks an empty slot (a packed key has
 /// its length, at least 1, in the top byte). At most half full. In huge pages once
 /// large (`hugemem`): en-small's 116K pieces fill 8 MB.
-pub(super) struct ShortTable {
+pub(super) struct ShortCounts {
     slots: ZeroedBuf<(u128, u64)>,
     len: usize,
     /// `64 - log2(slots)`: a home is the hash's top bits.
@@ -146,17 +146,10 @@ pub(super) struct ShortTable {
     failed: bool,
 }
 
-impl Default for ShortTable {
+impl Default for ShortCounts {
     fn default() -> Self {
         Self::with_slots(1 << 12, 0)
     }
-}
-
-/// The keys' hash. Multiplicative: its top bits depend on every bit of the key.
-#[inline(always)]
-pub(super) fn hash(key: u128) -> u64 {
-    let x = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
-    x.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Which of `2^bits` shards `key` falls in.
@@ -169,7 +162,7 @@ pub(super) fn shard_of(key: u128, bits: u32) -> usize {
     }
 }
 
-impl ShortTable {
+impl ShortCounts {
     /// A table of `slots` slots (a power of two, at least 2) for keys whose hashes
     /// all share their top `lead_bits` bits.
     fn with_slots(slots: usize, lead_bits: u32) -> Self {
@@ -177,7 +170,7 @@ impl ShortTable {
             .unwrap_or_else(|| panic!("out of memory for a table of {slots} slots"))
     }
 
-    /// [`ShortTable::with_slots`], or `None` where the memory cannot be had.
+    /// [`ShortCounts::with_slots`], or `None` where the memory cannot be had.
     fn try_with_slots(slots: usize, lead_bits: u32) -> Option<Self> {
         Some(Self {
             slots: ZeroedBuf::try_huge(slots)?,
@@ -303,7 +296,7 @@ impl ShortTable {
         self.shard_ranges(shard, bits).into_iter().flatten()
     }
 
-    /// The slots of [`ShortTable::shard_slots`] as up to three slices, in order.
+    /// The slots of [`ShortCounts::shard_slots`] as up to three slices, in order.
     pub(super) fn shard_ranges(&self, shard: usize, bits: u32) -> [&[(u128, u64)]; 3] {
         let slots = self.slots.as_slice();
         let n = slots.len();

@@ -4,6 +4,7 @@
 
 use super::regex_engine::RegexSplitter;
 use super::*;
+use crate::testutil::Rng;
 
 #[test]
 fn gpt2_splits_like_cs336() {
@@ -212,21 +213,6 @@ const ALPHABET: &[char] = &[
     'ㄱ',
     'ア',
 ];
-
-/// A small xorshift generator: the tests stay deterministic and need no crate.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 #[test]
 fn scanners_match_regex_on_random_strings() {

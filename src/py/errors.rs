@@ -1,4 +1,5 @@
-//! Core errors -> Python exceptions, keeping the core's message (what and where).
+//! Core errors -> Python exceptions, keeping the core's message (what and where) and
+//! adding what a Python caller can do about it, in the Python API's words.
 
 use pyo3::exceptions::{
     PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyKeyboardInterrupt, PyMemoryError,
@@ -31,10 +32,12 @@ impl From<Error> for PyErr {
             Error::Overflow(_) => PyOverflowError::new_err(msg),
             Error::Internal(_) => PyRuntimeError::new_err(msg),
             Error::DisallowedSpecial { token } => PyValueError::new_err(disallowed_message(&token)),
-            Error::InvalidUtf8 { .. }
-            | Error::InvalidArgument(_)
-            | Error::Format { .. }
-            | Error::Regex(_) => PyValueError::new_err(msg),
+            Error::InvalidUtf8 { .. } => PyValueError::new_err(format!(
+                "{msg}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway"
+            )),
+            Error::InvalidArgument(_) | Error::Format { .. } | Error::Regex(_) => {
+                PyValueError::new_err(msg)
+            }
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::error::Result;
@@ -32,14 +31,7 @@ where
     if let Some(e) = interrupted {
         return Err(e);
     }
-    match outcome {
-        Ok(Ok(value)) => {
-            report(&progress)?;
-            Ok(value)
-        }
-        Ok(Err(e)) => Err(e.into()),
-        Err(panic) => Err(PyRuntimeError::new_err(format!(
-            "bpekit worker thread panicked ({panic}); please report this as a bug"
-        ))),
-    }
+    let value = outcome?;
+    report(&progress)?;
+    Ok(value)
 }

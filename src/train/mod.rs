@@ -13,7 +13,7 @@ use crate::ids::unpack;
 use crate::ids::MAX_IDS;
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
-use queue::{Entry, PairQueue, Tokens};
+use queue::{Candidate, PairQueue, Tokens};
 use words::Words;
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
@@ -109,12 +109,12 @@ pub fn train(
     let mut pairs = words.count_pairs();
     let entries = pairs
         .iter()
-        .map(|(&pair, s)| Entry {
+        .map(|(&pair, s)| Candidate {
             count: s.count,
             pair,
         })
         .collect();
-    let mut queue = PairQueue::from_entries(entries, &tokens);
+    let mut queue = PairQueue::from_candidates(entries, &tokens);
     // The loop may stop long before `wanted` (no pair left), so the list grows.
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted.min(1 << 16));
     let mut grown = Vec::new();
@@ -145,7 +145,7 @@ pub fn train(
         for &p in &grown {
             if let Some(s) = pairs.get(&p) {
                 queue.push(
-                    Entry {
+                    Candidate {
                         count: s.count,
                         pair: p,
                     },
@@ -186,7 +186,7 @@ fn pop_best(
             None => continue,
             Some(s) if s.count == e.count => return Some(e.pair),
             Some(s) => queue.push(
-                Entry {
+                Candidate {
                     count: s.count,
                     pair: e.pair,
                 },

@@ -14,8 +14,9 @@ use std::cmp::Ordering;
 
 use crate::ids::{unpack, Pair};
 
+/// A pair in the queue, with its count when it was pushed (stale once that changed).
 #[derive(Clone, Copy, Debug)]
-pub struct Entry {
+pub struct Candidate {
     pub count: u64,
     pub pair: Pair,
 }
@@ -73,7 +74,7 @@ impl Tokens {
 /// `Greater` when `x` should be merged before `y`. Two tokens can share bytes
 /// (`ab`+`c` and `a`+`bc`); the ids then decide, so the order is total and the
 /// result never depends on the order entries were pushed in.
-fn priority(x: &Entry, y: &Entry, tokens: &Tokens) -> Ordering {
+fn priority(x: &Candidate, y: &Candidate, tokens: &Tokens) -> Ordering {
     x.count.cmp(&y.count).then_with(|| {
         let (xa, xb) = unpack(x.pair);
         let (ya, yb) = unpack(y.pair);
@@ -86,11 +87,11 @@ fn priority(x: &Entry, y: &Entry, tokens: &Tokens) -> Ordering {
 
 #[derive(Default)]
 pub struct PairQueue {
-    heap: Vec<Entry>,
+    heap: Vec<Candidate>,
 }
 
 impl PairQueue {
-    pub fn from_entries(entries: Vec<Entry>, tokens: &Tokens) -> Self {
+    pub fn from_candidates(entries: Vec<Candidate>, tokens: &Tokens) -> Self {
         let mut q = Self { heap: entries };
         for i in (0..q.heap.len() / 2).rev() {
             q.sift_down(i, tokens);
@@ -106,7 +107,7 @@ impl PairQueue {
         self.heap.is_empty()
     }
 
-    pub fn push(&mut self, entry: Entry, tokens: &Tokens) {
+    pub fn push(&mut self, entry: Candidate, tokens: &Tokens) {
         self.heap.push(entry);
         let mut i = self.heap.len() - 1;
         while i > 0 {
@@ -119,7 +120,7 @@ impl PairQueue {
         }
     }
 
-    pub fn pop(&mut self, tokens: &Tokens) -> Option<Entry> {
+    pub fn pop(&mut self, tokens: &Tokens) -> Option<Candidate> {
         if self.heap.is_empty() {
             return None;
         }
@@ -168,24 +169,24 @@ mod tests {
         tokens.push(b"abcdefghij".to_vec());
         tokens.push(b"abcdefghi".to_vec());
         let entries = vec![
-            Entry {
+            Candidate {
                 count: 5,
                 pair: pack(b'a' as u32, b'z' as u32),
             },
-            Entry {
+            Candidate {
                 count: 5,
                 pair: pack(b'b' as u32, b'a' as u32),
             },
-            Entry {
+            Candidate {
                 count: 7,
                 pair: pack(b'a' as u32, b'a' as u32),
             },
-            Entry {
+            Candidate {
                 count: 5,
                 pair: pack(b'b' as u32, b'c' as u32),
             },
         ];
-        let mut q = PairQueue::from_entries(entries, &tokens);
+        let mut q = PairQueue::from_candidates(entries, &tokens);
         let order: Vec<(u32, u32)> = std::iter::from_fn(|| q.pop(&tokens))
             .map(|e| unpack(e.pair))
             .collect();

@@ -1,0 +1,85 @@
+//! Many input files, opened a bounded group at a time.
+
+use std::path::PathBuf;
+
+use super::source::Source;
+use crate::error::Result;
+use crate::progress::Progress;
+
+/// Files open at once at most. Each mapped file is one of the process's memory maps,
+/// and Linux allows 65,530 by default: a folder of 70,000 files, all mapped up front,
+/// left none for the threads' stacks (the encode panicked).
+const GROUP_FILES: usize = 1024;
+
+/// Input bytes read into memory (pipes and devices) held at once at most, beyond the
+/// file that passes it.
+const GROUP_READ_BYTES: usize = 256 << 20;
+
+/// The sum of the files' sizes on disk: what a progress bar can know before opening
+/// them (a `.gz` file's is its compressed size; [`Groups`] corrects it as it opens).
+pub fn size_on_disk(paths: &[PathBuf]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// An error if any of `sources` shrank while it was read ([`Source::check_intact`]);
+/// called once a group's work is done, before its results are used.
+pub fn check_intact(sources: &[Source]) -> Result<()> {
+    sources.iter().try_for_each(Source::check_intact)
+}
+
+/// `paths` opened in order, a group at a time ([`GROUP_FILES`], [`GROUP_READ_BYTES`]):
+/// work that maps files runs group after group, so the open files and the bytes read
+/// into memory stay bounded however many files there are. Each group moves the
+/// progress total from its files' sizes on disk to the bytes they hold.
+pub struct Groups<'a> {
+    paths: &'a [PathBuf],
+    next: usize,
+    progress: &'a Progress,
+}
+
+impl<'a> Groups<'a> {
+    pub fn new(paths: &'a [PathBuf], progress: &'a Progress) -> Self {
+        Self {
+            paths,
+            next: 0,
+            progress,
+        }
+    }
+}
+
+impl Iterator for Groups<'_> {
+    type Item = Result<Vec<Source>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.paths.len() {
+            return None;
+        }
+        let mut group = Vec::new();
+        let mut read_bytes = 0;
+        while self.next < self.paths.len()
+            && group.len() < GROUP_FILES
+            && read_bytes < GROUP_READ_BYTES
+        {
+            let path = &self.paths[self.next];
+            self.next += 1;
+            let source = match Source::open(path) {
+                Ok(s) => s,
+                Err(e) => return Some(Err(e)),
+            };
+            let on_disk = source.on_disk;
+            let held = source.bytes().len() as u64;
+            let total = self.progress.total();
+            self.progress
+                .set_total((total + held).saturating_sub(on_disk.min(total)));
+            if source.is_owned() {
+                read_bytes += source.bytes().len();
+            }
+            group.push(source);
+        }
+        Some(Ok(group))
+    }
+}

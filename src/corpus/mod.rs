@@ -1,0 +1,24 @@
+//! Input files: mapped into memory (or decompressed, for `.gz`), cut into chunks
+//! that no pre-token and no special token crosses, and decoded as UTF-8 under the
+//! caller's policy.
+//!
+//! - `source`: one file's bytes (mapped, or spooled by `spool` for pipes and `.gz`),
+//!   released behind its readers and checked for shrinking under them.
+//! - `groups`: many files, opened a bounded group at a time.
+//! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts (`cuts`).
+//! - `utf8`: a chunk's bytes decoded as UTF-8 under the caller's [`Utf8Policy`].
+
+mod chunks;
+mod cuts;
+mod groups;
+mod source;
+mod spool;
+mod utf8;
+
+pub use chunks::{chunk_ranges, Chunks};
+pub(crate) use chunks::{chunk_size, worker_count};
+#[allow(unused_imports)] // encode::stream's, once it calls last_cut
+pub(crate) use cuts::last_cut;
+pub use groups::{check_intact, size_on_disk, Groups};
+pub use source::Source;
+pub use utf8::{decode, Utf8Policy};

@@ -1,0 +1,76 @@
+//! Inputs that cannot be mapped themselves (pipes, `.gz` files), copied into a
+//! private scratch file that is mapped instead, and devices that are refused.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use super::source::Bytes;
+use crate::error::{Error, Result};
+
+/// The text of the gzip file `file` (any number of members), decompressed into a
+/// scratch file ([`spool`]): like any mapped input it is read and released chunk by
+/// chunk, so memory does not grow with its size. It needs room in the temporary
+/// folder (`TMPDIR`).
+pub(super) fn gunzip(path: &Path, file: File) -> Result<Bytes> {
+    let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
+    spool(path, decoder, "decompressing")
+}
+
+/// The bytes `reader` gives (the text of `path`, for errors), copied into a scratch
+/// file in the temporary folder that no other process can see
+/// ([`crate::atomic::scratch_file`]) and mapped. For inputs that cannot be mapped
+/// themselves (pipes, `.gz` files): memory stays bounded however long they are,
+/// where reading them into memory took all of it for an endless pipe.
+pub(super) fn spool(path: &Path, mut reader: impl Read, doing: &str) -> Result<Bytes> {
+    let dir = std::env::temp_dir();
+    let in_tmp = |e: std::io::Error| {
+        let message = format!(
+            "{doing} {} here: {e} (set TMPDIR to a folder with room)",
+            path.display()
+        );
+        Error::io(&dir, std::io::Error::new(e.kind(), message))
+    };
+    let mut out = crate::atomic::scratch_file(&dir).map_err(in_tmp)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0usize;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        std::io::Write::write_all(&mut out, &buf[..n]).map_err(in_tmp)?;
+        len += n;
+    }
+    if len == 0 {
+        return Ok(Bytes::Owned(Vec::new()));
+    }
+    // SAFETY: the file is private to this process (no name, or unlinked) and no
+    // longer written. Not guarded: nobody else can truncate it.
+    unsafe { Mmap::map(&out) }
+        .map(Bytes::unguarded)
+        .map_err(in_tmp)
+}
+
+/// Whether `file` is a device that is not a terminal (`/dev/zero`, `/dev/urandom`, a
+/// disk): endless or binary, never a text to read to its end.
+pub(super) fn is_endless_device(file: &File, meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileTypeExt;
+        let ft = meta.file_type();
+        // SAFETY: isatty only inspects the descriptor.
+        (ft.is_char_device() || ft.is_block_device())
+            && unsafe { libc::isatty(file.as_raw_fd()) } == 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, meta);
+        false
+    }
+}
