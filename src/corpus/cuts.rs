@@ -77,13 +77,6 @@ pub(super) fn next_cut(
 /// ```text
 /// cl100k, "<|e|>": last_cut(b"ab\ncd<|e|>ef\ngh", 12) == 5    (the "\ngh" cut, 13, is past 12)
 /// ```
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "encode::stream's; delete this once it calls it instead of its own search"
-    )
-)]
 pub(crate) fn last_cut(data: &[u8], limit: usize, kind: Kind, specials: &SpecialMatcher) -> usize {
     let rule = Rule::new(data, kind, specials);
     let mut hi = limit.min(data.len());

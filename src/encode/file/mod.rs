@@ -87,14 +87,11 @@ pub fn encode_files(
     write_npy(encoder, paths, output, options, progress)
 }
 
-/// Small enough that every thread gets many chunks (balance), large enough that
-/// per-chunk overhead vanishes; at most 1 MB so the chunks in flight stay small.
-/// Each chunk wakes the writer, which on a 2-core machine preempts an encoder: 1 MB
-/// chunks instead of 256 KB took a warm 2-thread encode of the 116 MB English corpus
-/// from ~540 to ~590 MB/s.
-fn auto_chunk_size(total: usize, threads: usize) -> usize {
-    (total / (threads * 16)).clamp(64 << 10, 1 << 20)
-}
+/// The largest automatic chunk ([`corpus::chunk_size`]): at most 1 MB so the chunks
+/// in flight stay small. Each chunk wakes the writer, which on a 2-core machine
+/// preempts an encoder: 1 MB chunks instead of 256 KB took a warm 2-thread encode of
+/// the 116 MB English corpus from ~540 to ~590 MB/s.
+const MAX_AUTO_CHUNK: usize = 1 << 20;
 
 /// Refuses an output that could never be written, or should not be, before any input
 /// is read: a run over gigabytes should not fail at its final rename, and the rename
@@ -184,7 +181,7 @@ fn write_npy(
     let allowed = encoder.specials();
     let total = usize::try_from(progress.total()).unwrap_or(usize::MAX);
     let chunk_size = match options.chunk_size {
-        0 => auto_chunk_size(total, threads),
+        0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
         n => n,
     };
     let mut count = 0u64;
@@ -209,14 +206,10 @@ fn write_npy(
         let mut files_ended = 0;
         // Where each file's released bytes end ([`corpus::Source::release_behind`]).
         let mut released = vec![0; sources.len()];
-        // No more workers than this group can have chunks (tapered ones are at least
-        // 64 KiB, or the target if that is smaller; each file ends one): a worker
-        // without a chunk only costs its start and its workspace. Counted from the
-        // bytes held, as a pipe's or a `.gz` file's size on disk says nothing.
+        // Counted from the bytes held, as a pipe's or a `.gz` file's size on disk says
+        // nothing.
         let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
-        let workers = threads
-            .min(held / chunk_size.clamp(1, 64 << 10) + sources.len())
-            .max(1);
+        let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
         let chunks = corpus::Chunks::new(
             &sources,
             &allowed.matcher,
