@@ -25,6 +25,7 @@ demo: build
 
 lint: build
 	cargo fmt --check
+	$(PY) scripts/check_layers.py
 	cargo clippy --all-targets -q -- -D warnings
 	cargo clippy --all-targets --features python -q -- -D warnings
 	$(VENV)/bin/ruff check python tests benchmarks scripts
