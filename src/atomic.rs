@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// An output being written: committed with [`AtomicFile::commit`], else removed.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     file: File,
     target: PathBuf,
     /// The file's temporary name, where it has one (no `O_TMPFILE`).
@@ -32,7 +32,7 @@ impl AtomicFile {
     /// the final rename stays on one file system). With `direct`, asks for
     /// `O_DIRECT` and falls back to buffered writes where the file system refuses it
     /// ([`AtomicFile::is_direct`] says which).
-    pub fn create(target: &Path, direct: bool) -> io::Result<Self> {
+    pub(crate) fn create(target: &Path, direct: bool) -> io::Result<Self> {
         let folder = folder_of(target);
         #[cfg(target_os = "linux")]
         {
@@ -92,18 +92,13 @@ impl AtomicFile {
         Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
     }
 
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
     /// Whether the file was opened for direct writes.
-    pub fn is_direct(&self) -> bool {
+    pub(crate) fn is_direct(&self) -> bool {
         self.direct
-    }
-
-    /// The path the file will replace.
-    pub fn target(&self) -> &Path {
-        &self.target
     }
 
     /// Puts the file in place of the target (replacing a file there, or a link
@@ -111,7 +106,7 @@ impl AtomicFile {
     ///
     /// No `fsync` first: this guards against interrupted runs, not power loss, and
     /// flushing gigabytes of ids written through the page cache would cost seconds.
-    pub fn commit(mut self) -> io::Result<()> {
+    pub(crate) fn commit(mut self) -> io::Result<()> {
         let named = match self.named.take() {
             Some(name) => name,
             None => self.link_anonymous()?,
@@ -193,7 +188,7 @@ impl Drop for AtomicFile {
 /// where Linux allows it (`O_TMPFILE`), else created under an unguessable name and
 /// unlinked at once. For scratch data that is mapped back (a decompressed `.gz`
 /// input, a pipe's bytes); nothing is left behind, whatever happens.
-pub fn scratch_file(dir: &Path) -> io::Result<File> {
+pub(crate) fn scratch_file(dir: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true);
     #[cfg(target_os = "linux")]

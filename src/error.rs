@@ -46,21 +46,21 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
         }
     }
-    pub fn invalid(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
     }
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Error::Internal(message.into())
     }
     /// The error for a worker thread that panicked with `payload` (what
     /// `JoinHandle::join` or `catch_unwind` gives): a bug, not bad input.
-    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
+    pub(crate) fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
         let message = match (
             payload.downcast_ref::<&str>(),
             payload.downcast_ref::<String>(),
@@ -72,7 +72,7 @@ impl Error {
         Error::Internal(format!("a worker thread panicked: {message}"))
     }
     /// An allocation of `count` items of `T` for `what` failed.
-    pub fn out_of_memory<T>(what: &'static str, count: usize) -> Self {
+    pub(crate) fn out_of_memory<T>(what: &'static str, count: usize) -> Self {
         Error::OutOfMemory {
             what,
             bytes: count.saturating_mul(std::mem::size_of::<T>()),

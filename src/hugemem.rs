@@ -12,7 +12,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 /// A huge page on x86-64: 2 MiB.
-pub const HUGE_PAGE: usize = 2 << 20;
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 /// Types for which all-zero bytes are a valid value.
 ///
@@ -50,7 +50,7 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
 /// each be made fallible (building a vocabulary of 200K tokens; Python's objects
 /// turned into Rust ones). Under a memory limit (`RLIMIT_AS`, strict overcommit) such
 /// work then fails here, as an error, instead of aborting the process partway.
-pub fn probe(bytes: usize) -> bool {
+pub(crate) fn probe(bytes: usize) -> bool {
     match map_anonymous(bytes) {
         Some(p) => {
             // SAFETY: `p..p + bytes` is the mapping just made, untouched and unshared.
@@ -94,7 +94,7 @@ fn map_anonymous(len: usize) -> Option<usize> {
 
 /// `n` zeroed `u32`s from the allocator (fresh pages, untouched until used), or
 /// `None` where they cannot be had.
-pub fn try_zeroed_u32s(n: usize) -> Option<Box<[u32]>> {
+pub(crate) fn try_zeroed_u32s(n: usize) -> Option<Box<[u32]>> {
     if n == 0 {
         return Some(Box::new([]));
     }
@@ -114,7 +114,7 @@ const PAGE: usize = 4096;
 
 /// Faults in `len` bytes at `addr` for writing, in one system call; false where the
 /// kernel cannot (before Linux 5.14, or not Linux). The caller owns the range.
-pub fn populate_write(addr: usize, len: usize) -> bool {
+pub(crate) fn populate_write(addr: usize, len: usize) -> bool {
     #[cfg(target_os = "linux")]
     {
         const MADV_POPULATE_WRITE: libc::c_int = 23;
@@ -174,7 +174,7 @@ fn unmap(ptr: NonNull<u8>, size: usize) {
 /// An empty `Vec` with room for `capacity` values, its whole 2 MiB pages advised
 /// into huge pages: for large arrays filled once, where faulting in 4 KiB pages cost
 /// more than the filling (counting's word arrays: one fault per ~500 words).
-pub fn huge_vec<T>(capacity: usize) -> Vec<T> {
+pub(crate) fn huge_vec<T>(capacity: usize) -> Vec<T> {
     let v: Vec<T> = Vec::with_capacity(capacity);
     advise_huge_pages(
         v.as_ptr().cast_mut().cast(),
@@ -185,7 +185,7 @@ pub fn huge_vec<T>(capacity: usize) -> Vec<T> {
 
 /// A fixed-length, zero-initialised buffer of `T`: 64-byte aligned, and 2 MiB
 /// aligned and advised into huge pages once it is that large.
-pub struct ZeroedBuf<T: Zeroable> {
+pub(crate) struct ZeroedBuf<T: Zeroable> {
     ptr: NonNull<T>,
     len: usize,
     /// Mapped by [`map_zeroed`] (unmapped on drop) rather than from the allocator.
@@ -219,13 +219,13 @@ impl<T: Zeroable> ZeroedBuf<T> {
     /// (the kernel's fault, then a memset that also touched every page at once): the
     /// encoder's 32 MB short table took 10-85 ms to make before a 2-thread encode of
     /// the 116 MB English corpus could start, all on one thread.
-    pub fn huge(len: usize) -> Self {
+    pub(crate) fn huge(len: usize) -> Self {
         Self::try_huge(len).unwrap_or_else(|| handle_alloc_error(Layout::new::<T>()))
     }
 
     /// [`ZeroedBuf::huge`], or `None` where the memory cannot be had (a memory limit,
     /// or a size past the address space): for sizes that come from the input.
-    pub fn try_huge(len: usize) -> Option<Self> {
+    pub(crate) fn try_huge(len: usize) -> Option<Self> {
         let size = len.max(1).checked_mul(std::mem::size_of::<T>().max(1))?;
         if size > isize::MAX as usize / 2 {
             return None;
@@ -257,22 +257,17 @@ impl<T: Zeroable> ZeroedBuf<T> {
     }
 
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    pub fn as_ptr(&self) -> *const T {
+    pub(crate) fn as_ptr(&self) -> *const T {
         self.ptr.as_ptr()
     }
 
     #[inline]
-    pub fn as_slice(&self) -> &[T] {
+    pub(crate) fn as_slice(&self) -> &[T] {
         // SAFETY: `ptr` holds `len` initialised values for the life of `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
@@ -280,7 +275,7 @@ impl<T: Zeroable> ZeroedBuf<T> {
     /// How many [`Self::populate_block`] calls fault in the whole buffer: its 2 MiB
     /// blocks where it was mapped fresh, else 0 (the allocator's memory was zeroed by
     /// a memset, so it is in already).
-    pub fn blocks(&self) -> usize {
+    pub(crate) fn blocks(&self) -> usize {
         match self.mapped {
             true => Self::bytes(self.len).div_ceil(HUGE_PAGE),
             false => 0,
@@ -289,7 +284,7 @@ impl<T: Zeroable> ZeroedBuf<T> {
 
     /// Faults in block `i` (of [`Self::blocks`]) for writing; false where the kernel
     /// cannot, or `i` is out of range.
-    pub fn populate_block(&self, i: usize) -> bool {
+    pub(crate) fn populate_block(&self, i: usize) -> bool {
         let size = Self::bytes(self.len).next_multiple_of(PAGE);
         let from = i.saturating_mul(HUGE_PAGE);
         if !self.mapped || from >= size {
@@ -302,7 +297,7 @@ impl<T: Zeroable> ZeroedBuf<T> {
     }
 
     #[inline]
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: as above, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }

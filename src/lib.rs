@@ -17,16 +17,16 @@
 //!    [`encode`]).
 //! 6. `py`: the Python bindings.
 
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod corpus;
 pub mod count;
 pub mod encode;
-pub mod error;
-pub mod hugemem;
-pub mod ids;
-pub mod mapguard;
+pub(crate) mod error;
+pub(crate) mod hugemem;
+pub(crate) mod ids;
+pub(crate) mod mapguard;
 pub mod piecekey;
-pub mod pool;
+pub(crate) mod pool;
 pub mod pretokenize;
 pub mod progress;
 pub mod specials;

@@ -44,14 +44,14 @@ static SLOTS_TABLE: [Slot; SLOTS] = [FREE; SLOTS];
 
 /// The mapping `ptr..ptr + len` registered while it lives.
 #[derive(Debug)]
-pub struct Guard {
+pub(crate) struct Guard {
     slot: usize,
 }
 
 impl Guard {
     /// Registers the mapping at `ptr` of `len` bytes (page-aligned, as `mmap` returns
     /// it); `None` where no slot is free or no handler could be installed.
-    pub fn new(ptr: *const u8, len: usize) -> Option<Self> {
+    pub(crate) fn new(ptr: *const u8, len: usize) -> Option<Self> {
         if !install() || len == 0 {
             return None;
         }
@@ -72,7 +72,7 @@ impl Guard {
     }
 
     /// Whether a read past the file's end was turned into zeros in this mapping.
-    pub fn faulted(&self) -> bool {
+    pub(crate) fn faulted(&self) -> bool {
         SLOTS_TABLE[self.slot].faulted.load(Ordering::Acquire)
     }
 }
@@ -169,7 +169,7 @@ mod handler {
 
     /// Installs the handler unless it is the current one (another library, such as
     /// Python's faulthandler, may have put its own in since); true if it is in place.
-    pub fn install() -> bool {
+    pub(crate) fn install() -> bool {
         let _lock = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: plain sigaction calls with valid, zero-initialised structs.
         unsafe {

@@ -5,7 +5,7 @@
 //! a piece inside a larger text, is one unaligned load and a mask.
 
 /// The longest piece that has a key.
-pub const KEY_LEN: usize = 15;
+pub(crate) const KEY_LEN: usize = 15;
 
 /// The table key of `piece`: its bytes little-endian with the length in byte 15, or
 /// 0 (never a real key) when the piece is empty or longer than [`KEY_LEN`]. Built
@@ -51,7 +51,7 @@ pub fn key_of(piece: &[u8]) -> u128 {
 /// bytes of text: one unaligned load and a mask from a table, with no branch on the
 /// length (the length was the most mispredicted branch of encoding).
 #[inline]
-pub fn key_in(window: &[u8; 16], n: usize) -> u128 {
+pub(crate) fn key_in(window: &[u8; 16], n: usize) -> u128 {
     /// The masks of the first `n` bytes and the length tag, by `n` (0 for 0 and > 15).
     const MASKS: [(u128, u128); 17] = {
         let mut m = [(0u128, 0u128); 17];
@@ -69,7 +69,7 @@ pub fn key_in(window: &[u8; 16], n: usize) -> u128 {
 /// [`key_of`] of `piece`, read with one load from `text` when `piece` is a slice of
 /// `text` with 16 bytes of it from its start.
 #[inline(always)]
-pub fn key_at(text: &[u8], piece: &[u8]) -> u128 {
+pub(crate) fn key_at(text: &[u8], piece: &[u8]) -> u128 {
     let offset = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
     let window = text
         .get(offset..)

@@ -60,7 +60,7 @@ fn registry() -> &'static Registry {
 /// The thread count of work that asks for "all cores": `RAYON_NUM_THREADS` when it is
 /// a positive number (the command line sets it for `--threads`), else the cores this
 /// process may run on.
-pub fn default_threads() -> usize {
+pub(crate) fn default_threads() -> usize {
     std::env::var("RAYON_NUM_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -70,7 +70,7 @@ pub fn default_threads() -> usize {
 
 /// The error for a thread that could not be started: its stack could not be mapped
 /// (a memory limit) or the process may start no more threads.
-pub fn no_thread() -> Error {
+pub(crate) fn no_thread() -> Error {
     // Rust's default stack for spawned threads.
     Error::out_of_memory::<u8>("a new thread's stack", 2 << 20)
 }
@@ -80,7 +80,7 @@ pub fn no_thread() -> Error {
 /// down to the calling thread alone: for work that takes its items from a shared
 /// counter, where that only makes it slower. A panic in `work`, on any of the
 /// threads, is an [`Error::Internal`] once all have ended.
-pub fn on_threads<F: Fn() + Sync>(threads: usize, work: F) -> Result<()> {
+pub(crate) fn on_threads<F: Fn() + Sync>(threads: usize, work: F) -> Result<()> {
     std::thread::scope(|s| {
         let started: Vec<_> = (1..threads)
             .map_while(|_| std::thread::Builder::new().spawn_scoped(s, &work).ok())
@@ -101,7 +101,10 @@ pub fn on_threads<F: Fn() + Sync>(threads: usize, work: F) -> Result<()> {
 /// which rayon's parallel iterators run. Pools are kept per thread count, so calling
 /// `encode_batch` in a loop starts no threads. A panic in `work` (on any of the
 /// pool's threads) is an [`Error::Internal`].
-pub fn run_in_pool<T: Send>(num_threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
+pub(crate) fn run_in_pool<T: Send>(
+    num_threads: usize,
+    work: impl FnOnce() -> T + Send,
+) -> Result<T> {
     let num_threads = match num_threads {
         0 => default_threads(),
         n => n,

@@ -21,17 +21,17 @@ impl Progress {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn set_total(&self, total: u64) {
+    pub(crate) fn set_total(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);
     }
-    pub fn set_done(&self, done: u64) {
+    pub(crate) fn set_done(&self, done: u64) {
         self.done.store(done, Ordering::Relaxed);
     }
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
     /// Restart the counters for the next phase of a job.
-    pub fn reset(&self, total: u64) {
+    pub(crate) fn reset(&self, total: u64) {
         self.done.store(0, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
     }
@@ -45,7 +45,7 @@ impl Progress {
         self.cancelled.store(true, Ordering::Relaxed);
     }
     /// `Err(Cancelled)` once someone asked to stop; jobs call it between units of work.
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.cancelled.load(Ordering::Relaxed) {
             Err(Error::Cancelled)
         } else {
@@ -150,7 +150,7 @@ impl Drop for Watched {
 /// For loops deep inside the core that have no `Progress` at hand (merging one
 /// huge piece): they stop early, and their caller reports `Cancelled`. False on
 /// threads that run no watched job.
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     WATCHED.with(|w| {
         let flag = w.get();
         // SAFETY: the pointer is set only while `run_watched`'s job runs on this

@@ -86,23 +86,19 @@ impl SpecialMatcher {
         &self.tokens
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
-    }
-
-    pub fn max_len(&self) -> usize {
+    pub(crate) fn max_len(&self) -> usize {
         self.max_len
     }
 
     /// Whether some token starts with the byte `b`.
     #[inline]
-    pub fn is_first_byte(&self, b: u8) -> bool {
+    pub(crate) fn is_first_byte(&self, b: u8) -> bool {
         self.first_bytes[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 
     /// Whether an occurrence of a token begins at `bytes[p]`. Reads at most the
     /// longest token's length from `p`.
-    pub fn starts_at(&self, bytes: &[u8], p: usize) -> bool {
+    pub(crate) fn starts_at(&self, bytes: &[u8], p: usize) -> bool {
         let (Some(ac), Some(rest)) = (&self.automaton, bytes.get(p..)) else {
             return false;
         };
@@ -120,7 +116,7 @@ impl SpecialMatcher {
     /// ```text
     /// tokens "<|a|>", "b\nc":  "ab\nc" covers 3 (inside "b\nc"), not 2 or 4
     /// ```
-    pub fn covers(&self, bytes: &[u8], p: usize) -> bool {
+    pub(crate) fn covers(&self, bytes: &[u8], p: usize) -> bool {
         if self.max_len < 2 || p == 0 || p >= bytes.len() {
             return false;
         }
@@ -150,7 +146,7 @@ impl SpecialMatcher {
     }
 
     /// Calls `f` with the segments of `text` in order. Empty text segments are skipped.
-    pub fn split<'t, F: FnMut(Segment<'t>)>(&self, text: &'t str, mut f: F) {
+    pub(crate) fn split<'t, F: FnMut(Segment<'t>)>(&self, text: &'t str, mut f: F) {
         let Some(ac) = &self.automaton else {
             if !text.is_empty() {
                 f(Segment::Text(text));
@@ -171,7 +167,7 @@ impl SpecialMatcher {
     }
 
     /// Byte ranges `(start, end, token index)` of every special token in `bytes`, in order.
-    pub fn find_iter<'a>(
+    pub(crate) fn find_iter<'a>(
         &'a self,
         bytes: &'a [u8],
     ) -> impl Iterator<Item = (usize, usize, usize)> + 'a {
@@ -210,12 +206,12 @@ fn build_automaton(
 /// A set of special tokens with their ids, matched longest first.
 #[derive(Clone, Debug, Default)]
 pub struct Specials {
-    pub matcher: SpecialMatcher,
-    pub ids: Vec<u32>,
+    pub(crate) matcher: SpecialMatcher,
+    pub(crate) ids: Vec<u32>,
 }
 
 impl Specials {
-    pub fn new(tokens: Vec<(String, u32)>) -> Result<Self> {
+    pub(crate) fn new(tokens: Vec<(String, u32)>) -> Result<Self> {
         let (names, ids): (Vec<String>, Vec<u32>) = tokens.into_iter().unzip();
         Ok(Self {
             matcher: SpecialMatcher::new(&names)?,
@@ -223,7 +219,7 @@ impl Specials {
         })
     }
 
-    pub fn tokens(&self) -> impl Iterator<Item = (&str, u32)> {
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = (&str, u32)> {
         self.matcher
             .tokens()
             .iter()
@@ -233,7 +229,7 @@ impl Specials {
 
     /// An error naming the first of these special tokens that occurs in `text`, if
     /// one does: the check of tiktoken's `disallowed_special`.
-    pub fn refuse_in(&self, text: &str) -> Result<()> {
+    pub(crate) fn refuse_in(&self, text: &str) -> Result<()> {
         let mut found = None;
         self.matcher.split(text, |s| {
             if let (None, Segment::Special(i)) = (found, s) {

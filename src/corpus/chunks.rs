@@ -9,16 +9,10 @@ use super::source::Source;
 use crate::pretokenize::Kind;
 use crate::specials::SpecialMatcher;
 
-/// Cuts `data` into ranges of about `target` bytes. Each cut is the first safe
-/// place at or after the previous cut plus `target`: right before a special token, or
-/// at a line cut of the pattern `kind` ([`crate::pretokenize::cuts`]); never inside an
-/// occurrence of a special token.
-/// A stretch with no safe place stays whole: correct, just less parallel.
-///
-/// Only the bytes near each place looked at are read, not the whole input:
-/// finding the cuts of a 116 MB file by scanning it all took ~25 ms on one thread
-/// before any encoding could start (8% of a 2-thread encode).
-pub fn chunk_ranges(
+/// All the ranges of [`ChunkCuts`] (for tests: work takes them from [`Chunks`] as it
+/// goes).
+#[cfg(test)]
+pub(crate) fn chunk_ranges(
     data: &[u8],
     specials: &SpecialMatcher,
     target: usize,
@@ -27,7 +21,15 @@ pub fn chunk_ranges(
     ChunkCuts::new(data, specials, target, kind).collect()
 }
 
-/// The ranges of [`chunk_ranges`], found one at a time.
+/// Cuts `data` into ranges of about `target` bytes, one at a time. Each cut is the
+/// first safe place ([`super::cuts`]) at or after the previous cut plus `target`: right
+/// before a special token, or at a line cut of the pattern `kind`; never inside an
+/// occurrence of a special token. A stretch with no safe place stays whole: correct,
+/// just less parallel.
+///
+/// Only the bytes near each place looked at are read, not the whole input:
+/// finding the cuts of a 116 MB file by scanning it all took ~25 ms on one thread
+/// before any encoding could start (8% of a 2-thread encode).
 struct ChunkCuts<'a> {
     data: &'a [u8],
     specials: &'a SpecialMatcher,
@@ -96,7 +98,7 @@ impl Iterator for ChunkCuts<'_> {
 }
 
 /// The chunks of several sources in order, as `(source index, byte range)`, found as
-/// they are asked for ([`chunk_ranges`] of each source in turn).
+/// they are asked for ([`ChunkCuts`] of each source in turn).
 ///
 /// Why lazily: finding all the cuts first took 6-8 ms for the 116 MB English corpus
 /// (texts whose lines start with spaces have few safe newlines), on one thread

@@ -17,7 +17,7 @@ const GROUP_READ_BYTES: usize = 256 << 20;
 
 /// The sum of the files' sizes on disk: what a progress bar can know before opening
 /// them (a `.gz` file's is its compressed size; [`Groups`] corrects it as it opens).
-pub fn size_on_disk(paths: &[PathBuf]) -> u64 {
+pub(crate) fn size_on_disk(paths: &[PathBuf]) -> u64 {
     paths
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
@@ -27,7 +27,7 @@ pub fn size_on_disk(paths: &[PathBuf]) -> u64 {
 
 /// An error if any of `sources` shrank while it was read ([`Source::check_intact`]);
 /// called once a group's work is done, before its results are used.
-pub fn check_intact(sources: &[Source]) -> Result<()> {
+pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {
     sources.iter().try_for_each(Source::check_intact)
 }
 
@@ -35,14 +35,14 @@ pub fn check_intact(sources: &[Source]) -> Result<()> {
 /// work that maps files runs group after group, so the open files and the bytes read
 /// into memory stay bounded however many files there are. Each group moves the
 /// progress total from its files' sizes on disk to the bytes they hold.
-pub struct Groups<'a> {
+pub(crate) struct Groups<'a> {
     paths: &'a [PathBuf],
     next: usize,
     progress: &'a Progress,
 }
 
 impl<'a> Groups<'a> {
-    pub fn new(paths: &'a [PathBuf], progress: &'a Progress) -> Self {
+    pub(crate) fn new(paths: &'a [PathBuf], progress: &'a Progress) -> Self {
         Self {
             paths,
             next: 0,

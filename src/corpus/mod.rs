@@ -15,10 +15,13 @@ mod source;
 mod spool;
 mod utf8;
 
-pub use chunks::{chunk_ranges, Chunks};
+#[cfg(test)]
+pub(crate) use chunks::chunk_ranges;
+pub use chunks::Chunks;
 pub(crate) use chunks::{chunk_size, worker_count};
 #[allow(unused_imports)] // encode::stream's, once it calls last_cut
 pub(crate) use cuts::last_cut;
-pub use groups::{check_intact, size_on_disk, Groups};
+pub(crate) use groups::{check_intact, size_on_disk, Groups};
 pub use source::Source;
-pub use utf8::{decode, Utf8Policy};
+pub(crate) use utf8::decode;
+pub use utf8::Utf8Policy;

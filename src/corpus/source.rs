@@ -42,7 +42,7 @@ pub(super) struct Mapped {
 
 /// One input file's bytes.
 pub struct Source {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     bytes: Bytes,
     /// The file's size on disk (0 for pipes), which progress totals start from.
     pub(super) on_disk: u64,
@@ -111,8 +111,9 @@ impl Source {
         })
     }
 
-    /// In-memory bytes, for tests and for text handed over from Python.
-    pub fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Self {
+    /// In-memory bytes, for tests.
+    #[cfg(test)]
+    pub(crate) fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Self {
         Self {
             path: path.into(),
             on_disk: bytes.len() as u64,
@@ -152,7 +153,7 @@ impl Source {
     /// to the other core. In a 1-thread encode of the 116 MB English corpus on the
     /// 2-core test VM, waiting for those flushes took from nothing to 14% of the
     /// time, by the host's load (perf, gpt2).
-    pub fn release_behind(&self, from: usize, to: usize) -> usize {
+    pub(crate) fn release_behind(&self, from: usize, to: usize) -> usize {
         use crate::hugemem::HUGE_PAGE;
         let len = self.bytes().len();
         let base = self.bytes().as_ptr() as usize;
@@ -181,7 +182,7 @@ impl Source {
 
     /// Whether a read of the mapped file ran past its end (it was truncated while
     /// mapped), and read zeros there instead ([`mapguard`]). One atomic load.
-    pub fn faulted(&self) -> bool {
+    pub(crate) fn faulted(&self) -> bool {
         match &self.bytes {
             Bytes::Mapped(m) => m.guard.as_ref().is_some_and(Guard::faulted),
             Bytes::Owned(_) => false,
@@ -191,7 +192,7 @@ impl Source {
     /// An error if the file shrank while it was mapped: a read past its new end was
     /// turned into zeros, or (a shrink within the last page faults nowhere) the file
     /// at the same path, the same inode, is now shorter than what was mapped.
-    pub fn check_intact(&self) -> Result<()> {
+    pub(crate) fn check_intact(&self) -> Result<()> {
         let Bytes::Mapped(m) = &self.bytes else {
             return Ok(());
         };

@@ -31,7 +31,7 @@ impl Utf8Policy {
 }
 
 /// Decodes one chunk of `source` that starts at byte `offset` of the file.
-pub fn decode<'a>(
+pub(crate) fn decode<'a>(
     source: &'a Source,
     range: Range<usize>,
     policy: Utf8Policy,

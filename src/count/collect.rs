@@ -24,9 +24,9 @@ const LOOKUP_BLOCK_BITS: u32 = 9;
 
 /// One shard's words, as the parts of a `WordCounts` arena.
 pub(super) struct ShardWords {
-    pub bytes: Vec<u8>,
-    pub ends: Vec<usize>,
-    pub counts: Vec<u64>,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) ends: Vec<usize>,
+    pub(crate) counts: Vec<u64>,
 }
 
 impl ShardWords {

@@ -21,12 +21,12 @@ use crate::pretokenize::Pretokenizer;
 use crate::progress::Progress;
 use crate::specials::{Segment, SpecialMatcher};
 
-pub type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
 
 mod collect;
 mod pieces;
-pub mod wordcounts;
-pub use pieces::PieceCounts;
+mod wordcounts;
+pub(crate) use pieces::PieceCounts;
 pub use wordcounts::WordCounts;
 
 /// How the counting is run; results never depend on these.
@@ -194,7 +194,7 @@ pub fn count_sources(
 }
 
 /// Adds `n` to `key`'s count, copying the key only when it is new.
-pub fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
+pub(crate) fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
     match map.get_mut(key) {
         Some(c) => *c += n,
         None => {
@@ -210,7 +210,7 @@ struct ChunkCounts<'a> {
 }
 
 /// Counts the pieces of one decoded chunk into `counts`.
-pub fn count_text<'t>(
+pub(crate) fn count_text<'t>(
     text: &'t str,
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,

@@ -29,7 +29,7 @@ const SHORT: usize = KEY_LEN;
 const LAG: usize = 32;
 
 #[derive(Default)]
-pub struct PieceCounts<'a> {
+pub(crate) struct PieceCounts<'a> {
     short: ShortCounts,
     /// Short pieces whose slot is being prefetched, each counted `LAG` pieces later,
     /// when its slot has arrived in cache; key 0 marks a free entry.
@@ -45,7 +45,7 @@ impl<'a> PieceCounts<'a> {
     /// the table is kept at most half full.
     ///
     /// `None` where the table's memory cannot be had.
-    pub fn for_text_len(bytes: usize) -> Option<Self> {
+    pub(crate) fn for_text_len(bytes: usize) -> Option<Self> {
         let slots = (bytes / 80).next_power_of_two().clamp(1 << 12, 1 << 20);
         Some(Self {
             short: ShortCounts::try_with_slots(slots, 0)?,
@@ -55,7 +55,7 @@ impl<'a> PieceCounts<'a> {
 
     /// Whether a table could not grow (memory ran out) since these counts were made:
     /// they are wrong then, and the caller fails.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.short.failed
     }
 
@@ -64,7 +64,7 @@ impl<'a> PieceCounts<'a> {
     /// The rare cases are out of line so that this stays small enough to be inlined
     /// into the scanner's loop.
     #[inline(always)]
-    pub fn add(&mut self, text: &[u8], piece: &'a [u8]) {
+    pub(crate) fn add(&mut self, text: &[u8], piece: &'a [u8]) {
         if piece.len() > SHORT {
             self.add_long(piece);
             return;
@@ -118,7 +118,7 @@ impl<'a> PieceCounts<'a> {
     }
 
     /// Calls `f` with each distinct piece's bytes and count.
-    pub fn for_each(&mut self, mut f: impl FnMut(&[u8], u64)) {
+    pub(crate) fn for_each(&mut self, mut f: impl FnMut(&[u8], u64)) {
         self.flush();
         for &(key, n) in self.short.occupied() {
             let bytes = key.to_le_bytes();

@@ -52,7 +52,7 @@ fn hash(word: &[u8]) -> u64 {
 
 impl WordCounts {
     /// Empty counts for words cut with `pattern` from text split on `special_tokens`.
-    pub fn new(pattern: String, special_tokens: Vec<String>) -> Self {
+    pub(crate) fn new(pattern: String, special_tokens: Vec<String>) -> Self {
         Self {
             pattern,
             special_tokens,
@@ -62,7 +62,7 @@ impl WordCounts {
 
     /// Appends a word that is not yet present (the caller guarantees it: counting
     /// hands over distinct pieces); no hashing, no allocation per word.
-    pub fn push_distinct(&mut self, word: &[u8], count: u64) {
+    pub(crate) fn push_distinct(&mut self, word: &[u8], count: u64) {
         debug_assert!(self.index.get().is_none() || self.position(word).is_none());
         self.bytes.extend_from_slice(word);
         self.ends.push(self.bytes.len());
@@ -97,7 +97,7 @@ impl WordCounts {
     }
 
     /// Reserves room for `words` more words of `bytes` bytes in all.
-    pub fn reserve(&mut self, words: usize, bytes: usize) {
+    pub(crate) fn reserve(&mut self, words: usize, bytes: usize) {
         self.bytes.reserve(bytes);
         self.ends.reserve(words);
         self.counts.reserve(words);
@@ -105,7 +105,7 @@ impl WordCounts {
 
     /// Adds `count` to `word`'s count (a new word if absent); an error, changing
     /// nothing, if that count would pass `u64::MAX`.
-    pub fn add_word(&mut self, word: &[u8], count: u64) -> Result<()> {
+    pub(crate) fn add_word(&mut self, word: &[u8], count: u64) -> Result<()> {
         match self.position(word) {
             Some(i) => {
                 self.counts[i] = self.counts[i].checked_add(count).ok_or_else(|| {

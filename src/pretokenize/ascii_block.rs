@@ -6,29 +6,29 @@ use super::unicode::{ascii_class, class_at, WS};
 
 /// Which of 64 bytes are in each class. Only meaningful where `non_ascii` is 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Masks {
-    pub non_ascii: u64,
-    pub letter: u64,
+pub(crate) struct Masks {
+    pub(crate) non_ascii: u64,
+    pub(crate) letter: u64,
     /// `A-Z`.
-    pub upper: u64,
-    pub digit: u64,
+    pub(crate) upper: u64,
+    pub(crate) digit: u64,
     /// `\s` among ASCII: `\t \n \v \f \r` and space.
-    pub ws: u64,
-    pub space: u64,
+    pub(crate) ws: u64,
+    pub(crate) space: u64,
     /// `\r` and `\n`.
-    pub newline: u64,
-    pub apostrophe: u64,
+    pub(crate) newline: u64,
+    pub(crate) apostrophe: u64,
 }
 
 /// A way to compute the [`Masks`] of a block. The scanners are generic over it so
 /// that each kernel is inlined into a copy of the whole scan loop compiled for its
 /// instruction set (see `pretokenize::scan_named`).
-pub trait Classify {
+pub(crate) trait Classify {
     fn masks(block: &[u8; 64]) -> Masks;
 }
 
 /// The kernel every CPU of the target has: SSE2 on x86_64, else one byte at a time.
-pub struct Baseline;
+pub(crate) struct Baseline;
 
 impl Classify for Baseline {
     #[inline(always)]
@@ -49,7 +49,7 @@ impl Classify for Baseline {
 /// needs four compares and four mask moves per class). Only for code compiled with
 /// `avx512f,avx512bw` enabled, on a CPU that has them.
 #[cfg(target_arch = "x86_64")]
-pub struct Avx512;
+pub(crate) struct Avx512;
 
 #[cfg(target_arch = "x86_64")]
 impl Classify for Avx512 {
@@ -63,7 +63,7 @@ impl Classify for Avx512 {
 
 /// The reference (and the fallback on other targets): one byte at a time.
 #[cfg(any(test, not(target_arch = "x86_64")))]
-pub fn scalar_masks(block: &[u8; 64]) -> Masks {
+pub(crate) fn scalar_masks(block: &[u8; 64]) -> Masks {
     let mut m = Masks::default();
     for (k, &c) in block.iter().enumerate() {
         let bit = 1u64 << k;
@@ -102,7 +102,7 @@ mod sse2 {
     /// is the x86_64 baseline, and the attribute kept this from being inlined into
     /// the scanners (a call per 64 bytes, with the masks passed through memory).
     #[inline(always)]
-    pub unsafe fn masks(block: &[u8; 64]) -> Masks {
+    pub(crate) unsafe fn masks(block: &[u8; 64]) -> Masks {
         let mut m = Masks::default();
         for (i, part) in block.chunks_exact(16).enumerate() {
             let x = _mm_loadu_si128(part.as_ptr().cast());
@@ -160,7 +160,7 @@ mod avx512 {
     /// The CPU must have AVX-512F and AVX-512BW, and the caller be compiled with them
     /// (so that the intrinsics are inlined).
     #[inline(always)]
-    pub unsafe fn masks(block: &[u8; 64]) -> Masks {
+    pub(crate) unsafe fn masks(block: &[u8; 64]) -> Masks {
         let x = _mm512_loadu_si512(block.as_ptr().cast());
         let folded = _mm512_or_si512(x, _mm512_set1_epi8(0x20));
         let space = eq(x, b' ');
@@ -179,18 +179,18 @@ mod avx512 {
 
 /// A block of 64 plain-ASCII bytes with its class masks, as the `block_starts` of the
 /// scanners see it.
-pub struct Block {
-    pub m: Masks,
+pub(crate) struct Block {
+    pub(crate) m: Masks,
     /// Neither letter, digit nor whitespace.
-    pub other: u64,
+    pub(crate) other: u64,
     /// Whether the byte after the block is whitespace (it decides where a whitespace
     /// run that reaches the block's end stops).
-    pub after_ws: bool,
+    pub(crate) after_ws: bool,
 }
 
 /// Bit k of `x` moved to k + 1: "the byte before is in `x`".
 #[inline(always)]
-pub fn prev(x: u64) -> u64 {
+pub(crate) fn prev(x: u64) -> u64 {
     x << 1
 }
 
@@ -198,7 +198,7 @@ pub fn prev(x: u64) -> u64 {
 /// fewer than 65 bytes are left, else `Err(i)` with `i` the block's last non-ASCII byte
 /// (in CJK or Cyrillic text that skips whole blocks, not one character).
 #[inline(always)]
-pub fn load<C: Classify>(b: &[u8], w: usize) -> Result<Block, usize> {
+pub(crate) fn load<C: Classify>(b: &[u8], w: usize) -> Result<Block, usize> {
     let Some(block) = b.get(w..).and_then(|r| r.first_chunk::<64>()) else {
         return Err(b.len());
     };
@@ -224,7 +224,7 @@ pub fn load<C: Classify>(b: &[u8], w: usize) -> Result<Block, usize> {
 /// Whitespace runs that `\s+(?!\S)|\s+` splits: each starts a piece, and so does its
 /// last character when it has two or more and a non-space follows.
 #[inline(always)]
-pub fn whitespace_starts(blk: &Block) -> u64 {
+pub(crate) fn whitespace_starts(blk: &Block) -> u64 {
     let ws = blk.m.ws;
     let next_ws = (ws >> 1) | (u64::from(blk.after_ws) << 63);
     (ws & !prev(ws)) | (ws & prev(ws) & !next_ws)
@@ -235,7 +235,7 @@ pub fn whitespace_starts(blk: &Block) -> u64 {
 /// it joins (a space, `\t \v \f`, or a lone punctuation mark not joined to a space).
 /// Returns the starts and the letter runs a lone punctuation mark joined.
 #[inline(always)]
-pub fn punctuation_and_word_starts(blk: &Block) -> (u64, u64) {
+pub(crate) fn punctuation_and_word_starts(blk: &Block) -> (u64, u64) {
     let m = &blk.m;
     let other_starts = blk.other & !prev(blk.other);
     let mut starts = (other_starts & !prev(m.space)) | ((other_starts & prev(m.space)) >> 1);
@@ -250,7 +250,7 @@ pub fn punctuation_and_word_starts(blk: &Block) -> (u64, u64) {
 
 /// `\p{N}{1,3}`: each digit run starts a piece every three digits.
 #[inline(always)]
-pub fn digit_group_starts(digit: u64) -> u64 {
+pub(crate) fn digit_group_starts(digit: u64) -> u64 {
     let mut runs = digit & !prev(digit);
     let mut starts = runs;
     while runs != 0 {
@@ -271,7 +271,7 @@ pub fn digit_group_starts(digit: u64) -> u64 {
 /// more follow that break. `Err(starts)` cut before a run that reaches past the block,
 /// since where it ends decides its pieces.
 #[inline(always)]
-pub fn line_break_runs(blk: &Block, mut starts: u64, limit: usize) -> Result<u64, u64> {
+pub(crate) fn line_break_runs(blk: &Block, mut starts: u64, limit: usize) -> Result<u64, u64> {
     let (ws, newline) = (blk.m.ws, blk.m.newline);
     let below_limit = if limit >= 64 { !0 } else { (1u64 << limit) - 1 };
     let mut breaks = newline & below_limit;

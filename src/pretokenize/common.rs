@@ -8,7 +8,7 @@ use super::unicode::{ascii_class, class, class_at, decode, last_char_start, run_
 /// folding, so `'S`, `'Ll` and `'ſ` (U+017F, which folds to `s`) count, and no other
 /// non-ASCII letter folds to one of these. The curly `’` is never a contraction.
 #[inline(always)]
-pub fn contraction(b: &[u8], i: usize, ci: bool) -> Option<usize> {
+pub(crate) fn contraction(b: &[u8], i: usize, ci: bool) -> Option<usize> {
     let fold = |c: u8| if ci { c.to_ascii_lowercase() } else { c };
     let c1 = fold(*b.get(i + 1)?);
     if matches!(c1, b's' | b'd' | b'm' | b't') {
@@ -27,7 +27,7 @@ pub fn contraction(b: &[u8], i: usize, ci: bool) -> Option<usize> {
 /// The whitespace run that starts at `i`: where it ends, and where its last `\r` or
 /// `\n` is (the `\s*[\r\n]` rules of cl100k and o200k end right after it).
 #[inline(always)]
-pub fn ws_run(b: &[u8], mut i: usize) -> (usize, Option<usize>) {
+pub(crate) fn ws_run(b: &[u8], mut i: usize) -> (usize, Option<usize>) {
     let mut last_newline = None;
     while let Some(&c) = b.get(i) {
         if c < 0x80 {
@@ -53,7 +53,7 @@ pub fn ws_run(b: &[u8], mut i: usize) -> (usize, Option<usize>) {
 /// the whole run; before a non-space, all but its last character (left to start the
 /// next piece, where a plain space may join a word), or the one character it has.
 #[inline(always)]
-pub fn ws_before_nonspace(b: &[u8], i: usize, j: usize) -> usize {
+pub(crate) fn ws_before_nonspace(b: &[u8], i: usize, j: usize) -> usize {
     if j == b.len() {
         return j;
     }
@@ -67,7 +67,7 @@ pub fn ws_before_nonspace(b: &[u8], i: usize, j: usize) -> usize {
 
 /// `\p{N}{1,3}`: up to three number characters from `i` (which is one).
 #[inline(always)]
-pub fn up_to_three_numbers(b: &[u8], i: usize) -> usize {
+pub(crate) fn up_to_three_numbers(b: &[u8], i: usize) -> usize {
     let mut end = i;
     for _ in 0..3 {
         match b.get(end) {
@@ -87,7 +87,7 @@ pub fn up_to_three_numbers(b: &[u8], i: usize) -> usize {
 /// `[^\s\p{L}\p{N}]+` followed by any run of the ASCII bytes `tail` accepts
 /// (`[\r\n]*` in cl100k, `[\r\n/]*` in o200k): the punctuation pieces.
 #[inline(always)]
-pub fn other_run_then(b: &[u8], i: usize, tail: impl Fn(u8) -> bool) -> usize {
+pub(crate) fn other_run_then(b: &[u8], i: usize, tail: impl Fn(u8) -> bool) -> usize {
     let mut end = run_while(b, i, is_other);
     while b.get(end).is_some_and(|&c| tail(c)) {
         end += 1;
@@ -97,7 +97,7 @@ pub fn other_run_then(b: &[u8], i: usize, tail: impl Fn(u8) -> bool) -> usize {
 
 /// `[^\s\p{L}\p{N}]`: neither whitespace, letter nor number (marks are "other").
 #[inline(always)]
-pub fn is_other(class: u8) -> bool {
+pub(crate) fn is_other(class: u8) -> bool {
     class & (L | N | WS) == 0
 }
 
@@ -112,7 +112,7 @@ pub fn is_other(class: u8) -> bool {
 /// Ranges rather than `&str` pieces: the encoder needs only the offsets, and a block's
 /// boundaries are ASCII bytes, so only `piece_end`'s need checking.
 #[inline(always)]
-pub fn scan_blocks(
+pub(crate) fn scan_blocks(
     text: &str,
     mut f: impl FnMut(usize, usize),
     block_starts: impl Fn(&[u8], usize) -> Result<u64, usize>,

@@ -31,7 +31,7 @@ use super::Kind;
 /// `special_at(p)`: whether a special token the text is split on may start at `p`; a
 /// document ends there, so what follows the newline is the end of the text, where
 /// gpt2's `\s+(?!\S)` takes the run whole (cl100k's and o200k's cut is that start).
-pub fn cut_at_newline(
+pub(crate) fn cut_at_newline(
     data: &[u8],
     q: usize,
     kind: Kind,

@@ -19,7 +19,7 @@ use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
-pub fn piece_end(b: &[u8], i: usize) -> usize {
+pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
     let c = b[i];
     // Fast path for the most common pieces of English, " word" and "word".
     if c == b' ' {
@@ -72,7 +72,7 @@ fn whitespace(b: &[u8], i: usize) -> usize {
 // through a shim that was not inlined into the AVX-512 copy of the loop.
 #[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+pub(crate) fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
     scan_blocks(
         text,
         f,

@@ -18,7 +18,7 @@
 mod ascii_block;
 mod cl100k;
 mod common;
-pub mod cuts;
+pub(crate) mod cuts;
 mod gpt2;
 mod o200k;
 pub mod patterns;
@@ -143,10 +143,10 @@ impl Pretokenizer {
         scanned.ok_or_else(|| scanner_bug(text))
     }
 
-    /// The same pre-tokenizer using the block kernel `simd` (for tests and
-    /// benchmarks; the default is the best the CPU has). A kernel the CPU lacks
-    /// falls back to the baseline.
-    pub fn with_simd(mut self, simd: Simd) -> Self {
+    /// The same pre-tokenizer using the block kernel `simd` (for tests; the default
+    /// is the best the CPU has). A kernel the CPU lacks falls back to the baseline.
+    #[cfg(test)]
+    pub(crate) fn with_simd(mut self, simd: Simd) -> Self {
         self.simd = match simd {
             Simd::Baseline => Simd::Baseline,
             Simd::Avx512 => Simd::best(),
@@ -154,7 +154,8 @@ impl Pretokenizer {
         self
     }
 
-    pub fn simd(&self) -> Simd {
+    #[cfg(test)]
+    pub(crate) fn simd(&self) -> Simd {
         self.simd
     }
 
@@ -209,7 +210,7 @@ impl Simd {
     }
 
     /// The best kernel this CPU runs.
-    pub fn best() -> Self {
+    pub(crate) fn best() -> Self {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")

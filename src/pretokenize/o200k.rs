@@ -32,7 +32,7 @@ use super::unicode::{
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
-pub fn piece_end(b: &[u8], i: usize) -> usize {
+pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
     let c = b[i];
     let (class, len) = class_at(b, i);
     if let Some(end) = word(b, i, c, class, len) {
@@ -115,7 +115,7 @@ fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
 // through a shim that was not inlined into the AVX-512 copy of the loop.
 #[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+pub(crate) fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
     scan_blocks(
         text,
         f,

@@ -25,7 +25,7 @@ pub const O200K: &str = concat!(
 );
 
 /// Names users may pass instead of a pattern's text, with the text each stands for.
-pub const NAMED: &[(&str, &str)] = &[
+pub(crate) const NAMED: &[(&str, &str)] = &[
     ("gpt2", GPT2),
     ("r50k_base", GPT2),
     ("p50k_base", GPT2),

@@ -4,12 +4,12 @@
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug)]
-pub struct RegexSplitter {
+pub(crate) struct RegexSplitter {
     regex: fancy_regex::Regex,
 }
 
 impl RegexSplitter {
-    pub fn new(pattern: &str) -> Result<Self> {
+    pub(crate) fn new(pattern: &str) -> Result<Self> {
         let regex = fancy_regex::Regex::new(pattern).map_err(|e| {
             Error::invalid(format!("invalid pre-tokenizer pattern {pattern:?}: {e}"))
         })?;
@@ -22,7 +22,11 @@ impl RegexSplitter {
     ///
     /// Why not `regex.findall`'s skipping: with `\d` as the pattern, "abc 12 def"
     /// encoded as "12" alone, and a vocabulary trained so never saw the rest.
-    pub fn for_each_piece<'t, F: FnMut(&'t str)>(&self, text: &'t str, mut f: F) -> Result<()> {
+    pub(crate) fn for_each_piece<'t, F: FnMut(&'t str)>(
+        &self,
+        text: &'t str,
+        mut f: F,
+    ) -> Result<()> {
         let mut end = 0;
         for m in self.regex.find_iter(text) {
             let m = m.map_err(|e| Error::Regex(e.to_string()))?;

@@ -7,20 +7,19 @@
 //! points go through a two-level table (two loads), fast enough for CJK text.
 
 use super::unicode_tables as tables;
-pub use super::unicode_tables::{
-    L, LOWERISH, MARK, MODIFIER, N, TITLE, UNICODE_VERSION, UPPERISH, WS,
-};
+pub use super::unicode_tables::UNICODE_VERSION;
+pub(crate) use super::unicode_tables::{L, LOWERISH, MARK, MODIFIER, N, TITLE, UPPERISH, WS};
 
 /// The class byte of ASCII byte `c` (< 0x80).
 #[inline(always)]
-pub fn ascii_class(c: u8) -> u8 {
+pub(crate) fn ascii_class(c: u8) -> u8 {
     tables::ASCII[usize::from(c & 0x7f)]
 }
 
 /// The class byte of code point `cp` (any `u32`; surrogates and values past
 /// U+10FFFF are "other", class 0).
 #[inline(always)]
-pub fn class(cp: u32) -> u8 {
+pub(crate) fn class(cp: u32) -> u8 {
     if cp < 0x80 {
         return tables::ASCII[cp as usize];
     }
@@ -50,7 +49,7 @@ fn cont(b: &[u8], i: usize) -> u32 {
 /// Decodes the character whose lead byte is `b[i]` (`b` is valid UTF-8, `i < b.len()`):
 /// its code point and its length in bytes.
 #[inline(always)]
-pub fn decode(b: &[u8], i: usize) -> (u32, usize) {
+pub(crate) fn decode(b: &[u8], i: usize) -> (u32, usize) {
     let b0 = u32::from(b[i]);
     if b0 < 0x80 {
         (b0, 1)
@@ -71,7 +70,7 @@ pub fn decode(b: &[u8], i: usize) -> (u32, usize) {
 
 /// Class byte and byte length of the character starting at `b[i]`.
 #[inline(always)]
-pub fn class_at(b: &[u8], i: usize) -> (u8, usize) {
+pub(crate) fn class_at(b: &[u8], i: usize) -> (u8, usize) {
     let c = b[i];
     if c < 0x80 {
         (ascii_class(c), 1)
@@ -83,13 +82,13 @@ pub fn class_at(b: &[u8], i: usize) -> (u8, usize) {
 
 /// Class byte of the character starting at `b[i]`, or `None` at the end.
 #[inline(always)]
-pub fn class_at_opt(b: &[u8], i: usize) -> Option<u8> {
+pub(crate) fn class_at_opt(b: &[u8], i: usize) -> Option<u8> {
     (i < b.len()).then(|| class_at(b, i).0)
 }
 
 /// Start of the last character of `b[..j]` (`j > 0`, at a character boundary).
 #[inline(always)]
-pub fn last_char_start(b: &[u8], j: usize) -> usize {
+pub(crate) fn last_char_start(b: &[u8], j: usize) -> usize {
     let mut k = j - 1;
     while k > 0 && b[k] & 0xc0 == 0x80 {
         k -= 1;
@@ -121,7 +120,7 @@ pub fn regex_classes(cp: u32) -> u16 {
 
 /// Run of characters from `i` whose class byte satisfies `keep`: returns where it ends.
 #[inline(always)]
-pub fn run_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+pub(crate) fn run_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
     while let Some(&c) = b.get(i) {
         if c < 0x80 {
             if !keep(ascii_class(c)) {
@@ -144,7 +143,10 @@ pub fn run_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
 /// data-dependent place, and a per-byte loop pays a mispredicted branch there; a
 /// byte mask and one `trailing_zeros` do not. Stops at any non-ASCII byte.
 #[inline(always)]
-pub fn ascii_run<const LO: u8, const HI: u8, const FOLD: bool>(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn ascii_run<const LO: u8, const HI: u8, const FOLD: bool>(
+    b: &[u8],
+    mut i: usize,
+) -> usize {
     const fn splat(x: u8) -> u64 {
         u64::from_le_bytes([x; 8])
     }
@@ -176,7 +178,7 @@ pub fn ascii_run<const LO: u8, const HI: u8, const FOLD: bool>(b: &[u8], mut i: 
 /// `ascii_run::<LO, HI, FOLD>` accepts: the ASCII part eight bytes at a time, the
 /// rest (a non-ASCII character inside or after it) one character at a time.
 #[inline(always)]
-pub fn run_fast<const LO: u8, const HI: u8, const FOLD: bool>(
+pub(crate) fn run_fast<const LO: u8, const HI: u8, const FOLD: bool>(
     b: &[u8],
     i: usize,
     keep: impl Fn(u8) -> bool,
@@ -190,7 +192,7 @@ pub fn run_fast<const LO: u8, const HI: u8, const FOLD: bool>(
 
 /// End of the `\p{L}` run that starts at `i`.
 #[inline(always)]
-pub fn letters_end(b: &[u8], i: usize) -> usize {
+pub(crate) fn letters_end(b: &[u8], i: usize) -> usize {
     run_fast::<b'a', b'z', true>(b, i, |k| k & L != 0)
 }
 

@@ -4,7 +4,7 @@
 //! postings) and only the pair counts that actually change; the best pair comes
 //! from a max-queue with lazy invalidation (see `queue`).
 
-pub mod queue;
+mod queue;
 mod words;
 
 use crate::count::WordCounts;

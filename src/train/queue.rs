@@ -16,9 +16,9 @@ use crate::ids::{unpack, Pair};
 
 /// A pair in the queue, with its count when it was pushed (stale once that changed).
 #[derive(Clone, Copy, Debug)]
-pub struct Candidate {
-    pub count: u64,
-    pub pair: Pair,
+pub(crate) struct Candidate {
+    pub(crate) count: u64,
+    pub(crate) pair: Pair,
 }
 
 /// The tokens' bytes, with each token's first eight bytes as a big-endian number
@@ -26,13 +26,13 @@ pub struct Candidate {
 /// integers, without following two pointers to compare bytes (perf: byte compares
 /// were ~25% of training time on TinyStories).
 #[derive(Default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     bytes: Vec<Vec<u8>>,
     prefix: Vec<u64>,
 }
 
 impl Tokens {
-    pub fn push(&mut self, bytes: Vec<u8>) {
+    pub(crate) fn push(&mut self, bytes: Vec<u8>) {
         let mut head = [0u8; 8];
         let n = bytes.len().min(8);
         head[..n].copy_from_slice(&bytes[..n]);
@@ -40,19 +40,15 @@ impl Tokens {
         self.bytes.push(bytes);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.bytes.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    pub fn get(&self, id: u32) -> &[u8] {
+    pub(crate) fn get(&self, id: u32) -> &[u8] {
         &self.bytes[id as usize]
     }
 
-    pub fn into_bytes(self) -> Vec<Vec<u8>> {
+    pub(crate) fn into_bytes(self) -> Vec<Vec<u8>> {
         self.bytes
     }
 
@@ -86,12 +82,12 @@ fn priority(x: &Candidate, y: &Candidate, tokens: &Tokens) -> Ordering {
 }
 
 #[derive(Default)]
-pub struct PairQueue {
+pub(crate) struct PairQueue {
     heap: Vec<Candidate>,
 }
 
 impl PairQueue {
-    pub fn from_candidates(entries: Vec<Candidate>, tokens: &Tokens) -> Self {
+    pub(crate) fn from_candidates(entries: Vec<Candidate>, tokens: &Tokens) -> Self {
         let mut q = Self { heap: entries };
         for i in (0..q.heap.len() / 2).rev() {
             q.sift_down(i, tokens);
@@ -99,15 +95,7 @@ impl PairQueue {
         q
     }
 
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
-
-    pub fn push(&mut self, entry: Candidate, tokens: &Tokens) {
+    pub(crate) fn push(&mut self, entry: Candidate, tokens: &Tokens) {
         self.heap.push(entry);
         let mut i = self.heap.len() - 1;
         while i > 0 {
@@ -120,7 +108,7 @@ impl PairQueue {
         }
     }
 
-    pub fn pop(&mut self, tokens: &Tokens) -> Option<Candidate> {
+    pub(crate) fn pop(&mut self, tokens: &Tokens) -> Option<Candidate> {
         if self.heap.is_empty() {
             return None;
         }

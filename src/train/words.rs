@@ -6,11 +6,11 @@ use crate::ids::{pack, Pair};
 
 /// What the merge loop knows about a pair.
 #[derive(Default)]
-pub struct PairStats {
-    pub count: u64,
+pub(crate) struct PairStats {
+    pub(crate) count: u64,
     /// Words that held the pair when it was last seen; may hold stale or
     /// repeated entries, which the merge skips.
-    pub postings: Vec<u32>,
+    pub(crate) postings: Vec<u32>,
 }
 
 /// One word's place in the arena and its count. Kept together because a merge
@@ -25,14 +25,14 @@ struct WordMeta {
 }
 
 /// All multi-symbol words in one arena: word `w` is `syms[start..start + len]`.
-pub struct Words {
+pub(crate) struct Words {
     syms: Vec<u32>,
     meta: Vec<WordMeta>,
 }
 
 impl Words {
     /// Words of one byte never form a pair, so they are left out.
-    pub fn new<'a>(words: impl Iterator<Item = (&'a [u8], u64)>) -> Self {
+    pub(crate) fn new<'a>(words: impl Iterator<Item = (&'a [u8], u64)>) -> Self {
         let mut w = Words {
             syms: Vec::new(),
             meta: Vec::new(),
@@ -54,7 +54,7 @@ impl Words {
         w
     }
 
-    pub fn count_pairs(&self) -> FxMap<Pair, PairStats> {
+    pub(crate) fn count_pairs(&self) -> FxMap<Pair, PairStats> {
         let mut pairs: FxMap<Pair, PairStats> = FxMap::default();
         for (w, m) in self.meta.iter().enumerate() {
             let s = &self.syms[m.start as usize..(m.start + m.len) as usize];
@@ -73,7 +73,7 @@ impl Words {
     /// updating only the pair counts that change. `pairs` no longer holds `(a, b)`.
     /// Pairs that gain count (all contain `new`) are appended to `grown`.
     #[allow(clippy::too_many_arguments)]
-    pub fn merge(
+    pub(crate) fn merge(
         &mut self,
         postings: &[u32],
         a: u32,
