@@ -215,10 +215,10 @@ impl<T: Zeroable> ZeroedBuf<T> {
     /// MB/s on en-small; the encoder's short table on en: ~360 -> ~380).
     ///
     /// Buffers of a huge page or more are mapped fresh, so their pages are zeroed once,
-    /// by the kernel, when first touched. From the allocator they were zeroed twice
-    /// (the kernel's fault, then a memset that also touched every page at once): the
-    /// encoder's 32 MB short table took 10-85 ms to make before a 2-thread encode of
-    /// the 116 MB English corpus could start, all on one thread.
+    /// by the kernel, when first touched. The allocator's zeroed memory is zeroed twice
+    /// (the kernel's fault, then a memset that touches every page at once): made that
+    /// way, the encoder's 32 MB short table took 10-85 ms, on one thread, before a
+    /// 2-thread encode of the 116 MB English corpus could start.
     pub(crate) fn huge(len: usize) -> Self {
         Self::try_huge(len).unwrap_or_else(|| handle_alloc_error(Layout::new::<T>()))
     }

@@ -8,7 +8,7 @@ use crate::progress::Progress;
 
 /// Files open at once at most. Each mapped file is one of the process's memory maps,
 /// and Linux allows 65,530 by default: a folder of 70,000 files, all mapped up front,
-/// left none for the threads' stacks (the encode panicked).
+/// would leave none for the threads' stacks.
 const GROUP_FILES: usize = 1024;
 
 /// Input bytes read into memory (pipes and devices) held at once at most, beyond the

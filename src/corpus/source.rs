@@ -148,11 +148,11 @@ impl Source {
     /// is at least [`RELEASE_STEP`] on, and returns where released bytes now end.
     /// `to == len` releases the rest.
     ///
-    /// Why: releasing each 1 MB chunk as it was written split the file's huge-page
-    /// mappings and flushed them from both cores' TLBs each time, with an interrupt
-    /// to the other core. In a 1-thread encode of the 116 MB English corpus on the
-    /// 2-core test VM, waiting for those flushes took from nothing to 14% of the
-    /// time, by the host's load (perf, gpt2).
+    /// Why in steps and at huge-page boundaries: each release splits the file's
+    /// huge-page mappings and flushes them from every core's TLB, with an interrupt to
+    /// each other core. Released after every 1 MB chunk, waiting for those flushes
+    /// took up to 14% of a 1-thread gpt2 encode of the 116 MB English corpus (perf, 2
+    /// cores; the share grows with the host's load).
     pub(crate) fn release_behind(&self, from: usize, to: usize) -> usize {
         use crate::hugemem::HUGE_PAGE;
         let len = self.bytes().len();

@@ -45,12 +45,12 @@ impl ShardWords {
     ///
     /// Why not `push` in a loop: half the slots of a table are empty, and a branch on
     /// each slot's emptiness (and, merging tables, on whether an earlier table has
-    /// the key) was mispredicted every other slot; copying a 1-thread count's table
-    /// into the arena took 3.2 of the 43 ms of counting en-small (now ~1). Every slot
-    /// visited is written, kept or not, and only a kept one advances the ends. With
-    /// `ALL` every slot is visited (an empty one is never kept), else only the full
-    /// slots of each 64, found as a bit mask first: for a `keep` that looks keys up
-    /// in other tables (2 threads: merging ~3 -> ~2.3 ms).
+    /// the key) is mispredicted every other slot; copying a 1-thread count's table
+    /// into the arena that way took 3.2 of the 43 ms of counting en-small, this way
+    /// ~1. Every slot visited is written, kept or not, and only a kept one advances
+    /// the ends. With `ALL` every slot is visited (an empty one is never kept), else
+    /// only the full slots of each 64, found as a bit mask first: for a `keep` that
+    /// looks keys up in other tables (2 threads: merging ~3 -> ~2.3 ms).
     fn extend_kept<const ALL: bool>(
         &mut self,
         slots: &[(u128, u64)],

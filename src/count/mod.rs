@@ -3,7 +3,8 @@
 //! Each worker keeps one table of pieces (no copy or allocation per piece: short
 //! pieces are packed into a `u128`, long ones borrowed from the mapped input; see
 //! `pieces.rs`) and pulls chunks from a shared counter; at the end the tables are
-//! merged into the `WordCounts`, shard by shard on all threads (`collect.rs`). Only pieces from chunks that had to be re-decoded (invalid UTF-8 under
+//! merged into the `WordCounts`, shard by shard on all threads (`collect.rs`). Only
+//! pieces from chunks that had to be re-decoded (invalid UTF-8 under
 //! `replace`/`ignore`) are copied.
 
 use std::borrow::Cow;

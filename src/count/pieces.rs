@@ -13,11 +13,12 @@
 //!   piece's slot is prefetched when the piece is seen and the piece is counted
 //!   `LAG` pieces later, so the misses overlap with useful work.
 //!
-//! Together: ~138 -> ~270 MB/s. Then (same measure, ~275 -> ~415-437 MB/s): the
-//! table in huge pages and sized from the text, the rare paths out of line, `LAG`
-//! 32, and `WordCounts` built as an arena instead of one boxed key per word. Tried and dropped (no gain measurable on the noisy
-//! 2-core test machine): a second table with 16-byte slots for pieces of <= 7 bytes
-//! (86% of them), a larger first table, a stronger hash for the hashbrown version.
+//! Together: ~138 -> ~270 MB/s. The table in huge pages and sized from the text, the
+//! rare paths out of line, `LAG` 32 and `WordCounts` built as an arena rather than
+//! one boxed key per word: ~275 -> ~415-437 MB/s (same measure). Not used, for no gain
+//! beyond a few percent of noise: a second table with 16-byte slots for pieces of
+//! <= 7 bytes (86% of them), a larger first table, a stronger hash for the hashbrown
+//! version.
 
 use super::FxMap;
 use crate::hugemem::ZeroedBuf;

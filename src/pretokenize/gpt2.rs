@@ -10,8 +10,8 @@
 //! text, and `block_starts` finds every piece start of 64 bytes of plain ASCII at
 //! once with bit operations on class masks. Why both: English prose is ~4.4 bytes per
 //! piece, and one piece at a time costs a few mispredicted branches each (~680 MB/s
-//! on this project's 2-core test machine); the block path has no per-character
-//! branch and about doubles that. cl100k and o200k do the same.
+//! on one core); the block path has no per-character branch and about doubles that.
+//! cl100k and o200k do the same.
 
 use super::ascii_block::{load, prev, whitespace_starts, Classify};
 use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};

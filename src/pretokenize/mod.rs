@@ -3,7 +3,7 @@
 //! [`Pretokenizer`] is what training and encoding call. Named patterns (gpt2,
 //! cl100k, o200k) are served by hand-written scanners that give exactly the pieces
 //! the `regex` package gives for their pattern text, 4-58x faster than the regex
-//! engine (`benchmarks/RESULTS.md`); any other pattern goes through the generic
+//! engine (see `benchmarks/`); any other pattern goes through the generic
 //! regex engine, so a custom pattern is never ignored. (To time the regex engine on
 //! a named pattern, wrap its text in `(?:...)`.)
 //!
@@ -184,7 +184,7 @@ impl Pretokenizer {
 pub enum Simd {
     /// SSE2 on x86_64 (every such CPU has it), plain code elsewhere.
     Baseline,
-    /// AVX-512BW: about 1.1x the baseline scan on English (`benchmarks/RESULTS.md`).
+    /// AVX-512BW: about 1.1x the baseline scan on English (see `benchmarks/`).
     Avx512,
 }
 

@@ -85,7 +85,7 @@ pub fn train(
     // The merge loop's word arena, pair counts, postings and queue are made of many
     // allocations sized by the counts and the merges: where they cannot all be had (a
     // memory limit), fail now rather than abort partway. Peaks measured above the
-    // counts (2026-11-25): kjv 14K words, 1K merges: 7 MB; linux docs 102K words,
+    // counts: kjv 14K words, 1K merges: 7 MB; linux docs 102K words,
     // 32K merges: 58 MB; gcide 331K words, 10K merges: 83 MB. This asks for more.
     let word_bytes: usize = counts.iter().map(|(w, _)| w.len()).sum();
     let need = (64usize << 20)

@@ -70,7 +70,7 @@ impl Words {
     }
 
     /// Replaces every `(a, b)` in the words of `postings` by `new`, left to right,
-    /// updating only the pair counts that change. `pairs` no longer holds `(a, b)`.
+    /// updating only the pair counts that change. Afterwards `pairs` holds no `(a, b)`.
     /// Pairs that gain count (all contain `new`) are appended to `grown`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn merge(
