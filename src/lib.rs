@@ -23,7 +23,7 @@ pub mod count;
 pub mod encode;
 pub(crate) mod error;
 pub(crate) mod hugemem;
-pub(crate) mod ids;
+pub mod ids;
 pub(crate) mod mapguard;
 pub mod piecekey;
 pub(crate) mod pool;

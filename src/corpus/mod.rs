@@ -19,7 +19,6 @@ mod utf8;
 pub(crate) use chunks::chunk_ranges;
 pub use chunks::Chunks;
 pub(crate) use chunks::{chunk_size, worker_count};
-#[allow(unused_imports)] // encode::stream's, once it calls last_cut
 pub(crate) use cuts::last_cut;
 pub(crate) use groups::{check_intact, size_on_disk, Groups};
 pub use source::Source;
