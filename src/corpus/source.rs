@@ -13,25 +13,28 @@ use crate::error::{Error, Result};
 use crate::mapguard::Guard;
 
 /// A source's bytes: mapped, or in memory.
-pub(super) enum Bytes {
+enum Bytes {
     Mapped(Mapped),
     Owned(Vec<u8>),
 }
 
 impl Bytes {
-    /// A mapped scratch file private to this process, which nobody else can truncate:
-    /// not registered with [`mapguard`](crate::mapguard).
-    pub(super) fn unguarded(map: Mmap) -> Self {
-        Bytes::Mapped(Mapped {
-            guard: None,
-            map,
-            id: None,
-        })
+    /// The bytes of a spooled input ([`spool`]): a map of a scratch file private to
+    /// this process, which nobody else can truncate, so not guarded; or no bytes.
+    fn spooled(map: Option<Mmap>) -> Self {
+        match map {
+            Some(map) => Bytes::Mapped(Mapped {
+                guard: None,
+                map,
+                id: None,
+            }),
+            None => Bytes::Owned(Vec::new()),
+        }
     }
 }
 
 /// A mapped input file, registered with [`mapguard`](crate::mapguard) while it lives.
-pub(super) struct Mapped {
+struct Mapped {
     /// Declared before `map`, so it unregisters the mapping before it is unmapped.
     guard: Option<Guard>,
     map: Mmap,
@@ -67,7 +70,7 @@ impl Source {
             if meta.is_file() && meta.len() == 0 {
                 Bytes::Owned(Vec::new())
             } else {
-                gunzip(path, file)?
+                Bytes::spooled(gunzip(path, file)?)
             }
         } else if is_endless_device(&file, &meta) {
             return Err(Error::invalid(format!(
@@ -77,7 +80,7 @@ impl Source {
         } else if !meta.is_file() {
             // Pipes (`/dev/stdin`, `<(...)`) and terminals cannot be mapped, and may
             // be endless: spooled, in bounded memory.
-            spool(path, file, "reading")?
+            Bytes::spooled(spool(path, file, "reading")?)
         } else if meta.len() == 0 {
             // An empty file cannot be mapped; files of /proc report 0 and hold text.
             let mut buf = Vec::new();

@@ -7,14 +7,13 @@ use std::path::Path;
 
 use memmap2::Mmap;
 
-use super::source::Bytes;
 use crate::error::{Error, Result};
 
 /// The text of the gzip file `file` (any number of members), decompressed into a
 /// scratch file ([`spool`]): like any mapped input it is read and released chunk by
 /// chunk, so memory does not grow with its size. It needs room in the temporary
-/// folder (`TMPDIR`).
-pub(super) fn gunzip(path: &Path, file: File) -> Result<Bytes> {
+/// folder (`TMPDIR`). `None` for no bytes.
+pub(super) fn gunzip(path: &Path, file: File) -> Result<Option<Mmap>> {
     let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
     spool(path, decoder, "decompressing")
 }
@@ -23,8 +22,12 @@ pub(super) fn gunzip(path: &Path, file: File) -> Result<Bytes> {
 /// file in the temporary folder that no other process can see
 /// ([`crate::atomic::scratch_file`]) and mapped. For inputs that cannot be mapped
 /// themselves (pipes, `.gz` files): memory stays bounded however long they are,
-/// where reading them into memory took all of it for an endless pipe.
-pub(super) fn spool(path: &Path, mut reader: impl Read, doing: &str) -> Result<Bytes> {
+/// where reading them into memory would take all of it for an endless pipe. `None`
+/// for no bytes (an empty file cannot be mapped).
+///
+/// The map is private to this process, so nobody else can truncate it: it needs no
+/// [`mapguard`](crate::mapguard).
+pub(super) fn spool(path: &Path, mut reader: impl Read, doing: &str) -> Result<Option<Mmap>> {
     let dir = std::env::temp_dir();
     let in_tmp = |e: std::io::Error| {
         let message = format!(
@@ -47,13 +50,11 @@ pub(super) fn spool(path: &Path, mut reader: impl Read, doing: &str) -> Result<B
         len += n;
     }
     if len == 0 {
-        return Ok(Bytes::Owned(Vec::new()));
+        return Ok(None);
     }
     // SAFETY: the file is private to this process (no name, or unlinked) and no
     // longer written. Not guarded: nobody else can truncate it.
-    unsafe { Mmap::map(&out) }
-        .map(Bytes::unguarded)
-        .map_err(in_tmp)
+    unsafe { Mmap::map(&out) }.map(Some).map_err(in_tmp)
 }
 
 /// Whether `file` is a device that is not a terminal (`/dev/zero`, `/dev/urandom`, a

@@ -20,9 +20,14 @@
 //! <= 7 bytes (86% of them), a larger first table, a stronger hash for the hashbrown
 //! version.
 
-use super::FxMap;
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
+
 use crate::hugemem::ZeroedBuf;
 use crate::piecekey::{hash, key_at, KEY_LEN};
+
+/// Counts of pieces longer than [`SHORT`], keyed by their bytes in the text.
+pub(super) type LongCounts<'a> = HashMap<&'a [u8], u64, FxBuildHasher>;
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = KEY_LEN;
@@ -36,7 +41,7 @@ pub(crate) struct PieceCounts<'a> {
     /// when its slot has arrived in cache; key 0 marks a free entry.
     ring: [(u128, usize); LAG],
     next: usize,
-    long: FxMap<&'a [u8], u64>,
+    long: LongCounts<'a>,
 }
 
 impl<'a> PieceCounts<'a> {
@@ -113,7 +118,7 @@ impl<'a> PieceCounts<'a> {
     }
 
     /// The table of short pieces and the map of long ones, every queued piece counted.
-    pub(super) fn into_tables(mut self) -> (ShortCounts, FxMap<&'a [u8], u64>) {
+    pub(super) fn into_tables(mut self) -> (ShortCounts, LongCounts<'a>) {
         self.flush();
         (self.short, self.long)
     }

@@ -82,7 +82,7 @@ pub(crate) fn scalar_masks(block: &[u8; 64]) -> Masks {
 
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
-    use super::Masks;
+    use crate::pretokenize::ascii_block::Masks;
     use std::arch::x86_64::*;
 
     /// Bytes with `x + add` (wrapping) below `limit` as signed bytes: a range test in
@@ -139,7 +139,7 @@ mod sse2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::Masks;
+    use crate::pretokenize::ascii_block::Masks;
     use std::arch::x86_64::*;
 
     /// Bytes `x` with `x - low` below `count` (unsigned): `low..low + count`.
