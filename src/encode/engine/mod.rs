@@ -65,9 +65,14 @@ impl Engine {
             Segment::Text(t) if result.is_ok() => {
                 // Spans of a segment, made spans of `text`.
                 let base = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
-                result = self.pretok.for_each_span(t, |start, end| {
+                // Captured by `move`, as references made here: borrowed by the
+                // closure, two of them lived on the stack and were loaded again for
+                // every piece (callgrind, gpt2: +1% instructions).
+                let (next, ready, halt, ws, out) =
+                    (&mut next, &mut ready, &mut halt, &mut *ws, &mut *out);
+                result = self.pretok.for_each_span(t, move |start, end| {
                     if next.push(base + start, base + end) {
-                        self.turn(bytes, &mut next, &mut ready, ws, out, &mut halt);
+                        self.turn(bytes, next, ready, ws, out, halt);
                     }
                 });
             }
