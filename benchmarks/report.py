@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
-GROUPS = ["train", "count", "encode", "pretokenize"]
+GROUPS = ["train", "count", "formats", "encode", "pretokenize"]
 
 INTRO = """\
 # Benchmarks
@@ -43,7 +43,9 @@ workload's own command is under its table (run it from the repository root insid
 - `en-small`: the first 18.8 MB of `en`, mostly prose;
 - `ml`: multilingual text (Russian, Chinese, Japanese, Korean, the UDHR's ~380
   languages, emoji), ~25 MB;
-- `cjk`: lines of Chinese and Japanese prose, ~1.9 MB.
+- `cjk`: lines of Chinese and Japanese prose, ~1.9 MB;
+- for `formats`, `en` cut into documents of ~5 KB as plain text, JSONL, zstd and
+  Parquet files, built beside it by `benchmarks/formats_compare.py`.
 
 To time another build of bpekit (before and after a change), point `PYTHONPATH` at its
 `python/` folder (with its built extension) and send the results elsewhere, e.g.
@@ -56,7 +58,9 @@ out of date with the result files (the tests run it).
 
 - **A fresh process per measurement.** Each tool trains or encodes in its own process,
   so its peak RSS (the process's maximum resident set, the interpreter and its imports
-  included) is its own, and no tool inherits another's warm caches or heap.
+  included) is its own, and no tool inherits another's warm caches or heap. The
+  exception is `formats`, which compares bpekit's inputs with each other: it times them
+  in one process, interleaved, and measures memory in a fresh process per input.
 - **Time** is the median of the runs (the spread, min-max, beside it): for training,
   the training call (reading the file included where the tool reads it itself); for
   encoding, the calls after the first in one process, since every tool here keeps
@@ -170,17 +174,63 @@ def versions(rows: list[dict]) -> str:
     return ", ".join(f"{tool} {version}" for tool, version in seen.items())
 
 
+# How a cell of each column kind of a result's own ``tables`` is written (``None``: "-").
+KINDS = {
+    "text": lambda v: str(v),
+    "code": lambda v: f"`{v}`",
+    "num": _num,
+    "int": lambda v: f"{round(v):,}",
+    "pct": lambda v: f"{v * 100:.0f}%",
+    "signed_pct": lambda v: f"{v * 100:+.0f}%",
+    "mib": lambda v: f"{v:,.0f} MiB",
+    "signed_mib": lambda v: f"{v:+,.0f} MiB",
+}
+RIGHT = {"num", "int", "pct", "signed_pct", "mib", "signed_mib", "time"}
+
+
+def own_table(spec: dict) -> list[str]:
+    """A table a result lays out itself: ``{"heading", "text", "columns": [{"key", "name",
+    "kind"}], "rows"}``; a ``time`` column shows ``seconds`` with its spread."""
+    columns = spec["columns"]
+
+    def cell(row: dict, col: dict) -> str:
+        if col["kind"] == "time":
+            return _time(row)
+        value = row.get(col["key"])
+        if value is None or value == "":
+            return "-" if col["kind"] != "text" else ""
+        return _cell(KINDS[col["kind"]](value))
+
+    lines = [f"#### {spec['heading']}", ""]
+    if spec.get("text"):
+        lines += [spec["text"], ""]
+    lines.append("| " + " | ".join(c["name"] for c in columns) + " |")
+    lines.append("| " + " | ".join("---:" if c["kind"] in RIGHT else "---" for c in columns) + " |")
+    for r in spec["rows"]:
+        lines.append("| " + " | ".join(cell(r, c) for c in columns) + " |")
+    return lines
+
+
 def section(result: dict) -> list[str]:
+    """The workload's heading, description, table (or its own tables) and facts."""
     corpus = result.get("corpus") or {}
-    runs = sorted({r.get("runs", 1) for r in result["rows"]})
     lines = [f"### {result['workload']}", "", f"**{result['title']}.** {result['description']}", ""]
-    lines += table(result)
-    lines.append("")
+    if result.get("tables"):
+        runs = [result.get("runs", 1)]
+        for spec in result["tables"]:
+            lines += own_table(spec)
+            lines.append("")
+        seen = ", ".join(f"{tool} {version}" for tool, version in result.get("versions", {}).items())
+    else:
+        runs = sorted({r.get("runs", 1) for r in result["rows"]})
+        lines += table(result)
+        lines.append("")
+        seen = versions(result["rows"])
     facts = []
     if corpus:
         facts.append(f"Corpus `{corpus['name']}`, {corpus['bytes']:,} bytes")
     facts.append(f"runs per figure: {', '.join(map(str, runs))}")
-    facts.append(f"versions: {versions(result['rows'])}")
+    facts.append(f"versions: {seen}")
     lines.append("; ".join(facts) + ".")
     lines.append(f"Machine: {machine(result['machine'])}. Date: {result['date']}.")
     lines.append(f"Command: `{result['command']}`")

@@ -106,3 +106,76 @@ def test_corpora_names_a_missing_data_folder(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and str(missing) in proc.stderr and "BPEKIT_DATA" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_report_renders_a_result_with_its_own_tables(tmp_path: Path) -> None:
+    """formats.json lays out its tables itself: columns of given kinds, "-" where a value is
+    missing, the versions and rounds from the result; it sorts after the count tables."""
+    results = tmp_path / "results"
+    results.mkdir()
+    columns = [
+        {"key": "input", "name": "input", "kind": "text"},
+        {"key": "file", "name": "file", "kind": "code"},
+        {"key": "threads", "name": "threads", "kind": "int"},
+        {"key": "seconds", "name": "time", "kind": "time"},
+        {"key": "throughput", "name": "MB/s", "kind": "num"},
+        {"key": "vs_text", "name": "vs text", "kind": "pct"},
+        {"key": "over", "name": "over", "kind": "signed_pct"},
+        {"key": "rss", "name": "RSS", "kind": "mib"},
+        {"key": "note", "name": "notes", "kind": "text"},
+    ]
+    row = {"seconds": 0.5, "seconds_min": 0.4, "seconds_max": 0.6, "runs": 5, "throughput": 232.1}
+    formats = {
+        "workload": "formats",
+        "title": "Counting from each input format",
+        "description": "Counts.",
+        "command": "python benchmarks/formats_compare.py --rounds 5",
+        "corpus": {"name": "en", "bytes": 116_000_000},
+        "unit": "MB/s",
+        "versions": {"bpekit": "1.0", "pyarrow": "20.0"},
+        "runs": 5,
+        "tables": [
+            {
+                "heading": "Throughput",
+                "text": "Per input.",
+                "columns": columns,
+                "rows": [
+                    {**row, "input": "plain | text", "file": "en.docs.txt", "threads": 1, "vs_text": 1.0},
+                    {**row, "input": "JSONL, zstd", "file": "en.jsonl.zst", "threads": 2, "vs_text": 0.784},
+                    {**row, "input": "list", "file": None, "threads": 1, "over": 0.043, "rss": 80.4},
+                ],
+            },
+            {"heading": "Targets", "columns": columns[:1], "rows": [{"input": "JSONL >= 70%"}]},
+        ],
+        "rows": [],
+        "date": "2026-01-02 03:04 UTC",
+        "machine": MACHINE,
+    }
+    count = {**formats, "workload": "count-en", "title": "Counting", "tables": None}
+    count["rows"] = [_row("bpekit", 0.5, None, case="gpt2")]
+    for result in (formats, count):
+        (results / f"{result['workload']}.json").write_text(json.dumps(result), encoding="utf-8")
+    out = tmp_path / "README.md"
+    report = _report()
+    assert report.main(["--results", str(results), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.index("### count-en") < page.index("### formats")
+    assert page[page.index("### formats") :] == (
+        "### formats\n\n"
+        "**Counting from each input format.** Counts.\n\n"
+        "#### Throughput\n\n"
+        "Per input.\n\n"
+        "| input | file | threads | time | MB/s | vs text | over | RSS | notes |\n"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+        "| plain \\| text | `en.docs.txt` | 1 | 500 ms (400-600) | 232 | 100% | - | - |  |\n"
+        "| JSONL, zstd | `en.jsonl.zst` | 2 | 500 ms (400-600) | 232 | 78% | - | - |  |\n"
+        "| list | - | 1 | 500 ms (400-600) | 232 | - | +4% | 80 MiB |  |\n\n"
+        "#### Targets\n\n"
+        "| input |\n"
+        "| --- |\n"
+        "| JSONL >= 70% |\n\n"
+        "Corpus `en`, 116,000,000 bytes; runs per figure: 5; versions: bpekit 1.0, pyarrow 20.0.\n"
+        "Machine: Test CPU, 2 cores, 8 GiB memory, Linux 6.0, Python 3.11.7. Date: 2026-01-02 03:04 UTC.\n"
+        "Command: `python benchmarks/formats_compare.py --rounds 5`\n"
+    )
+    assert report.main(["--results", str(results), "--out", str(out), "--check"]) == 0
