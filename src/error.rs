@@ -38,6 +38,11 @@ pub enum Error {
     /// The text holds a special token the caller did not allow (`py` words it as
     /// tiktoken does).
     DisallowedSpecial { token: String },
+    /// A record of a corpus that holds no document (not JSON, no such field, invalid
+    /// UTF-8, a special token under `special_in_text="error"`): where, and why.
+    BadRecord(String),
+    /// An error a feed of documents raised (a Python exception), passed through.
+    Feed(Box<dyn std::error::Error + Send + Sync>),
     /// A failure inside bpekit, not in its input: a worker thread panicked, a lock
     /// was poisoned. A bug to report.
     Internal(String),
@@ -90,7 +95,7 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::UnknownTokenId { id } => write!(f, "token id {id} is not in the vocabulary"),
-            Error::InvalidArgument(m) | Error::Overflow(m) => f.write_str(m),
+            Error::InvalidArgument(m) | Error::Overflow(m) | Error::BadRecord(m) => f.write_str(m),
             Error::Format {
                 path,
                 line,
@@ -104,6 +109,7 @@ impl fmt::Display for Error {
                 write!(f, "the text holds the disallowed special token {token:?}")
             }
             Error::Internal(m) => write!(f, "internal error (a bug in bpekit): {m}"),
+            Error::Feed(e) => write!(f, "{e}"),
             Error::OutOfMemory { what, bytes } => write!(
                 f,
                 "out of memory: could not allocate {:.1} MB for {what}",

@@ -35,6 +35,8 @@ struct ChunkCuts<'a> {
     specials: &'a SpecialMatcher,
     target: usize,
     kind: Kind,
+    /// JSON lines: cut after any newline (no string holds one unescaped).
+    lines: bool,
     /// Where the next range starts.
     start: usize,
     /// Where the search for the next cut starts.
@@ -49,6 +51,7 @@ impl<'a> ChunkCuts<'a> {
             specials,
             target,
             kind,
+            lines: false,
             start: 0,
             from: target,
         }
@@ -77,7 +80,13 @@ impl Iterator for ChunkCuts<'_> {
     fn next(&mut self) -> Option<Range<usize>> {
         let len = self.data.len();
         while self.from < len {
-            let Some(cut) = next_cut(self.data, self.specials, self.from, self.kind) else {
+            let cut = match self.lines {
+                true => memchr::memchr(b'\n', &self.data[self.from - 1..])
+                    .map(|i| self.from + i)
+                    .filter(|&c| c < len),
+                false => next_cut(self.data, self.specials, self.from, self.kind),
+            };
+            let Some(cut) = cut else {
                 break;
             };
             self.from = (cut + self.target).max(self.from + self.target);
@@ -111,6 +120,8 @@ pub struct Chunks<'a> {
     kind: Kind,
     /// The threads sharing the chunks (1: every chunk is about `target` bytes).
     threads: usize,
+    /// Which sources are JSON lines, cut after newlines (none unless set).
+    lines: Vec<bool>,
     /// Bytes in the sources after each one.
     after: Vec<usize>,
     state: Mutex<ChunksFound<'a>>,
@@ -178,6 +189,7 @@ impl<'a> Chunks<'a> {
             target,
             kind,
             threads: 1,
+            lines: Vec::new(),
             after,
             state: Mutex::new(ChunksFound {
                 found: Vec::new(),
@@ -191,6 +203,13 @@ impl<'a> Chunks<'a> {
     /// bytes, so that no thread is left with a whole chunk when the others are done.
     pub fn tapered(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
+        self
+    }
+
+    /// Cuts the sources marked in `lines` after newlines (JSON lines), not at safe
+    /// cuts of text.
+    pub(crate) fn with_lines(mut self, lines: Vec<bool>) -> Self {
+        self.lines = lines;
         self
     }
 
@@ -212,12 +231,9 @@ impl<'a> Chunks<'a> {
                 Some(c) => c,
                 None => {
                     let bytes = self.sources.get(source)?.bytes();
-                    state.ranges.insert(ChunkCuts::new(
-                        bytes,
-                        self.specials,
-                        self.target,
-                        self.kind,
-                    ))
+                    let mut cuts = ChunkCuts::new(bytes, self.specials, self.target, self.kind);
+                    cuts.lines = self.lines.get(source).copied().unwrap_or(false);
+                    state.ranges.insert(cuts)
                 }
             };
             if self.threads > 1 {

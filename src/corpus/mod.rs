@@ -1,18 +1,30 @@
-//! Input files: mapped into memory (or decompressed, for `.gz`), cut into chunks
-//! that no pre-token and no special token crosses, and decoded as UTF-8 under the
-//! caller's policy.
+//! Inputs: files of text or JSON lines (mapped, or decompressed as they are read) and
+//! feeds of documents, read as documents in chunks that no pre-token and no special
+//! token crosses, decoded as UTF-8 under the caller's policy.
 //!
-//! - `source`: one file's bytes (mapped, or spooled by `spool` for pipes and `.gz`),
+//! - `input`: what a job reads ([`Input`]: a file and its [`Format`], or a [`Feed`])
+//!   and the policies for special tokens in text and bad records.
+//! - `source`: one plain file's bytes (mapped, or spooled by `spool` for pipes),
 //!   released behind its readers and checked for shrinking under them.
-//! - `groups`: many files, opened a bounded group at a time.
-//! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts (`cuts`).
+//! - `stream`: one compressed file, decompressed a block at a time.
+//! - `groups`: many plain files, opened a bounded group at a time.
+//! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts (`cuts`)
+//!   or, for JSON lines, after newlines.
+//! - `items`: the inputs planned into runs, and the items workers take from them.
+//! - `jsonl`: one JSON line's text field.
+//! - `records`: an item's documents, under the policies, with the job's [`Stats`].
 //! - `utf8`: a chunk's bytes decoded as UTF-8 under the caller's [`Utf8Policy`].
 
 mod chunks;
 mod cuts;
 mod groups;
+mod input;
+mod items;
+mod jsonl;
+mod records;
 mod source;
 mod spool;
+mod stream;
 mod utf8;
 
 #[cfg(test)]
@@ -21,6 +33,11 @@ pub use chunks::Chunks;
 pub(crate) use chunks::{chunk_size, worker_count};
 pub(crate) use cuts::last_cut;
 pub(crate) use groups::{check_intact, size_on_disk, Groups};
+pub use input::{BadRecords, DocBatch, Feed, Format, Input, SpecialPolicy};
+pub(crate) use items::{plan, Body, InputInfo, Item, Items, MappedItems, Run, SequentialItems};
+pub use jsonl::FieldPath;
+pub(crate) use records::{Doc, Reader};
+pub use records::{ReadOptions, Stats, StatsSummary};
 pub use source::Source;
 pub(crate) use utf8::decode;
 pub use utf8::Utf8Policy;

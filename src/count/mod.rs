@@ -1,11 +1,11 @@
-//! Parallel pre-token counting: files -> chunks -> pieces -> `WordCounts`.
+//! Parallel pre-token counting: inputs -> items -> documents -> pieces -> `WordCounts`.
 //!
 //! Each worker keeps one table of pieces (no copy or allocation per piece: short
 //! pieces are packed into a `u128`, long ones borrowed from the mapped input; see
 //! `pieces.rs`) and pulls chunks from a shared counter; at the end the tables are
-//! merged into the `WordCounts`, shard by shard on all threads (`collect.rs`). Only
-//! pieces from chunks that had to be re-decoded (invalid UTF-8 under
-//! `replace`/`ignore`) are copied.
+//! merged into the `WordCounts`, shard by shard on all threads (`collect.rs`). Long
+//! pieces of text that does not outlive the count (decoded JSON strings,
+//! decompressed blocks, text re-decoded under `replace`/`ignore`) are copied.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -15,7 +15,10 @@ use std::sync::Mutex;
 use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
-use crate::corpus::{self, Source, Utf8Policy};
+use crate::corpus::{
+    self, Body, Format, Input, InputInfo, Items, MappedItems, ReadOptions, Reader, Run,
+    SequentialItems, Source, Stats, StatsSummary, Utf8Policy,
+};
 use crate::error::{Error, Result};
 use crate::pool::default_threads;
 use crate::pretokenize::Pretokenizer;
@@ -53,8 +56,8 @@ impl Default for CountOptions {
 /// keeps nothing per chunk, so chunks may be large; encoding caps its own lower.
 const MAX_AUTO_CHUNK: usize = 16 << 20;
 
-/// Counts every pre-token of the files `paths`, split on `specials` (which are not
-/// counted): a group of files at a time (`corpus::Groups`), the groups' counts added.
+/// Counts every pre-token of the text files `paths`, split on `specials` (which are
+/// not counted).
 pub fn count_files(
     paths: &[PathBuf],
     specials: &SpecialMatcher,
@@ -62,27 +65,109 @@ pub fn count_files(
     options: CountOptions,
     progress: &Progress,
 ) -> Result<WordCounts> {
-    progress.reset(corpus::size_on_disk(paths));
-    let mut counts: Option<WordCounts> = None;
-    for group in corpus::Groups::new(paths, progress) {
-        let sources = group?;
-        let part = count_sources(&sources, specials, pretokenizer, options, progress)?;
-        corpus::check_intact(&sources)?;
-        match counts.as_mut() {
-            None => counts = Some(part),
-            Some(c) => c.add(&part)?,
-        }
-    }
-    Ok(counts.unwrap_or_else(|| {
-        WordCounts::new(
-            pretokenizer.pattern().to_owned(),
-            specials.tokens().to_vec(),
-        )
-    }))
+    let inputs = paths
+        .iter()
+        .map(|p| Input::File {
+            path: p.clone(),
+            format: Format::Text,
+        })
+        .collect();
+    let read = ReadOptions {
+        utf8: options.utf8,
+        ..ReadOptions::default()
+    };
+    count_inputs(inputs, specials, pretokenizer, options, read, progress).map(|(c, _)| c)
 }
 
-/// Counts every pre-token of `sources`, split on `specials` (which are not counted).
-/// Adds to `progress` without resetting it.
+/// Counts every pre-token of the documents of `inputs` (`corpus::Input`: text files,
+/// JSON lines, feeds), split on `specials` where `read` says special tokens are
+/// special; no pre-token crosses a document's boundary. Returns the counts and what
+/// was read.
+pub fn count_inputs(
+    inputs: Vec<Input>,
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    options: CountOptions,
+    read: ReadOptions,
+    progress: &Progress,
+) -> Result<(WordCounts, StatsSummary)> {
+    let (info, runs) = corpus::plan(inputs);
+    progress.reset(runs.iter().map(Run::size_on_disk).sum());
+    let stats = Stats::default();
+    let reader = Reader::new(&info, read, specials, &stats);
+    let threads = options.num_threads.max(1);
+    let kind = pretokenizer.kind();
+    let job = Job {
+        reader: &reader,
+        specials,
+        pretokenizer,
+        progress,
+    };
+    let mut counts = WordCounts::new(
+        pretokenizer.pattern().to_owned(),
+        specials.tokens().to_vec(),
+    );
+    for run in runs {
+        match run {
+            Run::Mapped(files) => {
+                let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
+                let mut done = 0;
+                for group in corpus::Groups::new(&paths, progress) {
+                    let sources = group?;
+                    let inputs = index[done..done + sources.len()].to_vec();
+                    done += sources.len();
+                    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                    let chunk_size = match options.chunk_size {
+                        0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
+                        n => n,
+                    };
+                    let workers = corpus::worker_count(threads, total, sources.len(), chunk_size);
+                    let items = MappedItems::new(
+                        &sources,
+                        inputs,
+                        &info,
+                        reader.cut_specials(),
+                        chunk_size,
+                        kind,
+                        workers,
+                    );
+                    let part = job.count_items(&items, workers, total)?;
+                    corpus::check_intact(&sources)?;
+                    counts.add(&part)?;
+                }
+            }
+            Run::Sequential(list) => {
+                // Decompressed sizes are not known ahead; English compresses ~3-4x.
+                let sized_for = list.iter().map(|(_, s)| s.size_on_disk()).sum::<u64>() * 4;
+                let sized_for = usize::try_from(sized_for)
+                    .unwrap_or(usize::MAX)
+                    .max(1 << 20);
+                let target = match options.chunk_size {
+                    0 => STREAM_BLOCK,
+                    n => n,
+                };
+                let items = SequentialItems::new(
+                    list,
+                    &info,
+                    reader.cut_specials(),
+                    kind,
+                    target,
+                    progress,
+                );
+                counts.add(&job.count_items(&items, threads, sized_for)?)?;
+            }
+        }
+    }
+    for (i, _) in info.iter().enumerate() {
+        if reader.is_text_file(i) {
+            stats.add_text_file();
+        }
+    }
+    Ok((counts, stats.summary()))
+}
+
+/// Counts every pre-token of the text of `sources`, split on `specials` (which are
+/// not counted). Adds to `progress` without resetting it.
 pub fn count_sources(
     sources: &[Source],
     specials: &SpecialMatcher,
@@ -90,6 +175,19 @@ pub fn count_sources(
     options: CountOptions,
     progress: &Progress,
 ) -> Result<WordCounts> {
+    let info: Vec<InputInfo> = sources
+        .iter()
+        .map(|s| InputInfo {
+            name: s.path.display().to_string(),
+            format: Some(Format::Text),
+        })
+        .collect();
+    let stats = Stats::default();
+    let read = ReadOptions {
+        utf8: options.utf8,
+        ..ReadOptions::default()
+    };
+    let reader = Reader::new(&info, read, specials, &stats);
     let threads = options.num_threads.max(1);
     let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
     let chunk_size = match options.chunk_size {
@@ -97,90 +195,152 @@ pub fn count_sources(
         n => n,
     };
     let threads = corpus::worker_count(threads, total, sources.len(), chunk_size);
-    // Found as the threads ask for them, so counting starts at once (`corpus::Chunks`).
-    let chunks =
-        corpus::Chunks::new(sources, specials, chunk_size, pretokenizer.kind()).tapered(threads);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Result<ChunkCounts>>> = Mutex::new(Vec::new());
-    // A thread sees more than its share of the distinct pieces (half of en-small has
-    // 65% of them): sized for twice its share of the text, its table did not grow,
-    // which took 2 of the 21 ms of a 2-thread count of en-small.
-    let sized_for = if threads > 1 {
-        2 * (total / threads)
-    } else {
-        total
+    let items = MappedItems::new(
+        sources,
+        (0..sources.len()).collect(),
+        &info,
+        specials,
+        chunk_size,
+        pretokenizer.kind(),
+        threads,
+    );
+    let job = Job {
+        reader: &reader,
+        specials,
+        pretokenizer,
+        progress,
     };
-    let oom = || Error::out_of_memory::<(u128, u64)>("counting pieces", sized_for / 40);
-    let work = || {
-        let Some(borrowed) = PieceCounts::for_text_len(sized_for) else {
-            let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
-            guard.push(Err(oom()));
-            return;
+    job.count_items(&items, threads, total)
+}
+
+/// The block a compressed file is decompressed by ([`corpus::SequentialItems`]): big
+/// enough that the lock and the hand-over cost nothing, small enough that the
+/// workers start at once and the blocks in flight stay a few MB.
+const STREAM_BLOCK: usize = 2 << 20;
+
+/// What every worker of a count shares.
+struct Job<'j> {
+    reader: &'j Reader<'j>,
+    specials: &'j SpecialMatcher,
+    pretokenizer: &'j Pretokenizer,
+    progress: &'j Progress,
+}
+
+impl Job<'_> {
+    /// Counts the pieces of every item of `items` on `threads` threads, tables sized
+    /// for `total` bytes of text.
+    fn count_items<'a>(
+        &self,
+        items: &impl Items<'a>,
+        threads: usize,
+        total: usize,
+    ) -> Result<WordCounts> {
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Result<PieceCounts<'a>>>> = Mutex::new(Vec::new());
+        // A thread sees more than its share of the distinct pieces (half of en-small
+        // has 65% of them): sized for twice its share of the text, its table did not
+        // grow, which took 2 of the 21 ms of a 2-thread count of en-small.
+        let sized_for = if threads > 1 {
+            2 * (total / threads)
+        } else {
+            total
         };
-        let mut local = ChunkCounts {
-            borrowed,
-            ..ChunkCounts::default()
-        };
-        let outcome = (|| -> Result<()> {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((src, range)) = chunks.get(i) else {
-                    return Ok(());
-                };
-                progress.check()?;
-                let source = &sources[src];
-                let len = range.len() as u64;
-                match corpus::decode(source, range.clone(), options.utf8)? {
-                    Cow::Borrowed(text) => {
-                        count_text(text, specials, pretokenizer, &mut local.borrowed)?
-                    }
-                    Cow::Owned(text) => {
-                        let mut tmp = PieceCounts::default();
-                        count_text(&text, specials, pretokenizer, &mut tmp)?;
-                        if tmp.failed() {
-                            return Err(oom());
+        let oom = || Error::out_of_memory::<(u128, u64)>("counting pieces", sized_for / 40);
+        let none = SpecialMatcher::default();
+        let (specials, pretokenizer) = (self.specials, self.pretokenizer);
+        let work = || {
+            let Some(mut local) = PieceCounts::for_text_len(sized_for) else {
+                let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
+                guard.push(Err(oom()));
+                return;
+            };
+            let outcome = (|| -> Result<()> {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i)? else {
+                        return Ok(());
+                    };
+                    self.progress.check()?;
+                    match &item.body {
+                        Body::Mapped { source, range } => {
+                            self.reader
+                                .mapped(item.input, source, range.clone(), &mut |doc| {
+                                    let specials = if doc.specials { specials } else { &none };
+                                    match doc.text {
+                                        Cow::Borrowed(text) => {
+                                            count_text(text, specials, pretokenizer, &mut local)
+                                        }
+                                        Cow::Owned(text) => {
+                                            count_copied(&text, specials, pretokenizer, &mut local)
+                                        }
+                                    }
+                                })?
                         }
-                        tmp.for_each(|k, v| add_owned(&mut local.owned, k, v));
+                        _ => self.reader.owned(&item, &mut |doc| {
+                            let specials = if doc.specials { specials } else { &none };
+                            count_copied(&doc.text, specials, pretokenizer, &mut local)
+                        })?,
                     }
+                    if local.failed() {
+                        return Err(oom());
+                    }
+                    self.progress.add(item.progress_len());
                 }
-                if local.borrowed.failed() {
-                    return Err(oom());
-                }
-                progress.add(len);
-            }
-        })();
-        let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
-        guard.push(outcome.map(|()| local));
-    };
-    crate::pool::on_threads(threads, work)?;
-    let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    let parts: Vec<ChunkCounts> = parts.into_iter().collect::<Result<_>>()?;
+            })();
+            let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
+            guard.push(outcome.map(|()| local));
+        };
+        crate::pool::on_threads(threads, work)?;
+        let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        let parts: Vec<PieceCounts<'a>> = parts.into_iter().collect::<Result<_>>()?;
+        collect_parts(parts, self.specials, self.pretokenizer, threads)
+    }
+}
+
+/// The threads' counts, summed into a `WordCounts`.
+fn collect_parts(
+    parts: Vec<PieceCounts<'_>>,
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    threads: usize,
+) -> Result<WordCounts> {
     let mut tables = Vec::with_capacity(parts.len());
     let mut long = FxMap::<&[u8], u64>::default();
-    let mut owned = FxMap::<Box<[u8]>, u64>::default();
+    let mut copied = FxMap::<Box<[u8]>, u64>::default();
     for part in parts {
-        let (short, part_long) = part.borrowed.into_tables();
+        let (short, part_long, part_copied) = part.into_tables();
         tables.push(short);
         for (k, v) in part_long {
             *long.entry(k).or_insert(0) += v;
         }
-        for (k, v) in part.owned {
-            *owned.entry(k).or_insert(0) += v;
+        for (k, v) in part_copied {
+            *copied.entry(k).or_insert(0) += v;
         }
     }
+    // A piece may be both borrowed (from a mapped file) and copied (from a decoded
+    // document): one word.
+    long.retain(|k, v| match copied.get_mut(*k) {
+        Some(c) => {
+            *c += *v;
+            false
+        }
+        None => true,
+    });
     let mut words = WordCounts::new(
         pretokenizer.pattern().to_owned(),
         specials.tokens().to_vec(),
     );
-    let long_bytes: usize = long.keys().map(|k| k.len()).sum();
+    let long_bytes: usize =
+        copied.keys().map(|k| k.len()).sum::<usize>() + long.keys().map(|k| k.len()).sum::<usize>();
     // The arena the tables are collected into (words, ends, counts: ~32 bytes a word
     // with its bytes), made of allocations that cannot each fail softly: where it
     // cannot be had (a memory limit), fail now rather than abort partway.
-    let keys: usize = tables.iter().map(|t| t.len()).sum::<usize>() + long.len() + owned.len();
+    let keys: usize = tables.iter().map(|t| t.len()).sum::<usize>() + long.len() + copied.len();
     if !crate::hugemem::probe(keys.saturating_mul(64).saturating_add(2 * long_bytes)) {
         return Err(Error::out_of_memory::<u8>("collecting counts", keys * 64));
     }
-    for shard in collect::shard_words(&tables, threads, (long.len(), long_bytes))? {
+    let extra = (long.len() + copied.len(), long_bytes);
+    for shard in collect::shard_words(&tables, threads, extra)? {
         words.append_distinct_arena(shard.bytes, shard.ends, shard.counts);
     }
     drop(tables);
@@ -188,8 +348,8 @@ pub fn count_sources(
     for (k, v) in long {
         words.push_distinct(k, v);
     }
-    for (k, v) in owned {
-        words.add_word(&k, v)?;
+    for (k, v) in copied {
+        words.push_distinct(&k, v);
     }
     Ok(words)
 }
@@ -204,18 +364,45 @@ pub(crate) fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
     }
 }
 
-#[derive(Default)]
-struct ChunkCounts<'a> {
-    borrowed: PieceCounts<'a>,
-    owned: FxMap<Box<[u8]>, u64>,
-}
-
-/// Counts the pieces of one decoded chunk into `counts`.
+/// Counts the pieces of `text` into `counts`, borrowing the long ones from it.
 pub(crate) fn count_text<'t>(
     text: &'t str,
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,
     counts: &mut PieceCounts<'t>,
+) -> Result<()> {
+    for_each_piece(
+        text,
+        specials,
+        pretokenizer,
+        #[inline(always)]
+        |piece| counts.add(text.as_bytes(), piece),
+    )
+}
+
+/// Counts the pieces of `text`, which does not outlive `counts`, into them.
+fn count_copied(
+    text: &str,
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    counts: &mut PieceCounts<'_>,
+) -> Result<()> {
+    for_each_piece(
+        text,
+        specials,
+        pretokenizer,
+        #[inline(always)]
+        |piece| counts.add_copied(text.as_bytes(), piece),
+    )
+}
+
+/// Calls `add` with each piece of `text`, split on `specials` and pre-tokenized.
+#[inline(always)]
+fn for_each_piece<'t>(
+    text: &'t str,
+    specials: &SpecialMatcher,
+    pretokenizer: &Pretokenizer,
+    mut add: impl FnMut(&'t [u8]),
 ) -> Result<()> {
     let mut result = Ok(());
     specials.split(text, |seg| {
@@ -230,7 +417,7 @@ pub(crate) fn count_text<'t>(
                 #[inline(always)]
                 |start, end| {
                     if let Some(piece) = bytes.get(start..end) {
-                        counts.add(text.as_bytes(), piece);
+                        add(piece);
                     }
                 },
             );

@@ -28,6 +28,9 @@ use crate::piecekey::{hash, key_at, KEY_LEN};
 
 /// Counts of pieces longer than [`SHORT`], keyed by their bytes in the text.
 pub(super) type LongCounts<'a> = HashMap<&'a [u8], u64, FxBuildHasher>;
+/// Counts of pieces longer than [`SHORT`] from text that does not outlive the
+/// counting (decoded JSON strings, decompressed blocks), keyed by a copy.
+pub(super) type CopiedCounts = HashMap<Box<[u8]>, u64, FxBuildHasher>;
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = KEY_LEN;
@@ -42,6 +45,7 @@ pub(crate) struct PieceCounts<'a> {
     ring: [(u128, usize); LAG],
     next: usize,
     long: LongCounts<'a>,
+    copied: CopiedCounts,
 }
 
 impl<'a> PieceCounts<'a> {
@@ -75,6 +79,22 @@ impl<'a> PieceCounts<'a> {
             self.add_long(piece);
             return;
         }
+        self.add_short(text, piece);
+    }
+
+    /// [`PieceCounts::add`] for a piece of text that does not live as long as the
+    /// counts: a long piece is copied the first time it is seen.
+    #[inline(always)]
+    pub(crate) fn add_copied(&mut self, text: &[u8], piece: &[u8]) {
+        if piece.len() > SHORT {
+            self.add_copied_long(piece);
+            return;
+        }
+        self.add_short(text, piece);
+    }
+
+    #[inline(always)]
+    fn add_short(&mut self, text: &[u8], piece: &[u8]) {
         // Once per turn of the ring: room for the queued keys and the next turn's.
         if self.next == 0 && self.short.needs_room(2 * LAG) {
             self.grow();
@@ -101,6 +121,20 @@ impl<'a> PieceCounts<'a> {
 
     #[cold]
     #[inline(never)]
+    fn add_copied_long(&mut self, piece: &[u8]) {
+        if let Some(n) = self.copied.get_mut(piece) {
+            *n += 1;
+            return;
+        }
+        if self.copied.len() == self.copied.capacity() && self.copied.try_reserve(1).is_err() {
+            self.short.failed = true;
+            return;
+        }
+        self.copied.insert(piece.into(), 1);
+    }
+
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         self.flush();
         self.short.make_room(2 * LAG);
@@ -117,10 +151,11 @@ impl<'a> PieceCounts<'a> {
         self.next = 0;
     }
 
-    /// The table of short pieces and the map of long ones, every queued piece counted.
-    pub(super) fn into_tables(mut self) -> (ShortCounts, LongCounts<'a>) {
+    /// The table of short pieces and the maps of long ones (borrowed, copied), every
+    /// queued piece counted.
+    pub(super) fn into_tables(mut self) -> (ShortCounts, LongCounts<'a>, CopiedCounts) {
         self.flush();
-        (self.short, self.long)
+        (self.short, self.long, self.copied)
     }
 
     /// Calls `f` with each distinct piece's bytes and count.
@@ -131,6 +166,9 @@ impl<'a> PieceCounts<'a> {
             f(&bytes[..usize::from(bytes[15])], n);
         }
         for (&piece, &n) in &self.long {
+            f(piece, n);
+        }
+        for (piece, &n) in &self.copied {
             f(piece, n);
         }
     }

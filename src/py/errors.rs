@@ -13,6 +13,10 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         let msg = e.to_string();
         match e {
+            Error::Feed(inner) => match inner.downcast::<PyErr>() {
+                Ok(raised) => *raised,
+                Err(other) => PyRuntimeError::new_err(other.to_string()),
+            },
             // ENOMEM from a map or a read (a memory limit): a MemoryError, like any.
             Error::Io { source, .. }
                 if source.raw_os_error() == Some(libc::ENOMEM)
@@ -35,9 +39,10 @@ impl From<Error> for PyErr {
             Error::InvalidUtf8 { .. } => PyValueError::new_err(format!(
                 "{msg}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway"
             )),
-            Error::InvalidArgument(_) | Error::Format { .. } | Error::Regex(_) => {
-                PyValueError::new_err(msg)
-            }
+            Error::InvalidArgument(_)
+            | Error::Format { .. }
+            | Error::Regex(_)
+            | Error::BadRecord(_) => PyValueError::new_err(msg),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod encode;
 mod errors;
+mod inputs;
 mod pretok;
 mod progress;
 mod text;

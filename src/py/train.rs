@@ -6,8 +6,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use super::inputs::{inputs_of, stats_dict};
 use super::progress::run_with_progress;
-use crate::corpus::Utf8Policy;
+use crate::corpus::{BadRecords, ReadOptions, SpecialPolicy, Utf8Policy};
 use crate::count::{self, CountOptions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
@@ -145,19 +146,22 @@ impl PyWordCounts {
     }
 }
 
+/// Returns `(counts, stats)`; see `bpekit.count_pretokens`.
 #[pyfunction]
-#[pyo3(signature = (paths, special_tokens, pattern = "gpt2", num_threads = None, chunk_size = 0, errors = "strict", progress = None))]
+#[pyo3(signature = (inputs, special_tokens, pattern = "gpt2", num_threads = None, chunk_size = 0, errors = "strict", progress = None, special_in_text = None, bad_records = "error"))]
 #[allow(clippy::too_many_arguments)]
-fn count_pretokens(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
+fn count_pretokens<'py>(
+    py: Python<'py>,
+    inputs: &Bound<'py, PyAny>,
     special_tokens: Vec<String>,
     pattern: &str,
     num_threads: Option<usize>,
     chunk_size: usize,
     errors: &str,
     progress: Option<Py<PyAny>>,
-) -> PyResult<PyWordCounts> {
+    special_in_text: Option<&str>,
+    bad_records: &str,
+) -> PyResult<(PyWordCounts, Bound<'py, PyDict>)> {
     let specials = SpecialMatcher::new(&special_tokens)?;
     let pretokenizer = Pretokenizer::new(pattern)?;
     let options = CountOptions {
@@ -167,10 +171,16 @@ fn count_pretokens(
         chunk_size,
         utf8: Utf8Policy::parse(errors)?,
     };
-    let inner = run_with_progress(py, progress, |p| {
-        count::count_files(&paths, &specials, &pretokenizer, options, p)
+    let read = ReadOptions {
+        utf8: options.utf8,
+        special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
+        bad_records: BadRecords::parse(bad_records)?,
+    };
+    let inputs = inputs_of(inputs)?;
+    let (inner, stats) = run_with_progress(py, progress, |p| {
+        count::count_inputs(inputs, &specials, &pretokenizer, options, read, p)
     })?;
-    Ok(PyWordCounts { inner })
+    Ok((PyWordCounts { inner }, stats_dict(py, &stats)?))
 }
 
 /// Returns `(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]])`.

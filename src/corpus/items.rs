@@ -1,0 +1,337 @@
+//! Inputs -> the items workers take, in input order: chunks of mapped files, blocks
+//! of streamed ones, batches of feeds.
+//!
+//! A job's inputs are read in runs ([`plan`]): consecutive plain files are mapped, a
+//! bounded group at a time ([`super::Groups`]), and cut into chunks in parallel
+//! ([`super::Chunks`]); consecutive compressed files and feeds are read one after
+//! the other, a block or batch at a time, by whichever worker asks next.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::chunks::Chunks;
+use super::cuts::last_cut;
+use super::input::{Compression, DocBatch, Feed, Format, Input};
+use super::source::Source;
+use super::stream::{Block, Stream};
+use crate::error::{Error, Result};
+use crate::pretokenize::Kind;
+use crate::progress::Progress;
+use crate::specials::SpecialMatcher;
+
+/// What every worker needs to know of the inputs: their names and formats, by index.
+pub struct InputInfo {
+    pub name: String,
+    /// `None` for a feed (its documents come ready).
+    pub format: Option<Format>,
+}
+
+/// A run of inputs read the same way.
+pub(crate) enum Run {
+    /// Plain files, mapped: `(input index, path)`.
+    Mapped(Vec<(usize, PathBuf)>),
+    /// Compressed files and feeds, read in order.
+    Sequential(Vec<(usize, Sequential)>),
+}
+
+pub(crate) enum Sequential {
+    File(PathBuf, Compression),
+    Feed(Box<dyn Feed>),
+}
+
+impl Sequential {
+    /// A file's size on disk (compressed); 0 for a feed.
+    pub(crate) fn size_on_disk(&self) -> u64 {
+        match self {
+            Sequential::File(path, _) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Sequential::Feed(_) => 0,
+        }
+    }
+}
+
+impl Run {
+    /// What a progress bar can know before reading: the files' sizes on disk.
+    pub(crate) fn size_on_disk(&self) -> u64 {
+        match self {
+            Run::Mapped(files) => files
+                .iter()
+                .filter_map(|(_, p)| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum(),
+            Run::Sequential(list) => list.iter().map(|(_, s)| s.size_on_disk()).sum(),
+        }
+    }
+}
+
+/// The inputs' names and formats, and the runs to read them in.
+pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
+    let mut info = Vec::with_capacity(inputs.len());
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, input) in inputs.into_iter().enumerate() {
+        let name = input.name();
+        match input {
+            Input::File { path, format } => {
+                info.push(InputInfo {
+                    name,
+                    format: Some(format),
+                });
+                match Compression::of(&path) {
+                    Compression::None => match runs.last_mut() {
+                        Some(Run::Mapped(files)) => files.push((i, path)),
+                        _ => runs.push(Run::Mapped(vec![(i, path)])),
+                    },
+                    c => push_sequential(&mut runs, i, Sequential::File(path, c)),
+                }
+            }
+            Input::Feed { feed, .. } => {
+                info.push(InputInfo { name, format: None });
+                push_sequential(&mut runs, i, Sequential::Feed(feed));
+            }
+        }
+    }
+    (info, runs)
+}
+
+fn push_sequential(runs: &mut Vec<Run>, i: usize, s: Sequential) {
+    match runs.last_mut() {
+        Some(Run::Sequential(items)) => items.push((i, s)),
+        _ => runs.push(Run::Sequential(vec![(i, s)])),
+    }
+}
+
+/// One unit of work.
+pub(crate) struct Item<'a> {
+    pub(crate) input: usize,
+    pub(crate) body: Body<'a>,
+}
+
+pub(crate) enum Body<'a> {
+    /// A chunk of a mapped file: text cut at a safe cut, or whole lines.
+    Mapped {
+        source: &'a Source,
+        range: Range<usize>,
+    },
+    /// A block of a streamed file.
+    Block(Block),
+    /// Documents of a feed.
+    Batch(DocBatch),
+}
+
+impl Item<'_> {
+    /// Bytes of a mapped chunk, which its worker adds to the progress once done
+    /// (blocks and batches are counted as they are read).
+    pub(crate) fn progress_len(&self) -> u64 {
+        match &self.body {
+            Body::Mapped { range, .. } => range.len() as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// Where workers take items from, by index (asked in any order, each once).
+pub(crate) trait Items<'a>: Sync {
+    fn get(&self, i: usize) -> Result<Option<Item<'a>>>;
+}
+
+/// The chunks of a group of mapped files (`inputs[k]`: the input index of
+/// `sources[k]`).
+pub(crate) struct MappedItems<'a> {
+    pub(crate) sources: &'a [Source],
+    pub(crate) inputs: Vec<usize>,
+    pub(crate) chunks: Chunks<'a>,
+}
+
+impl<'a> MappedItems<'a> {
+    /// `sources` cut for `threads` workers into chunks of about `target` bytes: text
+    /// at safe cuts of `kind` and `specials`, JSON lines after a newline.
+    pub(crate) fn new(
+        sources: &'a [Source],
+        inputs: Vec<usize>,
+        info: &[InputInfo],
+        specials: &'a SpecialMatcher,
+        target: usize,
+        kind: Kind,
+        threads: usize,
+    ) -> Self {
+        let lines = inputs
+            .iter()
+            .map(|&i| matches!(info[i].format, Some(Format::Jsonl(_))))
+            .collect();
+        Self {
+            sources,
+            inputs,
+            chunks: Chunks::new(sources, specials, target, kind)
+                .with_lines(lines)
+                .tapered(threads),
+        }
+    }
+}
+
+impl<'a> Items<'a> for MappedItems<'a> {
+    fn get(&self, i: usize) -> Result<Option<Item<'a>>> {
+        Ok(self.chunks.get(i).map(|(s, range)| Item {
+            input: self.inputs[s],
+            body: Body::Mapped {
+                source: &self.sources[s],
+                range,
+            },
+        }))
+    }
+}
+
+/// Compressed files and feeds, read in order a block or batch at a time under a lock,
+/// by the worker that asks: items made ahead of their asker wait in `ready`.
+pub(crate) struct SequentialItems<'i> {
+    state: Mutex<SequentialState>,
+    info: &'i [InputInfo],
+    specials: &'i SpecialMatcher,
+    kind: Kind,
+    target: usize,
+    progress: &'i Progress,
+}
+
+struct SequentialState {
+    inputs: std::vec::IntoIter<(usize, Sequential)>,
+    current: Option<(usize, Current)>,
+    /// Items made, by index, not yet taken.
+    ready: BTreeMap<usize, Item<'static>>,
+    made: usize,
+    /// Compressed bytes of the files done, and reported to the progress so far.
+    read_before: u64,
+    reported: u64,
+    failed: bool,
+}
+
+enum Current {
+    File(Stream, bool),
+    Feed(Box<dyn Feed>),
+}
+
+impl<'i> SequentialItems<'i> {
+    pub(crate) fn new(
+        inputs: Vec<(usize, Sequential)>,
+        info: &'i [InputInfo],
+        specials: &'i SpecialMatcher,
+        kind: Kind,
+        target: usize,
+        progress: &'i Progress,
+    ) -> Self {
+        Self {
+            state: Mutex::new(SequentialState {
+                inputs: inputs.into_iter(),
+                current: None,
+                ready: BTreeMap::new(),
+                made: 0,
+                read_before: 0,
+                reported: 0,
+                failed: false,
+            }),
+            info,
+            specials,
+            kind,
+            target: target.max(1),
+            progress,
+        }
+    }
+
+    /// The next item of the inputs, or `None` past the last.
+    fn make(&self, state: &mut SequentialState) -> Result<Option<Item<'static>>> {
+        loop {
+            let Some((input, current)) = &mut state.current else {
+                match state.inputs.next() {
+                    None => return Ok(None),
+                    Some((i, Sequential::Feed(feed))) => {
+                        state.current = Some((i, Current::Feed(feed)));
+                    }
+                    Some((i, Sequential::File(path, c))) => {
+                        let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
+                        state.current = Some((i, Current::File(Stream::open(&path, c)?, lines)));
+                    }
+                }
+                continue;
+            };
+            let input = *input;
+            let body = match current {
+                Current::Feed(feed) => {
+                    let batch = feed.next_batch()?;
+                    if let Some(b) = &batch {
+                        // A feed's size is not known ahead: its total grows with it.
+                        let n = b.offsets.last().copied().unwrap_or(0) as u64;
+                        self.progress.set_total(self.progress.total() + n);
+                        self.progress.add(n);
+                    }
+                    batch.map(Body::Batch)
+                }
+                Current::File(stream, lines) => {
+                    let block = match *lines {
+                        true => stream.next_block(self.target, true, line_cut)?,
+                        false => {
+                            let margin = self.specials.max_len();
+                            let (kind, specials) = (self.kind, self.specials);
+                            stream.next_block(self.target, false, |bytes, end| match end {
+                                true => bytes.len(),
+                                false => last_cut(
+                                    bytes,
+                                    bytes.len().saturating_sub(margin),
+                                    kind,
+                                    specials,
+                                ),
+                            })?
+                        }
+                    };
+                    // Files count their compressed bytes read, against their sizes on
+                    // disk.
+                    let read = stream.read.get();
+                    let now = state.read_before + read;
+                    self.progress.add(now.saturating_sub(state.reported));
+                    state.reported = now;
+                    if block.is_none() {
+                        state.read_before += read;
+                    }
+                    block.map(Body::Block)
+                }
+            };
+            match body {
+                Some(body) => return Ok(Some(Item { input, body })),
+                None => state.current = None,
+            }
+        }
+    }
+}
+
+/// After the last newline (0 where there is none yet; everything at the end).
+fn line_cut(bytes: &[u8], end: bool) -> usize {
+    match end {
+        true => bytes.len(),
+        false => memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1),
+    }
+}
+
+impl<'a> Items<'a> for SequentialItems<'_> {
+    fn get(&self, i: usize) -> Result<Option<Item<'a>>> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| Error::internal("a reader panicked"))?;
+        while state.made <= i {
+            if state.failed {
+                return Ok(None);
+            }
+            match self.make(&mut state) {
+                Ok(Some(item)) => {
+                    let k = state.made;
+                    state.ready.insert(k, item);
+                    state.made += 1;
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    state.failed = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(state.ready.remove(&i))
+    }
+}

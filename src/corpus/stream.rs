@@ -1,0 +1,192 @@
+//! A compressed file (`.gz`, `.zst`) decompressed as it is read, a block at a time,
+//! each block ending where the next can start on its own: at a safe cut of text, or
+//! after a line of JSON lines.
+//!
+//! Why streamed rather than decompressed into a scratch file and mapped: the workers
+//! start on the first block while the rest is decompressed (on 2 cores, the
+//! decompression overlaps the counting), nothing is written to disk, and a folder of
+//! compressed shards needs no room in the temporary folder.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::input::Compression;
+use crate::error::{Error, Result};
+
+/// Bytes of the file read so far (compressed), shared with the progress report.
+#[derive(Clone, Default)]
+pub(crate) struct ReadCount(Arc<AtomicU64>);
+
+impl ReadCount {
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A reader that counts the bytes it gives.
+struct Counted<R> {
+    inner: R,
+    count: ReadCount,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.0.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// One block of a stream.
+pub(crate) struct Block {
+    pub(crate) bytes: Vec<u8>,
+    /// The offset of its first byte in the decompressed file.
+    pub(crate) offset: u64,
+    /// Lines before it (counted for JSON lines only, for messages).
+    pub(crate) line: u64,
+}
+
+/// A file decompressed a block at a time.
+pub(crate) struct Stream {
+    path: PathBuf,
+    compression: Compression,
+    reader: Box<dyn Read + Send>,
+    pub(crate) read: ReadCount,
+    /// Bytes read and not yet in a block.
+    carry: Vec<u8>,
+    offset: u64,
+    line: u64,
+    done: bool,
+}
+
+impl Stream {
+    pub(crate) fn open(path: &Path, compression: Compression) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(Error::invalid(format!(
+                "{}: is a directory; pass its files",
+                path.display()
+            )));
+        }
+        let read = ReadCount::default();
+        let counted = std::io::BufReader::with_capacity(
+            1 << 16,
+            Counted {
+                inner: file,
+                count: read.clone(),
+            },
+        );
+        let reader: Box<dyn Read + Send> = match compression {
+            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(counted)),
+            Compression::Zstd => Box::new(
+                zstd::stream::read::Decoder::with_buffer(counted)
+                    .map_err(|e| Error::io(path, e))?,
+            ),
+            Compression::None => Box::new(counted),
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            compression,
+            reader,
+            read,
+            carry: Vec::new(),
+            offset: 0,
+            line: 0,
+            done: false,
+        })
+    }
+
+    /// The next block of about `target` bytes or more, ending at the cut that `cut`
+    /// finds in the bytes read (`cut(bytes, at_end)`: 0 for none yet, and then more is
+    /// read); `None` at the end. With `count_lines`, blocks say how many lines came
+    /// before them.
+    pub(crate) fn next_block(
+        &mut self,
+        target: usize,
+        count_lines: bool,
+        cut: impl Fn(&[u8], bool) -> usize,
+    ) -> Result<Option<Block>> {
+        let mut want = target.max(1);
+        loop {
+            self.fill(want)?;
+            if self.carry.is_empty() {
+                return Ok(None);
+            }
+            let at = cut(&self.carry, self.done).min(self.carry.len());
+            if at == 0 && !self.done {
+                // No place to cut yet (a long line, a stretch with no safe cut): read
+                // on; the block holds it whole.
+                want = self.carry.len().saturating_mul(2);
+                continue;
+            }
+            let at = if self.done && at == 0 {
+                self.carry.len()
+            } else {
+                at
+            };
+            let rest = self.carry[at..].to_vec();
+            let mut bytes = std::mem::replace(&mut self.carry, rest);
+            bytes.truncate(at);
+            let block = Block {
+                offset: self.offset,
+                line: self.line,
+                bytes,
+            };
+            self.offset += at as u64;
+            if count_lines {
+                self.line += memchr::memchr_iter(b'\n', &block.bytes).count() as u64;
+            }
+            return Ok(Some(block));
+        }
+    }
+
+    /// Reads until `carry` holds `want` bytes or the stream ends.
+    fn fill(&mut self, want: usize) -> Result<()> {
+        while !self.done && self.carry.len() < want {
+            let len = self.carry.len();
+            let room = (want - len).max(1 << 16);
+            self.carry
+                .try_reserve(room)
+                .map_err(|_| Error::out_of_memory::<u8>("decompressed input", len + room))?;
+            self.carry.resize(len + room, 0);
+            let n = loop {
+                match self.reader.read(&mut self.carry[len..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.carry.truncate(len);
+                        return Err(self.read_error(e));
+                    }
+                }
+            };
+            self.carry.truncate(len + n);
+            if n == 0 {
+                self.done = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// A read error: a damaged or cut-short compressed file says so, naming it.
+    fn read_error(&self, e: std::io::Error) -> Error {
+        use std::io::ErrorKind;
+        match (self.compression, e.kind()) {
+            (Compression::None, _) => Error::io(&self.path, e),
+            (
+                _,
+                ErrorKind::InvalidData
+                | ErrorKind::InvalidInput
+                | ErrorKind::UnexpectedEof
+                | ErrorKind::Other,
+            ) => Error::invalid(format!(
+                "{}: not a valid {} file ({e})",
+                self.path.display(),
+                self.compression.suffix()
+            )),
+            _ => Error::io(&self.path, e),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The `inputs` of count and encode jobs, from Python: `("text", path)`,
+//! `("jsonl", path, text_field)`, `("str", name, iterator)` and
+//! `("arrow", name, iterator)` (see `python/bpekit/sources.py`, which makes them).
+//!
+//! Feeds pull from their Python iterator on the worker that asks, holding the GIL
+//! only while they pull: a batch of `str` items is copied (its UTF-8), an Arrow
+//! batch's text buffer is borrowed through the buffer protocol, not copied.
+
+use std::path::PathBuf;
+
+use numpy::PyReadonlyArray1;
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyIterator, PyString, PyTuple};
+
+use super::text::text_of;
+use crate::corpus::{DocBatch, Feed, FieldPath, Format, Input, StatsSummary};
+use crate::encode::Text;
+use crate::error::{Error, Result};
+
+/// `inputs` as the core's inputs.
+pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
+    let mut out = Vec::new();
+    for (k, item) in inputs.try_iter()?.enumerate() {
+        let item = item?;
+        let tuple = item
+            .cast::<PyTuple>()
+            .map_err(|_| PyTypeError::new_err(format!("inputs[{k}] is not a tuple")))?;
+        let kind: String = tuple.get_item(0)?.extract()?;
+        let input = match kind.as_str() {
+            "text" => Input::File {
+                path: tuple.get_item(1)?.extract::<PathBuf>()?,
+                format: Format::Text,
+            },
+            "jsonl" => Input::File {
+                path: tuple.get_item(1)?.extract::<PathBuf>()?,
+                format: Format::Jsonl(FieldPath::parse(&tuple.get_item(2)?.extract::<String>()?)?),
+            },
+            "str" | "arrow" => {
+                let name: String = tuple.get_item(1)?.extract()?;
+                let iter = PyIterator::from_object(&tuple.get_item(2)?)?.unbind();
+                let feed: Box<dyn Feed> = match kind.as_str() {
+                    "str" => Box::new(StrFeed { iter, next_item: 0 }),
+                    _ => Box::new(ArrowFeed { iter }),
+                };
+                Input::Feed { name, feed }
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "inputs[{k}]: unknown kind {other:?}"
+                )))
+            }
+        };
+        out.push(input);
+    }
+    Ok(out)
+}
+
+/// What a job read, as the dict the Python API reports.
+pub fn stats_dict<'py>(py: Python<'py>, stats: &StatsSummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("documents", stats.documents)?;
+    d.set_item("skipped", stats.skipped)?;
+    d.set_item("skipped_examples", stats.examples.clone())?;
+    d.set_item("bytes", stats.bytes)?;
+    Ok(d)
+}
+
+/// A Python exception raised while pulling, carried through the core unchanged.
+fn raised(e: PyErr) -> Error {
+    Error::Feed(Box::new(e))
+}
+
+/// Documents pulled from an iterator of `str`.
+struct StrFeed {
+    iter: Py<PyIterator>,
+    next_item: u64,
+}
+
+/// A batch of `str` items holds about this much text: enough that the GIL is taken
+/// and the batch handed over rarely, little enough that the workers start at once.
+const STR_BATCH_BYTES: usize = 1 << 20;
+const STR_BATCH_ITEMS: usize = 4096;
+
+impl Feed for StrFeed {
+    fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+        Python::attach(|py| {
+            let iter = self.iter.bind(py);
+            let mut data: Vec<u8> = Vec::new();
+            let mut offsets = vec![0];
+            let mut bad = Vec::new();
+            let first_row = self.next_item;
+            let mut items = 0;
+            while data.len() < STR_BATCH_BYTES && items < STR_BATCH_ITEMS {
+                let Some(item) = iter.clone().next() else {
+                    break;
+                };
+                let item = item.map_err(raised)?;
+                items += 1;
+                let row = self.next_item;
+                self.next_item += 1;
+                let Ok(s) = item.cast::<PyString>() else {
+                    let t = item
+                        .get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default();
+                    bad.push((row, format!("not a str but {t}")));
+                    continue;
+                };
+                match text_of(s).map_err(raised)? {
+                    Text::Utf8(t) => data.extend_from_slice(t.as_bytes()),
+                    // Not the str's cached UTF-8 (which would stay with it, doubling
+                    // the memory of a list of documents): a bytes object, dropped here.
+                    Text::Wide(_) => match s.encode_utf8() {
+                        Ok(b) => data.extend_from_slice(b.as_bytes()),
+                        Err(_) => {
+                            bad.push((row, "not valid text (it holds a lone surrogate)".into()));
+                            continue;
+                        }
+                    },
+                }
+                offsets.push(data.len());
+            }
+            if items == 0 {
+                return Ok(None);
+            }
+            Ok(Some(DocBatch {
+                data: Box::new(data),
+                offsets,
+                row_group: None,
+                first_row,
+                unit: "item",
+                bad,
+            }))
+        })
+    }
+}
+
+/// Batches of an Arrow string column: `(data, offsets, row_group, first_row)`.
+struct ArrowFeed {
+    iter: Py<PyIterator>,
+}
+
+/// An Arrow buffer, borrowed for as long as this lives.
+struct Borrowed(PyBuffer<u8>);
+
+impl AsRef<[u8]> for Borrowed {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the buffer was checked C-contiguous when made; it stays valid and
+        // unchanged while held (Arrow buffers are immutable).
+        unsafe { std::slice::from_raw_parts(self.0.buf_ptr() as *const u8, self.0.len_bytes()) }
+    }
+}
+
+impl Feed for ArrowFeed {
+    fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+        Python::attach(|py| {
+            let Some(item) = self.iter.bind(py).clone().next() else {
+                return Ok(None);
+            };
+            let item = item.map_err(raised)?;
+            let batch = (|| -> PyResult<DocBatch> {
+                let (data, offsets, row_group, first_row): (
+                    Bound<'_, PyAny>,
+                    Bound<'_, PyAny>,
+                    Option<u64>,
+                    u64,
+                ) = item.extract()?;
+                let buffer = PyBuffer::<u8>::get(&data)?;
+                if !buffer.is_c_contiguous() {
+                    return Err(PyValueError::new_err(
+                        "an Arrow text buffer is not contiguous",
+                    ));
+                }
+                let offsets: Vec<usize> = match offsets.extract::<PyReadonlyArray1<'_, i64>>() {
+                    Ok(a) => a.as_slice()?.iter().map(|&o| o.max(0) as usize).collect(),
+                    Err(_) => {
+                        let a = offsets.extract::<PyReadonlyArray1<'_, i32>>()?;
+                        a.as_slice()?.iter().map(|&o| o.max(0) as usize).collect()
+                    }
+                };
+                Ok(DocBatch {
+                    data: Box::new(Borrowed(buffer)),
+                    offsets,
+                    row_group,
+                    first_row,
+                    unit: "row",
+                    bad: Vec::new(),
+                })
+            })()
+            .map_err(raised)?;
+            Ok(Some(batch))
+        })
+    }
+}
