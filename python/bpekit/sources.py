@@ -1,0 +1,391 @@
+"""What users give as ``inputs``, turned into the sources that the native readers take.
+
+A source is one of the native API's tuples, read in order: ``("text", path)``,
+``("jsonl", path, text_field)``, ``("str", name, iterator)`` (documents as ``str``) or
+``("arrow", name, iterator)`` (batches of an Arrow string column: Parquet files and
+Hugging Face datasets, made by ``bpekit._arrow``).
+
+What ``inputs`` may be, and how it is told apart:
+
+- a path (``str``, ``bytes``, ``os.PathLike``): a file; a directory (its files,
+  recursively, sorted by path, hidden ones skipped); or, when it holds ``*``, ``?`` or
+  ``[`` and is no existing path, a glob pattern (``"data/*.jsonl.zst"``,
+  ``"**/*.parquet"``): the files it matches, sorted, hidden ones and folders skipped.
+  A single ``str`` is never a document;
+- a ``list`` or ``tuple``: each item a path as above, or one of the sources below, mixed
+  freely. A list of ``str`` is a list of paths: to read strings as documents, pass
+  ``iter(texts)``;
+- a Hugging Face ``datasets.Dataset`` or ``IterableDataset`` (``text_field`` names its
+  column), or a column of one (``ds["text"]``, ``ds["meta"]["body"]``): read as Arrow
+  batches, never materialised;
+- any other iterable (a generator, ``map``, ``iter(list)``): each item one document, a
+  ``str``, pulled as the work goes. When its first item is an ``os.PathLike`` or ``bytes``,
+  its items are paths instead, so ``Path("data").glob("*.txt")`` names files as before.
+
+A file's format comes from its extension once ``.gz`` / ``.zst`` is taken off: ``.jsonl``,
+``.ndjson`` and ``.json`` are JSON lines, ``.parquet`` is Parquet, anything else is text;
+``format=`` sets it for every file instead.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> for name in ("a.jsonl.zst", "b.txt", ".hidden.txt"):
+...     _ = (d / name).write_bytes(b"")
+>>> [s[0] for s in resolve(str(d / "*")).sources]
+['jsonl', 'text']
+>>> resolve([d / "b.txt", iter(["one document", "another"])]).sources[1][:2]
+('str', '<list_iterator>')
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import itertools
+import os
+import stat
+import sys
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Set
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bpekit._paths import PathArg, fspath
+
+__all__ = [
+    "BAD_RECORDS",
+    "FORMATS",
+    "SPECIAL_IN_TEXT",
+    "Skipped",
+    "Sources",
+    "check_bad_records",
+    "check_format",
+    "check_special_in_text",
+    "check_text_field",
+    "file_format",
+    "resolve",
+    "warn_skipped",
+]
+
+FORMATS = ("text", "jsonl", "parquet")
+SPECIAL_IN_TEXT = ("special", "text", "error")
+BAD_RECORDS = ("error", "skip")
+
+_BY_EXTENSION = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+_COMPRESSED = (".gz", ".zst")
+_GLOB_CHARS = frozenset("*?[")
+_END = object()  # what next() gives for an iterable with no item
+
+
+# --- options, checked before any work -------------------------------------------------
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...], none: str | None = None) -> Any:
+    """``value`` if it is one of ``allowed`` (or None where ``none`` says what None means)."""
+    if (isinstance(value, str) and value in allowed) or (value is None and none is not None):
+        return value
+    names = [f'"{a}"' for a in allowed] + ([f"None ({none})"] if none else [])
+    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+    message = f"{name} must be {', '.join(names[:-1])} or {names[-1]}, not {shown}"
+    raise (ValueError if isinstance(value, str) else TypeError)(message)
+
+
+def check_format(format: Any) -> str | None:
+    """``format=``: how every input file is read, or None for by its extension.
+
+    >>> check_format("csv")
+    Traceback (most recent call last):
+    ...
+    ValueError: format must be "text", "jsonl", "parquet" or None (by extension), not "csv"
+    """
+    return _choice("format", format, FORMATS, "by extension")
+
+
+def check_special_in_text(special_in_text: Any) -> str | None:
+    """``special_in_text=``: what a special token's text inside a document is.
+
+    >>> check_special_in_text("ignore")
+    Traceback (most recent call last):
+    ...
+    ValueError: special_in_text must be "special", "text", "error" or None (special in text files, \
+text in records), not "ignore"
+    """
+    return _choice(
+        "special_in_text", special_in_text, SPECIAL_IN_TEXT, "special in text files, text in records"
+    )
+
+
+def check_bad_records(bad_records: Any) -> str:
+    """``bad_records=``: ``"error"`` stops at the first bad record, ``"skip"`` counts it."""
+    return _choice("bad_records", bad_records, BAD_RECORDS)
+
+
+def check_text_field(text_field: Any) -> str:
+    """``text_field=``: a field name, or a dotted path into nested objects (``"meta.body"``).
+
+    >>> check_text_field("meta..body")
+    Traceback (most recent call last):
+    ...
+    ValueError: text_field 'meta..body' has an empty part; give a field name or a dotted path ('meta.body')
+    """
+    if not isinstance(text_field, str):
+        raise TypeError(f"text_field must be a str (a field name or a dotted path), not {text_field!r}")
+    if not all(text_field.split(".")):
+        raise ValueError(
+            f"text_field {text_field!r} has an empty part; give a field name or a dotted path ('meta.body')"
+        )
+    return text_field
+
+
+def file_format(path: Path, format: str | None) -> str:
+    """How ``path`` is read: ``format`` when given, else by its extension once ``.gz`` /
+    ``.zst`` is taken off. A compressed Parquet file is an error: Parquet compresses
+    its pages inside.
+
+    >>> file_format(Path("shard.JSONL.zst"), None), file_format(Path("a.txt.gz"), None)
+    ('jsonl', 'text')
+    >>> file_format(Path("notes.md"), "jsonl")
+    'jsonl'
+    """
+    name = path.name.lower()
+    outer = next((c for c in _COMPRESSED if name.endswith(c)), "")
+    fmt = format or _BY_EXTENSION.get(os.path.splitext(name[: len(name) - len(outer)])[1], "text")
+    if fmt == "parquet" and outer:
+        raise ValueError(
+            f"{path}: a Parquet file cannot be read through {outer}: Parquet compresses its pages "
+            f"inside; decompress the file (or write it with compression='zstd')"
+        )
+    return fmt
+
+
+# --- what Python skips itself, and the stats the API reports --------------------------
+
+
+@dataclass
+class Skipped:
+    """Bad records that Python left out before the core saw them (nulls in an Arrow
+    column): how many, and the first few messages."""
+
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, count: int, example: str) -> None:
+        self.count += count
+        if len(self.examples) < 5:
+            self.examples.append(example)
+
+
+@dataclass
+class Sources:
+    """The resolved inputs: the native API's tuples and what a summary says about them."""
+
+    sources: list[tuple[Any, ...]]
+    files: int = 0  # files among the sources (a directory or glob counts its files)
+    records: bool = False  # any input whose documents are records (JSONL, Parquet, iterables, datasets)
+    text_files: bool = False
+    skipped: Skipped = field(default_factory=Skipped)
+
+    def stats(self, native: Mapping[str, Any]) -> dict[str, Any]:
+        """The core's stats with what Python skipped added in."""
+        stats = dict(native)
+        stats["skipped"] = int(stats.get("skipped", 0)) + self.skipped.count
+        stats["skipped_examples"] = (list(stats.get("skipped_examples", [])) + self.skipped.examples)[:5]
+        return stats
+
+
+def warn_skipped(stats: Mapping[str, Any], stacklevel: int = 3) -> None:
+    """A warning with the number of bad records skipped and the first one, if any were."""
+    n = stats.get("skipped", 0)
+    if n:
+        first = (stats.get("skipped_examples") or ["?"])[0]
+        warnings.warn(
+            f"skipped {n:,} bad record(s) (bad_records='skip'); the first: {first}", stacklevel=stacklevel
+        )
+
+
+# --- resolution ------------------------------------------------------------------------
+
+
+def resolve(
+    inputs: Any, *, format: str | None = None, text_field: str = "text", bad_records: str = "error"
+) -> Sources:
+    """``inputs`` (see the module's doc) as ``Sources``; the options are checked here.
+
+    Raises ``FileNotFoundError`` naming a path that does not exist or a pattern that
+    matches nothing, ``TypeError`` for what is no input at all, and ``ValueError`` for a
+    Parquet file or dataset without the column ``text_field`` (naming the columns it has).
+    """
+    format = check_format(format)
+    text_field = check_text_field(text_field)
+    bad_records = check_bad_records(bad_records)
+    out = Sources([])
+    in_list = isinstance(inputs, list | tuple)
+    for item in _items(inputs):
+        if _is_path(item):
+            for path in _paths(item, in_list):
+                _add_file(out, path, format, text_field, bad_records)
+        else:
+            _add_iterable(out, item, format, text_field, bad_records)
+    if not out.sources:
+        raise ValueError("no inputs given")
+    return out
+
+
+def _is_path(item: Any) -> bool:
+    return isinstance(item, str | bytes | os.PathLike)
+
+
+def _items(inputs: Any) -> list[Any]:
+    """The inputs one by one: a list or tuple is taken item by item; anything else is one."""
+    if not isinstance(inputs, list | tuple):
+        _check_item(inputs, in_list=False)
+        return [inputs]
+    for item in inputs:
+        _check_item(item, in_list=True)
+    return list(inputs)
+
+
+def _check_item(item: Any, in_list: bool) -> None:
+    """Refuses what is no input, in one line saying what would be."""
+    if _is_path(item):
+        return
+    hf = _hf_kind(item)
+    if hf in ("DatasetDict", "IterableDatasetDict"):
+        raise TypeError(
+            f"a {hf} holds several splits ({', '.join(item)}); pass one of them, such as ds['train']"
+        )
+    if isinstance(item, Mapping | Set):
+        raise TypeError(
+            f"an input may not be a {type(item).__name__}, which has no order to read in: pass a list of "
+            "paths (sorted(...)) or an iterator of documents"
+        )
+    if in_list and isinstance(item, list | tuple):
+        raise TypeError(
+            f"an input in a list must be a path, a dataset or an iterator of documents, not a "
+            f"{type(item).__name__}: to read a list of strings as documents, pass iter(texts)"
+        )
+    if hf is not None or isinstance(item, Iterable):
+        return
+    if in_list:
+        fspath(item, "an input")  # raises, naming what a path is
+    raise TypeError(
+        f"inputs must be a path (str, bytes or os.PathLike), an iterable of documents (str) or a list "
+        f"of paths, not {type(item).__name__}: {item!r}"
+    )
+
+
+def _paths(item: PathArg, in_list: bool) -> list[Path]:
+    """The files that a path, a directory or a glob pattern names."""
+    text = fspath(item, "an input")
+    path = Path(text)
+    if _GLOB_CHARS.isdisjoint(text) or _exists(path):
+        return _files_of(path, in_list)
+    # Files only: "**/*" matches each folder too, whose files it matches already.
+    files = [Path(m) for m in sorted(glob.glob(text, recursive=True)) if not os.path.isdir(m)]
+    if not files:
+        raise FileNotFoundError(errno.ENOENT, f"{text}: no file matches this pattern", text)
+    return files
+
+
+def _exists(path: Path) -> bool:
+    try:
+        path.stat()
+        return True
+    except OSError:
+        return False
+
+
+def _files_of(path: Path, in_list: bool) -> list[Path]:
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise _unreadable(path, e, in_list) from None
+    return _files_under(path) if stat.S_ISDIR(mode) else [path]
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """The files under ``folder``, recursively, sorted by path, hidden ones skipped. A
+    broken symbolic link among them is an error naming it, not a file left out."""
+    found = []
+    for p in folder.rglob("*"):
+        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+            continue
+        if p.is_file():
+            found.append(p)
+        elif p.is_symlink():
+            try:
+                p.stat()  # a link to a folder is not followed (as `grep -r` does)
+            except OSError as e:
+                raise _unreadable(p, e, False) from None
+    if not found:
+        raise ValueError(f"{folder}: directory holds no files to read")
+    return sorted(found)
+
+
+# How errors of stat() are worded, as the core words its own ("PATH: no such file or
+# directory"); Python's "[Errno 40] Too many levels of symbolic links" is less clear.
+_STAT_ERRORS = {
+    errno.ENOENT: "no such file or directory",
+    errno.ELOOP: "symbolic link loop (too many levels of symbolic links)",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+}
+
+
+def _unreadable(path: Path, e: OSError, in_list: bool) -> OSError:
+    """``e``, raised by ``path.stat()``, as an error of its own class naming ``path``.
+    A missing "path" with white space in a list was likely a document: say how to pass those."""
+    if path.is_symlink() and e.errno == errno.ENOENT:
+        what = f"a symbolic link to {os.readlink(path)}, which does not exist"
+    else:
+        what = _STAT_ERRORS.get(e.errno or 0, (e.strerror or str(e)).lower())
+    if in_list and e.errno == errno.ENOENT and any(c.isspace() for c in str(path)):
+        what += " (a list of str is a list of paths: to read strings as documents, pass iter(texts))"
+    error = type(e)(f"{path}: {what}")
+    error.errno = e.errno  # for callers that look at it; str() stays the message
+    return error
+
+
+def _add_file(out: Sources, path: Path, format: str | None, text_field: str, bad_records: str) -> None:
+    fmt = file_format(path, format)
+    out.files += 1
+    if fmt == "text":
+        out.text_files = True
+        out.sources.append(("text", str(path)))
+        return
+    out.records = True
+    if fmt == "jsonl":
+        out.sources.append(("jsonl", str(path), text_field))
+    else:
+        from bpekit import _arrow
+
+        out.sources.append(_arrow.parquet_source(path, text_field, bad_records, out.skipped))
+
+
+def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, bad_records: str) -> None:
+    out.records = True
+    if _hf_kind(item) is not None:
+        from bpekit import _arrow
+
+        out.sources.append(_arrow.dataset_source(item, text_field, bad_records, out.skipped))
+        return
+    items: Iterator[Any] = iter(item)
+    first = next(items, _END)
+    if isinstance(first, os.PathLike | bytes):  # Path("d").glob("*.txt"): paths, as before
+        out.records = False
+        for path_item in itertools.chain([first], items):
+            for path in _paths(path_item, True):
+                _add_file(out, path, format, text_field, bad_records)
+        return
+    documents = items if first is _END else itertools.chain([first], items)
+    out.sources.append(("str", f"<{type(item).__name__}>", documents))
+
+
+def _hf_kind(item: Any) -> str | None:
+    """The class name of a Hugging Face ``datasets`` object (a dataset, a column of one,
+    a dict of splits), or None. Nothing is imported: such an object's module is loaded."""
+    if "datasets" not in sys.modules:
+        return None
+    name = type(item).__name__
+    module = type(item).__module__ or ""
+    known = ("Dataset", "IterableDataset", "Column", "IterableColumn", "DatasetDict", "IterableDatasetDict")
+    return name if module.startswith("datasets.") and name in known else None
