@@ -126,7 +126,7 @@ def string_batches(
     nulls = np.flatnonzero(~arr.is_valid().to_numpy(zero_copy_only=False))
     message = f"{_where(name, row_group, first_row + int(nulls[0]))}: field {field!r} is null"
     if bad_records == "error":
-        raise ValueError(f"{message} (bad_records='skip' skips such records)")
+        raise ValueError(message)
     skipped.add(len(nulls), message)
     start = 0
     for i in nulls.tolist():

@@ -17,102 +17,29 @@ b'<|endoftext|>'
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from bpekit import _core
 from bpekit._core import WordCounts
-from bpekit._paths import PathArg, fspath
+from bpekit._paths import PathArg
 from bpekit._progress import ProgressBar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
+from bpekit.sources import check_special_in_text, resolve, warn_skipped
 
-__all__ = ["WordCounts", "count_pretokens", "resolve_inputs", "train_bpe", "train_from_counts"]
+__all__ = ["WordCounts", "count_pretokens", "count_with_stats", "train_bpe", "train_from_counts"]
 
-Inputs = PathArg | Iterable[PathArg]
+# A path, a list of paths and sources, a dataset or an iterable of documents: see
+# ``bpekit.sources``.
+Inputs = PathArg | Iterable[Any]
 
 
 def resolve_inputs(inputs: Inputs) -> list[Path]:
-    """The files named by ``inputs``: a path (``str``, ``bytes`` or ``os.PathLike``), a
-    list of paths, or directories (their files, recursively, sorted by path, hidden
-    ones skipped).
-
-    Raises ``FileNotFoundError`` naming the first path that does not exist, and an
-    ``OSError`` naming one that cannot be read at all (a symbolic link loop, a path
-    through a file); an empty path is a ``ValueError``, not the current folder.
-    """
-    items = [inputs] if isinstance(inputs, str | bytes | os.PathLike) else _listed(inputs)
-    files: list[Path] = []
-    for item in items:
-        path = Path(fspath(item, "an input"))
-        if _is_dir(path):
-            files.extend(_files_under(path))
-        else:
-            files.append(path)
-    if not files:
-        raise ValueError("no input files given")
-    return files
-
-
-def _listed(inputs: Iterable[PathArg]) -> list[PathArg]:
-    try:
-        return list(inputs)
-    except TypeError:
-        raise TypeError(
-            f"inputs must be a path (str, bytes or os.PathLike) or a list of paths, "
-            f"not {type(inputs).__name__}: {inputs!r}"
-        ) from None
-
-
-def _is_dir(path: Path) -> bool:
-    """Whether ``path`` is a directory; an error naming it when it is not there to read.
-    (``Path.exists`` says False for a symbolic link loop, which read as "no such file".)"""
-    try:
-        return stat.S_ISDIR(path.stat().st_mode)
-    except OSError as e:
-        raise _unreadable(path, e) from None
-
-
-def _files_under(folder: Path) -> list[Path]:
-    """The files under ``folder``, recursively, sorted by path, hidden ones skipped. A
-    broken symbolic link among them is an error naming it, not a file left out."""
-    found = []
-    for p in folder.rglob("*"):
-        if any(part.startswith(".") for part in p.relative_to(folder).parts):
-            continue
-        if p.is_file():
-            found.append(p)
-        elif p.is_symlink():
-            try:
-                p.stat()  # a link to a folder is not followed (as `grep -r` does)
-            except OSError as e:
-                raise _unreadable(p, e) from None
-    if not found:
-        raise ValueError(f"{folder}: directory holds no files to read")
-    return sorted(found)
-
-
-# How errors of stat() are worded, as the core words its own ("PATH: no such file or
-# directory"); Python's "[Errno 40] Too many levels of symbolic links" is less clear.
-_STAT_ERRORS = {
-    errno.ENOENT: "no such file or directory",
-    errno.ELOOP: "symbolic link loop (too many levels of symbolic links)",
-    errno.ENOTDIR: "a part of the path is a file, not a directory",
-}
-
-
-def _unreadable(path: Path, e: OSError) -> OSError:
-    """``e``, raised by ``path.stat()``, as an error of its own class naming ``path``."""
-    if path.is_symlink() and e.errno == errno.ENOENT:
-        what = f"a symbolic link to {os.readlink(path)}, which does not exist"
-    else:
-        what = _STAT_ERRORS.get(e.errno or 0, (e.strerror or str(e)).lower())
-    error = type(e)(f"{path}: {what}")
-    error.errno = e.errno  # for callers that look at it; str() stays the message
-    return error
+    """The files that ``inputs`` names (paths, directories, glob patterns), found as
+    ``bpekit.sources.resolve`` finds them; the documents of iterables are no files."""
+    return [Path(s[1]) for s in resolve(inputs, format="text").sources if s[0] == "text"]
 
 
 def _bar(enabled: bool, desc: str, unit: str) -> ProgressBar | None:
@@ -140,36 +67,103 @@ def count_pretokens(
     chunk_size: int = 0,
     errors: str = "strict",
     progress: bool = False,
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
 ) -> WordCounts:
-    """Counts the pre-tokens of the input files (split on every special token first).
+    """Counts the pre-tokens of the inputs (split on every special token first).
 
+    ``paths``: files, directories, glob patterns, Hugging Face datasets or an iterable
+    of ``str`` documents (see ``bpekit.sources``). Files are read by their extension:
+    text, JSON lines (``.jsonl``, ``.ndjson``, ``.json``: the string at ``text_field``, a
+    dotted path such as ``"meta.body"`` reaching into nested objects) or Parquet (the
+    column ``text_field``), each ``.gz`` or ``.zst`` compressed but Parquet;
+    ``format="text" | "jsonl" | "parquet"`` reads every file so instead. Each record (a
+    JSON line, a Parquet row, an item) is a document, which no pre-token crosses: the
+    counts equal those of the documents joined by a special token.
+
+    ``special_in_text``: what a special token's text inside a document is: ``"special"``
+    (a split, the default for text files, whose separators are in their text), ``"text"``
+    (ordinary text, the default for records: web pages hold ``<|endoftext|>``) or
+    ``"error"``. ``bad_records="skip"`` skips records that are not JSON, lack the field,
+    hold no string or invalid UTF-8 (with a warning giving their number and the first),
+    where ``"error"`` stops at the first, naming its file, line or row and byte offset.
     ``errors`` is how invalid UTF-8 is handled: ``"strict"`` (an error naming the file
-    and byte offset), ``"replace"`` or ``"ignore"``, as in ``bytes.decode``.
-    ``num_threads`` defaults to all cores; ``chunk_size`` (bytes, 0 = automatic) only
-    changes how work is split, never the result.
+    and byte offset; a bad record in records), ``"replace"`` or ``"ignore"``, as in
+    ``bytes.decode``. ``num_threads`` defaults to all cores; ``chunk_size`` (bytes,
+    0 = automatic) only changes how work is split, never the result.
+
+    >>> import tempfile, pathlib, json
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "docs.jsonl"
+    >>> _ = path.write_text(json.dumps({"text": "low lower"}) + "\\n" + json.dumps({"text": "low"}))
+    >>> count_pretokens(path).most_common(2)
+    [(b'low', 2), (b' lower', 1)]
+    >>> count_pretokens(iter(["low lower", "low"])) == count_pretokens(path)
+    True
     """
+    counts, stats = count_with_stats(
+        paths,
+        special_tokens,
+        pattern=pattern,
+        num_threads=num_threads,
+        chunk_size=chunk_size,
+        errors=errors,
+        progress=progress,
+        format=format,
+        text_field=text_field,
+        special_in_text=special_in_text,
+        bad_records=bad_records,
+    )
+    warn_skipped(stats)
+    return counts
+
+
+def count_with_stats(
+    paths: Inputs,
+    special_tokens: Sequence[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    chunk_size: int = 0,
+    errors: str = "strict",
+    progress: bool = False,
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
+) -> tuple[WordCounts, dict[str, Any]]:
+    """``count_pretokens``, also returning what was read: ``{"documents", "skipped",
+    "skipped_examples", "bytes", "files"}`` (no warning for skipped records: the
+    command line's summary says it)."""
     errors = check_errors(errors)
-    files = resolve_inputs(paths)
+    special_in_text = check_special_in_text(special_in_text)
+    specials = _check_special_tokens(special_tokens)
     num_threads = check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
+    inputs = resolve(paths, format=format, text_field=text_field, bad_records=bad_records)
     bar = _bar(progress, "counting", "bytes")
     completed = False
     try:
-        counts = _core.count_pretokens(
-            [str(f) for f in files],
-            _check_special_tokens(special_tokens),
+        counts, native = _core.count_pretokens(
+            inputs.sources,
+            specials,
             pattern=pattern,
             num_threads=num_threads,
             chunk_size=chunk_size,
             errors=errors,
             progress=bar,
+            special_in_text=special_in_text,
+            bad_records=bad_records,
         )
         completed = True
-        return counts
     finally:
         if bar is not None:
             bar.close(completed)
+    stats = inputs.stats(native)
+    stats["files"] = inputs.files
+    return counts, stats
 
 
 # The most tokens bpekit's encoder holds (ids are 21 bits in its pair table).
@@ -254,14 +248,24 @@ def train_bpe(
     chunk_size: int = 0,
     errors: str = "strict",
     progress: bool = False,
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Trains a byte-level BPE vocabulary on files, with CS336 semantics.
 
-    ``input_path`` is a path, a list of paths or a directory; ``.gz`` files are read
-    transparently. See ``count_pretokens`` and ``train_from_counts`` for the options.
-    Arguments are checked before the corpus is read: a special token of one byte
-    (``"\\n"``), which is a byte token already, is a ``ValueError``; to split the
-    corpus at one, call ``count_pretokens`` with it and ``train_from_counts`` without.
+    ``input_path`` is a path, a list of paths, a directory, a glob pattern, a Hugging
+    Face dataset or an iterable of ``str`` documents; ``.gz`` and ``.zst`` files are read
+    transparently, JSON lines and Parquet by their field ``text_field``. See
+    ``count_pretokens`` and ``train_from_counts`` for the options. Arguments are checked
+    before the corpus is read: a special token of one byte (``"\\n"``), which is a byte
+    token already, is a ``ValueError``; to split the corpus at one, call
+    ``count_pretokens`` with it and ``train_from_counts`` without.
+
+    >>> vocab, merges = train_bpe(iter(["low lower", "lowest"]), 258)
+    >>> merges
+    [(b'o', b'w'), (b'l', b'ow')]
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
@@ -273,5 +277,9 @@ def train_bpe(
         chunk_size=chunk_size,
         errors=errors,
         progress=progress,
+        format=format,
+        text_field=text_field,
+        special_in_text=special_in_text,
+        bad_records=bad_records,
     )
     return train_from_counts(counts, vocab_size, specials, progress=progress)

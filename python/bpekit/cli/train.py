@@ -6,20 +6,16 @@ import argparse
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 from bpekit._paths import fspath
-from bpekit.training import (
-    MAX_VOCAB_SIZE,
-    check_vocab_size,
-    count_pretokens,
-    resolve_inputs,
-    train_from_counts,
-)
+from bpekit.sources import BAD_RECORDS, FORMATS, SPECIAL_IN_TEXT
+from bpekit.training import MAX_VOCAB_SIZE, check_vocab_size, count_with_stats, train_from_counts
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("train", help="train a BPE vocabulary on text files")
-    p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently)")
+    p = sub.add_parser("train", help="train a BPE vocabulary on text, JSON lines or Parquet files")
+    p.add_argument("inputs", nargs="+", help=INPUTS_HELP)
     p.add_argument("--vocab-size", type=vocab_size_arg, required=True)
     p.add_argument(
         "--special-token",
@@ -53,8 +49,73 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     add_run_options(p)
 
 
+INPUTS_HELP = (
+    "files, directories or quoted glob patterns ('data/*.jsonl.zst', 'shards/**/*.parquet'); "
+    ".gz and .zst read transparently"
+)
+
+
+def add_format_options(p: argparse.ArgumentParser) -> None:
+    """Options of every command that reads a corpus: how its files and records are read."""
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="read every input file as this format (default: by extension once .gz/.zst is taken off: "
+        ".jsonl, .ndjson, .json are JSON lines, .parquet is Parquet, anything else text)",
+    )
+    p.add_argument(
+        "--text-field",
+        default="text",
+        metavar="FIELD",
+        help="the JSON field or Parquet column holding each record's text; a dotted path such as "
+        "meta.body reaches into nested objects (default text)",
+    )
+    p.add_argument(
+        "--special-in-text",
+        choices=SPECIAL_IN_TEXT,
+        default=None,
+        help="a special token's text inside a document: 'special' reads it as the special token, "
+        "'text' as ordinary text, 'error' stops (default: special in text files, text in records)",
+    )
+    p.add_argument(
+        "--bad-records",
+        choices=BAD_RECORDS,
+        default="error",
+        help="a record that is not JSON, lacks the field, holds no string, a null or invalid UTF-8: "
+        "'error' stops naming it, 'skip' leaves it out and counts it in the summary (default error)",
+    )
+
+
+def format_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``add_format_options``'s flags."""
+    return {
+        "format": args.format,
+        "text_field": args.text_field,
+        "special_in_text": args.special_in_text,
+        "bad_records": args.bad_records,
+    }
+
+
+def documents_line(stats: dict[str, Any]) -> str:
+    """How many documents were read and bad records skipped, for a summary.
+
+    >>> documents_line({"documents": 1000, "skipped": 2, "skipped_examples": ["a.jsonl: line 3: not JSON"]})
+    '1,000 documents; skipped 2 bad records (the first: a.jsonl: line 3: not JSON)'
+    """
+    line = f"{stats['documents']:,} documents"
+    if stats["skipped"]:
+        first = (stats["skipped_examples"] or ["?"])[0]
+        line += (
+            f"; skipped {stats['skipped']:,} bad record{'s' * (stats['skipped'] != 1)} (the first: {first})"
+        )
+    return line
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Options of every command that reads text files: threads, UTF-8 errors, quiet."""
+    """Options of every command that reads a corpus with threads: the format options,
+    threads, UTF-8 errors, quiet."""
+    add_format_options(p)
     # argparse formats help texts with %: a literal percent sign is written %%.
     p.add_argument(
         "--threads",
@@ -98,18 +159,19 @@ def train_and_summarize(
 ) -> int:
     check_vocab_size(vocab_size, special_tokens)
     check_out_folder(out)
-    files = resolve_inputs(inputs)
-    total_bytes = sum(f.stat().st_size for f in files)
     progress = not args.quiet
     t0 = time.perf_counter()
-    counts = count_pretokens(
-        files,
+    counts, stats = count_with_stats(
+        inputs,
         special_tokens,
         pattern=args.pattern,
         num_threads=args.threads,
         errors=args.errors,
         progress=progress,
+        **format_options(args),
     )
+    # The bytes of text read: a compressed file's decompressed, a record's text.
+    total_bytes = stats["bytes"]
     t1 = time.perf_counter()
     vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
     t2 = time.perf_counter()
@@ -123,9 +185,10 @@ def train_and_summarize(
 
     count_s, merge_s = t1 - t0, t2 - t1
     print(
-        f"trained {len(vocab):,} tokens ({len(merges):,} merges) on {len(files)} file(s), "
+        f"trained {len(vocab):,} tokens ({len(merges):,} merges) on {stats['files']} file(s), "
         f"{total_bytes / 1e6:,.1f} MB"
     )
+    print(f"  {documents_line(stats)}")
     print(f"  counting   {count_s:8.3f} s   {total_bytes / 1e6 / max(count_s, 1e-9):,.1f} MB/s")
     print(f"  merging    {merge_s:8.3f} s   {len(merges) / max(merge_s, 1e-9):,.0f} merges/s")
     print(f"  writing    {t3 - t2:8.3f} s")
