@@ -168,7 +168,8 @@ def test_an_iterable_whose_first_item_is_not_a_str_goes_to_the_core_whole() -> N
 def test_an_iterable_of_path_objects_is_paths(tree: Path) -> None:
     assert kinds(sorted((tree / "a").glob("*.jsonl"))) == [("jsonl", "1.jsonl")]
     assert kinds((tree / "a").glob("*.jsonl")) == [("jsonl", "1.jsonl")]
-    assert kinds(iter([bytes(tree / "c.txt")])) == [("text", "c.txt")]
+    # bytes are no str: a document the core refuses, not a path.
+    assert kinds(iter([bytes(tree / "c.txt")])) == [("str", "<list_iterator>")]
 
 
 def test_lists_mix_paths_and_sources(tree: Path) -> None:

@@ -19,8 +19,9 @@ What ``inputs`` may be, and how it is told apart:
   column), or a column of one (``ds["text"]``, ``ds["meta"]["body"]``): read as Arrow
   batches, never materialised;
 - any other iterable (a generator, ``map``, ``iter(list)``): each item one document, a
-  ``str``, pulled as the work goes. When its first item is an ``os.PathLike`` or ``bytes``,
-  its items are paths instead, so ``Path("data").glob("*.txt")`` names files as before.
+  ``str``, pulled as the work goes. When its first item is an ``os.PathLike`` (a
+  ``Path``), its items are paths instead, so ``Path("data").glob("*.txt")`` names files
+  as before.
 
 A file's format comes from its extension once ``.gz`` / ``.zst`` is taken off: ``.jsonl``,
 ``.ndjson`` and ``.json`` are JSON lines, ``.parquet`` is Parquet, anything else is text;
@@ -370,7 +371,7 @@ def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, 
         return
     items: Iterator[Any] = iter(item)
     first = next(items, _END)
-    if isinstance(first, os.PathLike | bytes):  # Path("d").glob("*.txt"): paths, as before
+    if isinstance(first, os.PathLike):  # Path("d").glob("*.txt"): paths, as before
         out.records = False
         for path_item in itertools.chain([first], items):
             for path in _paths(path_item, True):
