@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bpekit.sources import Skipped
-
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from bpekit.sources import Skipped  # what bpekit.sources passes in; no import ring
 
 __all__ = ["dataset_source", "parquet_source", "string_batches"]
 
