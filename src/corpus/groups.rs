@@ -15,16 +15,6 @@ const GROUP_FILES: usize = 1024;
 /// file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
 
-/// The sum of the files' sizes on disk: what a progress bar can know before opening
-/// them (a `.gz` file's is its compressed size; [`Groups`] corrects it as it opens).
-pub(crate) fn size_on_disk(paths: &[PathBuf]) -> u64 {
-    paths
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
 /// An error if any of `sources` shrank while it was read ([`Source::check_intact`]);
 /// called once a group's work is done, before its results are used.
 pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {
@@ -34,7 +24,7 @@ pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {
 /// `paths` opened in order, a group at a time ([`GROUP_FILES`], [`GROUP_READ_BYTES`]):
 /// work that maps files runs group after group, so the open files and the bytes read
 /// into memory stay bounded however many files there are. Each group moves the
-/// progress total from its files' sizes on disk to the bytes they hold.
+/// progress total from its files' sizes on disk to the bytes they hold (a pipe's).
 pub(crate) struct Groups<'a> {
     paths: &'a [PathBuf],
     next: usize,

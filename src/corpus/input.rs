@@ -104,14 +104,6 @@ impl SpecialPolicy {
             ))),
         }
     }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Special => "special",
-            Self::Text => "text",
-            Self::Error => "error",
-        }
-    }
 }
 
 /// What to do with a record that holds no document (not JSON, no such field, not a

@@ -120,6 +120,20 @@ pub(crate) enum Body<'a> {
 }
 
 impl Item<'_> {
+    /// Bytes of text (or of JSON lines) the item holds.
+    pub(crate) fn text_len(&self) -> usize {
+        match &self.body {
+            Body::Mapped { range, .. } => range.len(),
+            Body::Block(b) => b.bytes.len(),
+            Body::Batch(b) => b
+                .offsets
+                .last()
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(b.offsets.first().copied().unwrap_or(0)),
+        }
+    }
+
     /// Bytes of a mapped chunk, which its worker adds to the progress once done
     /// (blocks and batches are counted as they are read).
     pub(crate) fn progress_len(&self) -> u64 {

@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(problem("[1, 2]", "text"), "not a JSON object but an array");
         assert_eq!(
             problem(r#"{"text": "a"} x"#, "text"),
-            "trailing characters @15"
+            "trailing characters @14"
         );
         assert!(problem(r#"{"text": "a"#, "text").starts_with("EOF while parsing"));
         assert!(FieldPath::parse("a..b").is_err() && FieldPath::parse("").is_err());

@@ -1,5 +1,5 @@
-//! One input file's bytes: mapped where it can be, spooled to a scratch file where
-//! it cannot (pipes, `.gz`), and released behind its readers.
+//! One plain input file's bytes: mapped where it can be, spooled to a scratch file
+//! where it cannot (pipes), and released behind its readers.
 
 use std::fs::File;
 use std::io::Read;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use super::spool::{gunzip, is_endless_device, spool};
+use super::spool::{is_endless_device, spool};
 use crate::error::{Error, Result};
 use crate::mapguard::Guard;
 
@@ -52,8 +52,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Maps `path`; reads it whole when it cannot be mapped (a pipe, a device); when
-    /// its name ends in `.gz`, decompresses it into a temporary file it maps ([`gunzip`]).
+    /// Maps `path`; spools it when it cannot be mapped (a pipe). Compressed files are
+    /// not sources: they are streamed ([`super::stream`]).
     pub fn open(path: &Path) -> Result<Self> {
         let err = |e| Error::io(path, e);
         let mut file = File::open(path).map_err(err)?;
@@ -64,15 +64,7 @@ impl Source {
                 path.display()
             )));
         }
-        let bytes = if path.extension().is_some_and(|e| e == "gz") {
-            // An empty file reads as empty, as Python's gzip reads it (a pipe, which
-            // reports a length of 0 too, is read).
-            if meta.is_file() && meta.len() == 0 {
-                Bytes::Owned(Vec::new())
-            } else {
-                Bytes::spooled(gunzip(path, file)?)
-            }
-        } else if is_endless_device(&file, &meta) {
+        let bytes = if is_endless_device(&file, &meta) {
             return Err(Error::invalid(format!(
                 "{}: is a device, not a file of text (it may never end); give a file or a pipe",
                 path.display()

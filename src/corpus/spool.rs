@@ -1,5 +1,5 @@
-//! Inputs that cannot be mapped themselves (pipes, `.gz` files), copied into a
-//! private scratch file that is mapped instead, and devices that are refused.
+//! Inputs that cannot be mapped themselves (pipes), copied into a private scratch
+//! file that is mapped instead, and devices that are refused.
 
 use std::fs::File;
 use std::io::Read;
@@ -9,19 +9,10 @@ use memmap2::Mmap;
 
 use crate::error::{Error, Result};
 
-/// The text of the gzip file `file` (any number of members), decompressed into a
-/// scratch file ([`spool`]): like any mapped input it is read and released chunk by
-/// chunk, so memory does not grow with its size. It needs room in the temporary
-/// folder (`TMPDIR`). `None` for no bytes.
-pub(super) fn gunzip(path: &Path, file: File) -> Result<Option<Mmap>> {
-    let decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file));
-    spool(path, decoder, "decompressing")
-}
-
 /// The bytes `reader` gives (the text of `path`, for errors), copied into a scratch
 /// file in the temporary folder that no other process can see
 /// ([`crate::atomic::scratch_file`]) and mapped. For inputs that cannot be mapped
-/// themselves (pipes, `.gz` files): memory stays bounded however long they are,
+/// themselves (pipes): memory stays bounded however long they are,
 /// where reading them into memory would take all of it for an endless pipe. `None`
 /// for no bytes (an empty file cannot be mapped).
 ///

@@ -190,3 +190,46 @@ impl Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_of_a_zst_file_end_at_cuts_and_join_to_the_text() {
+        let dir = std::env::temp_dir().join(format!("bpekit-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("{{\"text\": \"line {i}\"}}\n").into_bytes())
+            .collect();
+        let path = dir.join("t.jsonl.zst");
+        std::fs::write(&path, zstd::encode_all(&text[..], 1).unwrap()).unwrap();
+        let lines = |b: &[u8], end: bool| match end {
+            true => b.len(),
+            false => memchr::memrchr(b'\n', b).map_or(0, |i| i + 1),
+        };
+        for target in [1, 100, 4096, 1 << 20] {
+            let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+            let (mut joined, mut line) = (Vec::new(), 0);
+            while let Some(block) = stream.next_block(target, true, lines).unwrap() {
+                assert_eq!(block.offset, joined.len() as u64);
+                assert_eq!(block.line, line);
+                assert_eq!(block.bytes.last(), Some(&b'\n'));
+                line += memchr::memchr_iter(b'\n', &block.bytes).count() as u64;
+                joined.extend_from_slice(&block.bytes);
+            }
+            assert_eq!(joined, text, "{target}");
+            assert_eq!(stream.read.get(), std::fs::metadata(&path).unwrap().len());
+        }
+        // A damaged file names itself.
+        std::fs::write(&path, b"not zstd at all").unwrap();
+        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        let e = stream
+            .next_block(10, true, lines)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("t.jsonl.zst: not a valid .zst file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

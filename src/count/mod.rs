@@ -354,16 +354,6 @@ fn collect_parts(
     Ok(words)
 }
 
-/// Adds `n` to `key`'s count, copying the key only when it is new.
-pub(crate) fn add_owned(map: &mut FxMap<Box<[u8]>, u64>, key: &[u8], n: u64) {
-    match map.get_mut(key) {
-        Some(c) => *c += n,
-        None => {
-            map.insert(key.into(), n);
-        }
-    }
-}
-
 /// Counts the pieces of `text` into `counts`, borrowing the long ones from it.
 pub(crate) fn count_text<'t>(
     text: &'t str,

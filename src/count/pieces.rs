@@ -159,6 +159,7 @@ impl<'a> PieceCounts<'a> {
     }
 
     /// Calls `f` with each distinct piece's bytes and count.
+    #[cfg(test)]
     pub(crate) fn for_each(&mut self, mut f: impl FnMut(&[u8], u64)) {
         self.flush();
         for &(key, n) in self.short.occupied() {

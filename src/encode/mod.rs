@@ -34,7 +34,7 @@ pub(crate) mod vocab;
 
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
-pub use file::{encode_files, FileOptions};
+pub use file::{encode_files, encode_inputs, FileOptions, Marks};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
 pub(crate) use parallel::encode_texts;

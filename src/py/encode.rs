@@ -11,12 +11,13 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
+use super::inputs::{inputs_of, stats_dict};
 use super::progress::run_with_progress;
 use super::text::text_of;
-use crate::corpus::Utf8Policy;
+use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
-use crate::encode::{encode_files, FileOptions};
+use crate::encode::{encode_inputs, FileOptions, Marks};
 use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
 
@@ -424,14 +425,14 @@ impl PyEncoder {
         })
     }
 
-    /// Encodes files into one `.npy`; returns the number of tokens and of text bytes
-    /// read (a `.gz` file's decompressed).
-    #[pyo3(signature = (paths, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None))]
+    /// Encodes the documents of `inputs` (see `inputs.rs`) into one `.npy`; returns
+    /// the number of tokens, of text bytes read (decompressed), and what was read.
+    #[pyo3(signature = (inputs, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None))]
     #[allow(clippy::too_many_arguments)]
-    fn encode_files(
+    fn encode_files<'py>(
         &self,
-        py: Python<'_>,
-        paths: Vec<PathBuf>,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
         output: PathBuf,
         dtype_bytes: usize,
         num_threads: Option<usize>,
@@ -439,21 +440,36 @@ impl PyEncoder {
         chunk_size: usize,
         progress: Option<Py<PyAny>>,
         after_each_file: Option<u32>,
-    ) -> PyResult<(u64, u64)> {
-        let mut options = FileOptions {
+        special_in_text: Option<&str>,
+        bad_records: &str,
+        record_bos: Option<u32>,
+        record_eos: Option<u32>,
+        file_bos: Option<u32>,
+        file_eos: Option<u32>,
+    ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
+        let options = FileOptions {
             num_threads: num_threads.unwrap_or(0),
             utf8: Utf8Policy::parse(errors)?,
             dtype_bytes,
+            chunk_size,
             after_each_file,
-            ..FileOptions::default()
+            special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
+            bad_records: BadRecords::parse(bad_records)?,
+            record_marks: Marks {
+                bos: record_bos,
+                eos: record_eos,
+            },
+            file_marks: Marks {
+                bos: file_bos,
+                eos: file_eos,
+            },
         };
-        if chunk_size > 0 {
-            options.chunk_size = chunk_size;
-        }
+        let inputs = inputs_of(inputs)?;
         let encoder = self.inner.clone();
-        run_with_progress(py, progress, move |p| {
-            encode_files(&encoder, &paths, &output, options, p).map(|n| (n, p.done()))
-        })
+        let (n, stats) = run_with_progress(py, progress, move |p| {
+            encode_inputs(&encoder, inputs, &output, options, p)
+        })?;
+        Ok((n, stats.bytes, stats_dict(py, &stats)?))
     }
 }
 

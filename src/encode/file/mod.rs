@@ -18,11 +18,15 @@ mod npy;
 mod ordered;
 mod outfile;
 
-use crate::corpus::{self, Utf8Policy};
+use crate::corpus::{
+    self, BadRecords, Body, Doc, Format, Input, Items, MappedItems, ReadOptions, Reader, Run,
+    SequentialItems, SpecialPolicy, Stats, StatsSummary, Utf8Policy,
+};
 use crate::encode::encoder::Encoder;
 use crate::encode::engine::short_lines_for;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use crate::specials::Specials;
 use ordered::ordered_map;
 use outfile::OutFile;
 
@@ -39,6 +43,20 @@ pub struct FileOptions {
     /// An id written after each input file, empty ones included (an end-of-text token
     /// that marks where one file's document ends and the next begins).
     pub after_each_file: Option<u32>,
+    /// Special tokens in documents, bad records.
+    pub special_in_text: Option<SpecialPolicy>,
+    pub bad_records: BadRecords,
+    /// Ids around each record's document (a JSON line, a row, an item).
+    pub record_marks: Marks,
+    /// Ids around each text file (one document for these).
+    pub file_marks: Marks,
+}
+
+/// Ids written before (`bos`) and after (`eos`) each document of a kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Marks {
+    pub bos: Option<u32>,
+    pub eos: Option<u32>,
 }
 
 impl Default for FileOptions {
@@ -49,6 +67,10 @@ impl Default for FileOptions {
             dtype_bytes: 4,
             chunk_size: 0,
             after_each_file: None,
+            special_in_text: None,
+            bad_records: BadRecords::Error,
+            record_marks: Marks::default(),
+            file_marks: Marks::default(),
         }
     }
 }
@@ -57,7 +79,8 @@ impl Default for FileOptions {
 /// few enough that buffered ids stay small.
 const CHUNKS_AHEAD_PER_THREAD: usize = 4;
 
-/// Encodes `paths` in order into the `.npy` file `output`; returns the token count.
+/// Encodes the text files `paths` in order into the `.npy` file `output`; returns the
+/// token count.
 pub fn encode_files(
     encoder: &Encoder,
     paths: &[PathBuf],
@@ -65,6 +88,25 @@ pub fn encode_files(
     options: FileOptions,
     progress: &Progress,
 ) -> Result<u64> {
+    let inputs = paths
+        .iter()
+        .map(|p| Input::File {
+            path: p.clone(),
+            format: Format::Text,
+        })
+        .collect();
+    encode_inputs(encoder, inputs, output, options, progress).map(|(n, _)| n)
+}
+
+/// Encodes the documents of `inputs` in order into the `.npy` file `output`; returns
+/// the token count and what was read.
+pub fn encode_inputs(
+    encoder: &Encoder,
+    inputs: Vec<Input>,
+    output: &Path,
+    options: FileOptions,
+    progress: &Progress,
+) -> Result<(u64, StatsSummary)> {
     let dtype_bytes = options.dtype_bytes;
     if dtype_bytes != 2 && dtype_bytes != 4 {
         return Err(Error::invalid("dtype must be uint16 or uint32"));
@@ -75,16 +117,30 @@ pub fn encode_files(
             encoder.bpe().id_limit()
         )));
     }
-    if let Some(id) = options.after_each_file {
+    let marks = [
+        ("write after each file", options.after_each_file),
+        ("write before each record", options.record_marks.bos),
+        ("write after each record", options.record_marks.eos),
+        ("write before each text file", options.file_marks.bos),
+        ("write after each text file", options.file_marks.eos),
+    ];
+    for (what, id) in marks {
         // In the vocabulary, so it fits the dtype checked above.
-        if encoder.bpe().token(id).is_none() {
+        if let Some(id) = id.filter(|&id| encoder.bpe().token(id).is_none()) {
             return Err(Error::invalid(format!(
-                "token id {id}, to write after each file, is not in the vocabulary"
+                "token id {id}, to {what}, is not in the vocabulary"
             )));
         }
     }
-    check_output(output, paths)?;
-    write_npy(encoder, paths, output, options, progress)
+    let paths: Vec<PathBuf> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some(path.clone()),
+            Input::Feed { .. } => None,
+        })
+        .collect();
+    check_output(output, &paths)?;
+    write_npy(encoder, inputs, output, options, progress)
 }
 
 /// The largest automatic chunk ([`corpus::chunk_size`]): at most 1 MB so the chunks
@@ -159,12 +215,13 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn write_npy(
     encoder: &Encoder,
-    paths: &[PathBuf],
+    inputs: Vec<Input>,
     output: &Path,
     options: FileOptions,
     progress: &Progress,
-) -> Result<u64> {
-    progress.reset(corpus::size_on_disk(paths));
+) -> Result<(u64, StatsSummary)> {
+    let (info, runs) = corpus::plan(inputs);
+    progress.reset(runs.iter().map(Run::size_on_disk).sum());
     let descr = if options.dtype_bytes == 2 {
         "<u2"
     } else {
@@ -179,51 +236,154 @@ fn write_npy(
         options.num_threads
     };
     let allowed = encoder.specials();
+    let stats = Stats::default();
+    let read = ReadOptions {
+        utf8: options.utf8,
+        special_in_text: options.special_in_text,
+        bad_records: options.bad_records,
+    };
+    let reader = Reader::new(&info, read, &allowed.matcher, &stats);
     let total = usize::try_from(progress.total()).unwrap_or(usize::MAX);
     let chunk_size = match options.chunk_size {
         0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
         n => n,
     };
-    let mut count = 0u64;
-    // Id buffers go back to the workers once written: a fresh buffer per chunk cost a
-    // page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
-    let spare_buffers: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-    // Files a group at a time (`corpus::Groups`); within a group, every chunk of every
-    // file in order, so the workers never wait between files.
-    for group in corpus::Groups::new(paths, progress) {
-        let sources = group?;
-        // The tables are sized for the whole input as far as it is known: opening this
-        // group put its pipes' and `.gz` files' real sizes into the total, where their
-        // sizes on disk (0, or the compressed size) had left a table too small, grown
-        // by copying while the workers waited on it.
-        let sized_for = usize::try_from(progress.total()).unwrap_or(usize::MAX);
-        if threads > 1 {
+    let job = Job {
+        encoder,
+        reader: &reader,
+        options,
+        threads,
+        progress,
+        spare_buffers: Mutex::new(Vec::new()),
+    };
+    let mut writer = Writer {
+        file: &mut file,
+        options,
+        reader: &reader,
+        count: 0,
+        ended: 0,
+        started: false,
+        released: vec![0; info.len()],
+    };
+    let kind = encoder.pretokenizer().kind();
+    for run in runs {
+        match run {
+            // Files a group at a time (`corpus::Groups`); within a group, every chunk
+            // of every file in order, so the workers never wait between files.
+            Run::Mapped(files) => {
+                let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
+                let mut done = 0;
+                for group in corpus::Groups::new(&paths, progress) {
+                    let sources = group?;
+                    let inputs = index[done..done + sources.len()].to_vec();
+                    done += sources.len();
+                    // Counted from the bytes held, as a pipe's size on disk says nothing.
+                    let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                    let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
+                    let items = MappedItems::new(
+                        &sources,
+                        inputs,
+                        &info,
+                        reader.cut_specials(),
+                        chunk_size,
+                        kind,
+                        workers,
+                    );
+                    job.run(&items, workers, &mut writer)
+                        .map_err(io_at(output))?;
+                    corpus::check_intact(&sources)?;
+                }
+            }
+            Run::Sequential(list) => {
+                let items = SequentialItems::new(
+                    list,
+                    &info,
+                    reader.cut_specials(),
+                    kind,
+                    chunk_size,
+                    progress,
+                );
+                job.run(&items, threads, &mut writer)
+                    .map_err(io_at(output))?;
+            }
+        }
+    }
+    writer.end_until(info.len()).map_err(io)?;
+    let count = writer.count;
+    file.finish(&npy::header(descr, count)).map_err(io)?;
+    for i in 0..info.len() {
+        if reader.is_text_file(i) {
+            stats.add_text_file();
+        }
+    }
+    Ok((count, stats.summary()))
+}
+
+/// The error of a run: the core's, or a write error of the output.
+fn io_at(output: &Path) -> impl Fn(RunError) -> Error + '_ {
+    move |e| match e {
+        RunError::Core(e) => e,
+        RunError::Write(e) => Error::io(output, e),
+    }
+}
+
+enum RunError {
+    Core(Error),
+    Write(std::io::Error),
+}
+
+impl From<Error> for RunError {
+    fn from(e: Error) -> Self {
+        RunError::Core(e)
+    }
+}
+
+/// What the workers of a file encode share.
+struct Job<'j> {
+    encoder: &'j Encoder,
+    reader: &'j Reader<'j>,
+    options: FileOptions,
+    threads: usize,
+    progress: &'j Progress,
+    /// Id buffers go back to the workers once written: a fresh buffer per chunk cost
+    /// a page fault (and the kernel zeroing a page) per 1024 ids, 6% of a 2-thread run.
+    spare_buffers: Mutex<Vec<Vec<u32>>>,
+}
+
+/// One item's ids, and what the writer needs to know of it.
+struct Encoded<'a> {
+    input: usize,
+    /// A mapped chunk's file and end, to release the bytes behind it once written.
+    mapped: Option<(&'a corpus::Source, usize)>,
+    ids: Vec<u32>,
+}
+
+impl Job<'_> {
+    /// Encodes every item of `items` on `workers` threads, in order into `writer`.
+    fn run<'a>(
+        &self,
+        items: &impl Items<'a>,
+        workers: usize,
+        writer: &mut Writer<'_, '_>,
+    ) -> std::result::Result<(), RunError> {
+        let encoder = self.encoder;
+        let allowed = encoder.specials();
+        let none = Specials::default();
+        // The tables are sized for the whole input as far as it is known: opening a
+        // group puts its pipes' real sizes into the total.
+        let sized_for = usize::try_from(self.progress.total()).unwrap_or(usize::MAX);
+        if self.threads > 1 {
             encoder.workspaces().size_shared_for(sized_for);
         }
-        // Files of this group whose ids are all written: `after_each_file` goes out when
-        // the first chunk of a later file arrives (an empty file has no chunk), and for
-        // the rest at the group's end.
-        let mut files_ended = 0;
-        // Where each file's released bytes end ([`corpus::Source::release_behind`]).
-        let mut released = vec![0; sources.len()];
-        // Counted from the bytes held, as a pipe's or a `.gz` file's size on disk says
-        // nothing.
-        let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
-        let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
-        let chunks = corpus::Chunks::new(
-            &sources,
-            &allowed.matcher,
-            chunk_size,
-            encoder.pretokenizer().kind(),
-        )
-        .tapered(workers);
-        ordered_map(
+        let marks = self.options.record_marks;
+        let mut write_error = None;
+        let outcome = ordered_map(
             usize::MAX,
             workers,
             workers * CHUNKS_AHEAD_PER_THREAD,
             // Threads share one short table, so a piece merged by one is a hit for all.
             || {
-                let mut lease = match threads {
+                let mut lease = match self.threads {
                     1 => encoder.lease(),
                     _ => encoder.workspaces().lease_shared(),
                 }?;
@@ -232,62 +392,126 @@ fn write_npy(
                 Ok(lease)
             },
             |i, ws| {
-                progress.check()?;
+                self.progress.check()?;
                 // A workspace that could not be made fails the worker's first chunk.
                 let ws = match ws {
                     Ok(ws) => ws,
                     Err(e) => return Err(std::mem::replace(e, Error::Cancelled)),
                 };
-                let Some((s, range)) = chunks.get(i) else {
+                let Some(item) = items.get(i)? else {
                     return Ok(None);
                 };
-                let text = corpus::decode(&sources[s], range.clone(), options.utf8)?;
                 encoder.workspaces().refresh_shared(ws);
-                let spare = spare_buffers.lock().ok().and_then(|mut b| b.pop());
+                let spare = self.spare_buffers.lock().ok().and_then(|mut b| b.pop());
                 let mut ids = spare.unwrap_or_default();
                 ids.clear();
-                ids.try_reserve(range.len() / 2 + 16)
-                    .map_err(|_| Error::out_of_memory::<u32>("token ids", range.len() / 2))?;
-                encoder.encode_into(&text, allowed, ws, &mut ids)?;
-                progress.add(range.len() as u64);
-                Ok(Some((s, range, ids)))
+                let len = item.text_len();
+                ids.try_reserve(len / 2 + 16)
+                    .map_err(|_| Error::out_of_memory::<u32>("token ids", len / 2))?;
+                let mut encode = |doc: Doc<'_>| -> Result<()> {
+                    let allowed = if doc.specials { allowed } else { &none };
+                    if doc.record {
+                        ids.extend(marks.bos);
+                    }
+                    encoder.encode_into(&doc.text, allowed, ws, &mut ids)?;
+                    if doc.record {
+                        ids.extend(marks.eos);
+                    }
+                    Ok(())
+                };
+                let mapped = match &item.body {
+                    Body::Mapped { source, range } => {
+                        self.reader
+                            .mapped(item.input, source, range.clone(), &mut encode)?;
+                        Some((*source, range.end))
+                    }
+                    _ => {
+                        self.reader.owned(&item, &mut encode)?;
+                        None
+                    }
+                };
+                self.progress.add(item.progress_len());
+                Ok(Some(Encoded {
+                    input: item.input,
+                    mapped,
+                    ids,
+                }))
             },
-            |_, (s, range, ids)| {
-                count += end_files(&mut file, &mut files_ended, s, options).map_err(io)?;
-                file.write_ids(&ids, options.dtype_bytes).map_err(io)?;
-                count += ids.len() as u64;
-                // Done with these bytes: keep the mapped file out of resident memory.
-                released[s] = sources[s].release_behind(released[s], range.end);
-                if let Ok(mut spare) = spare_buffers.lock() {
-                    spare.push(ids);
+            |_, encoded| {
+                if let Err(e) = writer.write(&encoded) {
+                    write_error = Some(e);
+                    return Err(Error::Cancelled);
+                }
+                if let Ok(mut spare) = self.spare_buffers.lock() {
+                    spare.push(encoded.ids);
                 }
                 Ok(())
             },
-        )?;
-        corpus::check_intact(&sources)?;
-        count += end_files(&mut file, &mut files_ended, sources.len(), options).map_err(io)?;
+        );
+        match (write_error, outcome) {
+            (Some(e), _) => Err(RunError::Write(e)),
+            (None, r) => r.map_err(RunError::Core),
+        }
     }
-    file.finish(&npy::header(descr, count)).map_err(io)?;
-    Ok(count)
 }
 
-/// Writes `options.after_each_file` for each file from `*ended` up to (not including)
-/// `file`, and moves `*ended` there; returns the ids written.
-fn end_files(
-    out: &mut OutFile,
-    ended: &mut usize,
-    file: usize,
+/// Writes items' ids in order, with the marks around files.
+struct Writer<'f, 'r> {
+    file: &'f mut OutFile,
     options: FileOptions,
-) -> std::io::Result<u64> {
-    let Some(id) = options.after_each_file else {
-        return Ok(0);
-    };
-    let n = file.saturating_sub(*ended);
-    for _ in 0..n {
-        out.write_ids(&[id], options.dtype_bytes)?;
+    reader: &'r Reader<'r>,
+    count: u64,
+    /// Inputs before this one are ended (their closing marks written).
+    ended: usize,
+    /// Whether input `ended` has begun (its opening mark written).
+    started: bool,
+    /// Where each mapped input's released bytes end ([`corpus::Source::release_behind`]).
+    released: Vec<usize>,
+}
+
+impl Writer<'_, '_> {
+    fn ids(&mut self, ids: &[u32]) -> std::io::Result<()> {
+        self.file.write_ids(ids, self.options.dtype_bytes)?;
+        self.count += ids.len() as u64;
+        Ok(())
     }
-    *ended = (*ended).max(file);
-    Ok(n as u64)
+
+    fn write(&mut self, encoded: &Encoded<'_>) -> std::io::Result<()> {
+        self.end_until(encoded.input)?;
+        if !self.started {
+            self.started = true;
+            if self.reader.is_text_file(encoded.input) {
+                let bos = self.options.file_marks.bos;
+                self.ids(bos.as_slice())?;
+            }
+        }
+        self.ids(&encoded.ids)?;
+        // Done with these bytes: keep the mapped file out of resident memory.
+        if let Some((source, end)) = encoded.mapped {
+            let released = &mut self.released[encoded.input];
+            *released = source.release_behind(*released, end);
+        }
+        Ok(())
+    }
+
+    /// Ends every input before `input` (an empty one too): a text file's bos (where it
+    /// had no chunk) and eos, and `after_each_file`.
+    fn end_until(&mut self, input: usize) -> std::io::Result<()> {
+        while self.ended < input {
+            if self.reader.is_text_file(self.ended) {
+                let marks = self.options.file_marks;
+                if !self.started {
+                    self.ids(marks.bos.as_slice())?;
+                }
+                self.ids(marks.eos.as_slice())?;
+            }
+            let after = self.options.after_each_file;
+            self.ids(after.as_slice())?;
+            self.ended += 1;
+            self.started = false;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
