@@ -168,6 +168,8 @@ def test_an_iterable_whose_first_item_is_not_a_str_goes_to_the_core_whole() -> N
 def test_an_iterable_of_path_objects_is_paths(tree: Path) -> None:
     assert kinds(sorted((tree / "a").glob("*.jsonl"))) == [("jsonl", "1.jsonl")]
     assert kinds((tree / "a").glob("*.jsonl")) == [("jsonl", "1.jsonl")]
+    out = resolve([iter(["a document"]), (tree / "a").glob("*.txt.gz")])
+    assert out.records and out.text_files and out.files == 1
     # bytes are no str: a document the core refuses, not a path.
     assert kinds(iter([bytes(tree / "c.txt")])) == [("str", "<list_iterator>")]
 
@@ -486,6 +488,19 @@ def test_dataset_nulls_and_missing_columns(hf) -> None:
         resolve(ds, text_field="body")
     with pytest.raises(ValueError, match=re.escape("column 'n' holds int64, not strings")):
         texts(resolve(ds, text_field="n").sources[0])
+
+
+def test_an_iterable_dataset_of_unknown_columns_is_checked_as_it_is_read(hf) -> None:
+    def rows():
+        yield {"body": "a", "n": 1}
+
+    ids = hf.IterableDataset.from_generator(rows)
+    assert ids.column_names is None
+    assert texts(resolve(ids, text_field="body").sources[0]) == ["a"]
+    with pytest.raises(
+        ValueError, match=re.escape("dataset 'text' column: no column 'text' (its columns: body, n)")
+    ):
+        texts(resolve(ids).sources[0])
 
 
 def test_a_dataset_with_a_transform_is_read_through_it(hf) -> None:

@@ -276,7 +276,13 @@ def dataset_source(item: Any, field: str, bad_records: str, skipped: Skipped) ->
 def _dataset_batches(ds: Any, field: str, name: str, bad_records: str, skipped: Skipped) -> Iterator[Batch]:
     top, *rest = field.split(".")
     first = 0
-    for table in ds.select_columns([top]).with_format("arrow").iter(batch_size=DATASET_BATCH_ROWS):
+    # Only the column read; an IterableDataset of unknown columns (from a generator)
+    # cannot select one, and is checked batch by batch.
+    view = ds if getattr(ds, "column_names", None) is None else ds.select_columns([top])
+    for table in view.with_format("arrow").iter(batch_size=DATASET_BATCH_ROWS):
+        if top not in table.column_names:
+            have = ", ".join(table.column_names) or "none"
+            raise ValueError(f"{name}: no column {top!r} (its columns: {have}); pass text_field=")
         for chunk in table.column(top).chunks:
             arr = _leaf(chunk, rest, name, field)
             yield from string_batches(arr, name, None, first, field, bad_records, skipped)

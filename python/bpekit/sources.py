@@ -363,20 +363,20 @@ def _add_file(out: Sources, path: Path, format: str | None, text_field: str, bad
 
 
 def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, bad_records: str) -> None:
-    out.records = True
     if _hf_kind(item) is not None:
         from bpekit import _arrow
 
+        out.records = True
         out.sources.append(_arrow.dataset_source(item, text_field, bad_records, out.skipped))
         return
     items: Iterator[Any] = iter(item)
     first = next(items, _END)
     if isinstance(first, os.PathLike):  # Path("d").glob("*.txt"): paths, as before
-        out.records = False
         for path_item in itertools.chain([first], items):
             for path in _paths(path_item, True):
                 _add_file(out, path, format, text_field, bad_records)
         return
+    out.records = True
     documents = items if first is _END else itertools.chain([first], items)
     out.sources.append(("str", f"<{type(item).__name__}>", documents))
 
