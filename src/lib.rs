@@ -11,7 +11,8 @@
 //!    errors, token ids, piece keys, memory, output files, guarded maps, progress
 //!    and Ctrl-C, thread pools.
 //! 2. `specials`, `pretokenize`: special tokens in text; text -> pieces.
-//! 3. `corpus`: input files -> checked text in chunks that cut no piece.
+//! 3. `corpus`: inputs (text and JSON-lines files, plain or compressed; feeds of
+//!    documents) -> documents, in chunks that cut no piece.
 //! 4. `count`: pieces -> counts (`WordCounts`).
 //! 5. `train`, `encode`: counts -> vocabulary; text -> ids (layered inside, see
 //!    [`encode`]).

@@ -164,7 +164,9 @@ def test_interrupt_from_progress_callback_stops_promptly(tmp_path: Path) -> None
 
     start = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        _core.count_pretokens([str(path)], SPECIAL, pattern=SLOW_PATTERN, num_threads=1, progress=on_progress)
+        _core.count_pretokens(
+            [("text", str(path))], SPECIAL, pattern=SLOW_PATTERN, num_threads=1, progress=on_progress
+        )
     assert len(calls) == 1
     assert time.perf_counter() - start < 1.5  # a full run takes about 5 s
 
