@@ -1,11 +1,12 @@
 """Typed stub of the native module ``bpekit._core`` (Rust, PyO3)."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 __version__: str
 GPT2_PATTERN: str
@@ -14,6 +15,28 @@ O200K_PATTERN: str
 UNICODE_VERSION: str
 
 _Progress = Callable[[int, int], object] | None
+
+# A batch of an Arrow string column: its UTF-8 data (any buffer), n + 1 offsets into it
+# (int32 or int64, C-contiguous), the row group (None outside Parquet) and the number
+# of its first row.
+ArrowBatch = tuple[Buffer, npt.NDArray[np.int32] | npt.NDArray[np.int64], int | None, int]
+
+# The inputs of count_pretokens and Encoder.encode_files, read in order: a text file
+# (.gz / .zst by suffix), JSON lines with the dotted path of the text field, documents
+# pulled from an iterator of str, or batches of an Arrow string column. The name of the
+# last two is how messages name them.
+Source = (
+    tuple[Literal["text"], str]
+    | tuple[Literal["jsonl"], str, str]
+    | tuple[Literal["str"], str, Iterator[str]]
+    | tuple[Literal["arrow"], str, Iterator[ArrowBatch]]
+)
+
+class Stats(TypedDict):
+    documents: int  # record documents read, + 1 per text file
+    skipped: int  # bad records skipped (bad_records="skip")
+    skipped_examples: list[str]  # the first 5 skip messages
+    bytes: int  # bytes of text read (decompressed; for records, the documents' text)
 
 def pretokenize(text: str, pattern: str = "gpt2") -> list[str]: ...
 def pretokenizer_engine(pattern: str = "gpt2") -> str: ...
@@ -41,14 +64,16 @@ class WordCounts:
     def load(path: str | PathLike[str]) -> WordCounts: ...
 
 def count_pretokens(
-    paths: list[str],
+    inputs: list[Source],
     special_tokens: list[str],
     pattern: str = "gpt2",
     num_threads: int | None = None,
     chunk_size: int = 0,
     errors: str = "strict",
     progress: _Progress = None,
-) -> WordCounts: ...
+    special_in_text: Literal["special", "text", "error"] | None = None,
+    bad_records: Literal["error", "skip"] = "error",
+) -> tuple[WordCounts, Stats]: ...
 def train_from_counts(
     counts: WordCounts,
     vocab_size: int,
@@ -122,7 +147,7 @@ class Encoder:
     def stream(self, allowed: list[str] | None = None, disallowed: list[str] = ...) -> StreamEncoder: ...
     def encode_files(
         self,
-        paths: list[str],
+        inputs: list[Source],
         output: str,
         dtype_bytes: int,
         num_threads: int | None = None,
@@ -130,4 +155,11 @@ class Encoder:
         chunk_size: int = 0,
         progress: _Progress = None,
         after_each_file: int | None = None,
-    ) -> tuple[int, int]: ...
+        special_in_text: Literal["special", "text", "error"] | None = None,
+        bad_records: Literal["error", "skip"] = "error",
+        record_bos: int | None = None,
+        record_eos: int | None = None,
+        file_bos: int | None = None,
+        file_eos: int | None = None,
+    ) -> tuple[int, int, Stats]:
+        """Returns the tokens written, the text bytes read and the stats."""

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bpekit._progress import ProgressBar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
+from bpekit.sources import Sources, check_special_in_text, resolve, warn_skipped
 from bpekit.tokenizer import Tokenizer
-from bpekit.training import resolve_inputs
+from bpekit.training import Inputs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,8 +79,19 @@ def pick_dtype(n_vocab: int, dtype: npt.DTypeLike | None = None) -> np.dtype[Any
     return np.dtype(_id_dtype_name(n_vocab, dtype))
 
 
+class _RecordsDefault:
+    """The default ``eos``: the tokenizer's ``<|endoftext|>`` after each record, when it has one."""
+
+    def __repr__(self) -> str:
+        return "'<|endoftext|>' after each record"
+
+
+RECORDS_DEFAULT: Any = _RecordsDefault()
+EOT = "<|endoftext|>"
+
+
 def encode_file(
-    inputs: PathLike | Iterable[PathLike],
+    inputs: Inputs,
     output: PathLike,
     tokenizer: Tokenizer | str,
     *,
@@ -89,23 +101,47 @@ def encode_file(
     errors: str = "strict",
     chunk_size: int = 0,
     after_each_file: str | None = None,
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
+    eos: str | None = RECORDS_DEFAULT,
+    bos: str | None = None,
 ) -> int:
-    """Encodes a file, several, or a directory (its files sorted by path) into one ``.npy``.
+    """Encodes files, directories, glob patterns, a Hugging Face dataset or an iterable of
+    ``str`` documents into one ``.npy``.
 
-    Documents keep their input order and special tokens become their ids (every special
-    token of ``tokenizer`` is recognised). Work runs in parallel over document-aligned
+    Inputs are read as ``count_pretokens`` reads them (text, JSON lines, Parquet, ``.gz``
+    / ``.zst``; ``format``, ``text_field``, ``special_in_text``, ``bad_records`` and
+    ``errors`` mean the same), in order. Work runs in parallel over document-aligned
     chunks, in memory independent of the input size; the output is written to a
     temporary file and renamed, so an interrupted run (Ctrl-C) leaves no output.
     ``tokenizer`` may also be an encoding name or a folder with vocab.json + merges.txt.
 
+    ``eos`` / ``bos``: the text of one token, written after / before each document. By
+    default records (JSON lines, Parquet rows, items) get the tokenizer's
+    ``<|endoftext|>`` after each, when it has that special token, and text files nothing:
+    their documents are kept apart by the special tokens in their text. An ``eos`` or
+    ``bos`` given applies to each record and to each text file (one document for it);
+    ``eos=None`` adds nothing. Empty records get theirs too.
+
     ``after_each_file`` (say ``"<|endoftext|>"``), the text of one token, writes that
-    token's id after each input file, empty ones included: for a folder with one
-    document per file, so that documents stay apart in the array (nanoGPT's data
-    scripts append ``eot_token`` to each document the same way).
+    token's id after each input, empty ones included: for a folder with one document per
+    file, so that documents stay apart in the array (nanoGPT's data scripts append
+    ``eot_token`` to each document the same way).
 
     Returns the number of tokens written.
+
+    >>> import tempfile, pathlib, json, bpekit
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_text(json.dumps({"text": "hi"}) + "\\n" + json.dumps({"text": ""}))
+    >>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    >>> encode_file(d / "a.jsonl", d / "a.npy", tok)
+    4
+    >>> load_tokens(d / "a.npy").tolist()
+    [104, 105, 256, 256]
     """
-    n_tokens, _ = encode_file_counts(
+    result = encode_file_counts(
         inputs,
         output,
         tokenizer,
@@ -115,12 +151,77 @@ def encode_file(
         errors=errors,
         chunk_size=chunk_size,
         after_each_file=after_each_file,
+        format=format,
+        text_field=text_field,
+        special_in_text=special_in_text,
+        bad_records=bad_records,
+        eos=eos,
+        bos=bos,
     )
-    return n_tokens
+    warn_skipped(result.stats)
+    return result.tokens
+
+
+@dataclass(frozen=True)
+class Framing:
+    """The ids written around documents, and what a summary says of them."""
+
+    record_bos: int | None = None
+    record_eos: int | None = None
+    file_bos: int | None = None
+    file_eos: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+def resolve_framing(
+    tok: Tokenizer, eos: str | None, bos: str | None, inputs: Sources, cli: bool = False
+) -> Framing:
+    """The ids of ``eos`` / ``bos`` for records and for text files, and a note on each
+    saying what is added and why (worded for the command line's flags when ``cli``).
+
+    >>> from bpekit.sources import Sources
+    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    >>> resolve_framing(tok, RECORDS_DEFAULT, None, Sources([], records=True)).notes
+    ("eos '<|endoftext|>' (id 256) after each record: the default for records",)
+    """
+    kinds = (("each record", inputs.records), ("each text file", inputs.text_files))
+    where = " and ".join(kind for kind, present in kinds if present)
+    add_eos = "--eos TOKEN" if cli else "eos='TOKEN'"
+    notes = []
+    ids: dict[str, int | None] = {}
+    if eos is RECORDS_DEFAULT:
+        ids["record_eos"] = eot = tok.special_tokens.get(EOT)
+        if not inputs.records:
+            notes.append(f"no eos/bos: text files keep the separators in their text ({add_eos} adds one)")
+        elif eot is None:
+            notes.append(f"no eos after records: the tokenizer has no {EOT!r} ({add_eos} adds one)")
+        else:
+            notes.append(f"eos {EOT!r} (id {eot}) after each record: the default for records")
+    elif eos is None:
+        notes.append("no eos: --no-eos" if cli else "no eos: eos=None")
+    else:
+        eos_id = _single_token_id(tok, eos, "given as --eos" if cli else "given as eos")
+        ids["record_eos"] = ids["file_eos"] = eos_id
+        notes.append(f"eos {eos!r} (id {eos_id}) after {where}: {'--eos' if cli else 'eos='} given")
+    if bos is not None:
+        bos_id = _single_token_id(tok, bos, "given as --bos" if cli else "given as bos")
+        ids["record_bos"] = ids["file_bos"] = bos_id
+        notes.append(f"bos {bos!r} (id {bos_id}) before {where}: {'--bos' if cli else 'bos='} given")
+    return Framing(**ids, notes=tuple(notes))
+
+
+class Encoded(NamedTuple):
+    """What ``encode_file_counts`` did."""
+
+    tokens: int  # written
+    bytes: int  # of text read (decompressed; for records, their documents' text)
+    stats: dict[str, Any]  # documents, skipped, skipped_examples, bytes
+    files: int  # files read (a directory or glob counts its files)
+    framing: Framing
 
 
 def encode_file_counts(
-    inputs: PathLike | Iterable[PathLike],
+    inputs: Inputs,
     output: PathLike,
     tokenizer: Tokenizer | str,
     *,
@@ -130,27 +231,41 @@ def encode_file_counts(
     errors: str = "strict",
     chunk_size: int = 0,
     after_each_file: str | None = None,
-) -> tuple[int, int]:
-    """``encode_file``, returning the number of tokens written and of text bytes read
-    (a ``.gz`` file's decompressed bytes, as the bytes/token figure wants them)."""
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
+    eos: str | None = RECORDS_DEFAULT,
+    bos: str | None = None,
+    cli: bool = False,
+) -> Encoded:
+    """``encode_file``, returning what the command line's summary reports (no warning for
+    skipped records: the summary says it): the tokens written, the text bytes read (a
+    ``.gz`` file's decompressed bytes, as the bytes/token figure wants them), the stats."""
     from bpekit.encodings import load_tokenizer
 
     errors = check_errors(errors)
+    special_in_text = check_special_in_text(special_in_text)
     if not os.fspath(output):
         raise ValueError("output is an empty path; give the path of the .npy file to write")
     tok = load_tokenizer(tokenizer)
-    files = resolve_inputs(inputs)
     num_threads = check_num_threads(num_threads)
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     itemsize = _ID_BYTES[_id_dtype_name(tok.n_vocab, dtype)]
-    end_id = None if after_each_file is None else _single_token_id(tok, after_each_file)
+    end_id = (
+        None
+        if after_each_file is None
+        else _single_token_id(tok, after_each_file, "to write after each file")
+    )
+    sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
+    framing = resolve_framing(tok, eos, bos, sources, cli)
     out = os.fspath(output)
     bar = ProgressBar("encoding", unit="bytes") if progress else None
     completed = False
     try:
-        counts: tuple[int, int] = tok._core.encode_files(
-            [os.fspath(f) for f in files],
+        n_tokens, n_bytes, native = tok._core.encode_files(
+            sources.sources,
             out,
             itemsize,
             num_threads=num_threads,
@@ -158,23 +273,30 @@ def encode_file_counts(
             chunk_size=chunk_size,
             progress=bar,
             after_each_file=end_id,
+            special_in_text=special_in_text,
+            bad_records=bad_records,
+            record_bos=framing.record_bos,
+            record_eos=framing.record_eos,
+            file_bos=framing.file_bos,
+            file_eos=framing.file_eos,
         )
         completed = True
-        return counts
     finally:
         if bar is not None:
             bar.close(completed)
+    return Encoded(n_tokens, n_bytes, sources.stats(native), sources.files, framing)
 
 
-def _single_token_id(tok: Tokenizer, text: str) -> int:
+def _single_token_id(tok: Tokenizer, text: str, role: str) -> int:
     """The id of the token whose text is ``text``: a special token first (where an ordinary
-    token has the same text, the special one is meant), else an ordinary token.
+    token has the same text, the special one is meant), else an ordinary token. ``role``
+    says what it is for, in errors.
 
-    >>> _single_token_id(Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"]), "<|eot|>")
+    >>> _single_token_id(Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"]), "<|eot|>", "eos")
     256
     """
     if not isinstance(text, str):
-        raise TypeError(f"after_each_file must be the text of a token (a str), not {text!r}")
+        raise TypeError(f"the token {role} must be the text of a token (a str), not {text!r}")
     special = tok.special_tokens.get(text)
     if special is not None:
         return special
@@ -183,8 +305,7 @@ def _single_token_id(tok: Tokenizer, text: str) -> int:
     except KeyError:
         specials = ", ".join(sorted(tok.special_tokens)) or "none"
         raise ValueError(
-            f"{text!r}, to write after each file, is not a single token of {tok.name!r} "
-            f"(its special tokens: {specials})"
+            f"{text!r}, {role}, is not a single token of {tok.name!r} (its special tokens: {specials})"
         ) from None
 
 

@@ -7,15 +7,14 @@ import time
 from pathlib import Path
 
 from bpekit._paths import fspath
-from bpekit.cli.train import add_run_options, peak_rss_mib
-from bpekit.datasets import encode_file_counts
+from bpekit.cli.train import INPUTS_HELP, add_run_options, documents_line, format_options, peak_rss_mib
+from bpekit.datasets import RECORDS_DEFAULT, encode_file_counts
 from bpekit.encodings import load_tokenizer
-from bpekit.training import resolve_inputs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("encode", help="encode text files into one .npy of token ids")
-    p.add_argument("inputs", nargs="+", help="files or directories (.gz read transparently), in order")
+    p = sub.add_parser("encode", help="encode text, JSON lines or Parquet files into one .npy of token ids")
+    p.add_argument("inputs", nargs="+", help=INPUTS_HELP + "; read in order")
     p.add_argument(
         "--tokenizer",
         "-t",
@@ -45,6 +44,22 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(a newline is $'\\n' in bash); the token counts in the summary; "
         "default: nothing between files",
     )
+    eos = p.add_mutually_exclusive_group()
+    eos.add_argument(
+        "--eos",
+        metavar="TOKEN",
+        default=None,
+        help="write this token after each document: each record, and each text file as one document "
+        "(default: the tokenizer's '<|endoftext|>' after each record when it has one, nothing for "
+        "text files, whose separators are in their text)",
+    )
+    eos.add_argument("--no-eos", action="store_true", help="write no token after records")
+    p.add_argument(
+        "--bos",
+        metavar="TOKEN",
+        default=None,
+        help="write this token before each document: each record and each text file (default: none)",
+    )
     add_run_options(p)
     return p
 
@@ -53,11 +68,9 @@ def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
     args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
-    files = resolve_inputs(args.inputs)
     t0 = time.perf_counter()
-    # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
-    n, total = encode_file_counts(
-        files,
+    result = encode_file_counts(
+        args.inputs,
         args.out,
         tok,
         dtype=args.dtype,
@@ -65,11 +78,20 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         errors=args.errors,
         after_each_file=args.after_each_file,
+        eos=None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
+        bos=args.bos,
+        cli=True,
+        **format_options(args),
     )
     dt = max(time.perf_counter() - t0, 1e-9)
+    # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
+    n, total = result.tokens, result.bytes
     print(
-        f"encoded {len(files)} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
+        f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
         f"({total / 1e6 / dt:,.1f} MB/s, {n / dt:,.0f} tokens/s, {total / max(n, 1):.2f} bytes/token)"
     )
+    print(f"  {documents_line(result.stats)}")
+    for note in result.framing.notes:
+        print(f"  {note}")
     print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}")
     return 0

@@ -7,11 +7,13 @@ import argparse
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bpekit._paths import path_arg
 from bpekit.cli._input import byte_blocks, input_name, utf8_blocks
+from bpekit.cli.train import add_format_options, documents_line, format_options
 from bpekit.encodings import load_tokenizer
+from bpekit.sources import file_format
 
 if TYPE_CHECKING:
     from bpekit.tokenizer import Tokenizer
@@ -24,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--file",
         type=path_arg,
         default=None,
-        help="text file (.gz too; '-': stdin) to measure compression on",
+        help="file to measure compression on: text (.gz and .zst too; '-': stdin), JSON lines or Parquet, "
+        "read as bpekit encode reads it; no eos is counted",
     )
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
     p.add_argument("--longest", type=_count, default=10, help="how many longest tokens to show")
@@ -34,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         choices=["strict", "replace", "ignore"],
         help="what to do with invalid UTF-8 in --file (default strict)",
     )
+    add_format_options(p)
     return p
 
 
@@ -56,14 +60,41 @@ MAX_UNCUT_BYTES = 64 << 20
 
 
 class Measured(NamedTuple):
-    """What encoding ``--file`` gave: its size in bytes, its tokens, the seconds taken."""
+    """What encoding ``--file`` gave: its size in bytes, its tokens, the seconds taken,
+    and for records the stats of ``bpekit encode`` (documents, bad records skipped)."""
 
     nbytes: int
     ntokens: int
     seconds: float
+    stats: dict[str, Any] | None = None
 
 
-def _measure(tok: Tokenizer, path: Path, errors: str) -> Measured:
+def _streamed(path: Path, args: argparse.Namespace) -> bool:
+    """Whether ``--file`` is measured by the streaming encoder here (stdin; a text file,
+    plain or ``.gz``, with its special tokens read as such), rather than by ``bpekit
+    encode``'s reader (records, ``.zst``, another ``--special-in-text``)."""
+    if input_name(path) == "stdin":
+        return True
+    plain = file_format(path, args.format) == "text" and path.suffix != ".zst"
+    return plain and args.special_in_text in (None, "special")
+
+
+def _measure_records(tok: Tokenizer, path: Path, args: argparse.Namespace) -> Measured:
+    """Encodes ``path`` as ``bpekit encode`` does, into a ``.npy`` in a temporary folder
+    removed at once, with nothing added around documents: the text's own compression."""
+    import tempfile
+
+    from bpekit.datasets import encode_file_counts
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bpekit-inspect-") as folder:
+        result = encode_file_counts(
+            path, Path(folder) / "ids.npy", tok, errors=args.errors, eos=None, **format_options(args)
+        )
+    return Measured(result.bytes, result.tokens, max(time.perf_counter() - t0, 1e-9), result.stats)
+
+
+def _measure(tok: Tokenizer, path: Path, errors: str, special_in_text: str | None = None) -> Measured:
     """Encodes ``path`` as ``bpekit encode`` reads it (raw bytes, no newline translation;
     ``.gz`` decompressed; every special token recognised) a block at a time, in bounded
     memory. The count is exactly that of encoding the whole text at once: the stream
@@ -85,8 +116,12 @@ def _measure(tok: Tokenizer, path: Path, errors: str) -> Measured:
             yield block
 
     t0 = time.perf_counter()
-    # allowed None, disallowed none: every special token encoded as such, as encode does.
-    stream = tok._core.stream(None, [])
+    # allowed None, disallowed none: every special token encoded as such, as encode does;
+    # "text": none allowed, so all are ordinary text; "error": all disallowed.
+    if special_in_text in (None, "special"):
+        stream = tok._core.stream(None, [])
+    else:
+        stream = tok._core.stream([], list(tok.special_tokens) if special_in_text == "error" else [])
     ntokens = 0
     for text in utf8_blocks(counted(byte_blocks(path)), utf8_error, errors):
         ntokens += len(stream.feed(text))
@@ -112,7 +147,12 @@ def run(args: argparse.Namespace) -> int:
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     # Measured before anything is printed, so that a --file that cannot be read is an
     # error alone, not one after the whole summary.
-    measured = None if args.file is None else _measure(tok, args.file, args.errors)
+    if args.file is None:
+        measured = None
+    elif _streamed(args.file, args):
+        measured = _measure(tok, args.file, args.errors, args.special_in_text)
+    else:
+        measured = _measure_records(tok, args.file, args)
     vocab = tok.vocab
     specials = tok.special_tokens
     print(f"tokenizer   {tok.name} ({'tiktoken ranks' if tok._core.is_ranks else 'vocab + merges'})")
@@ -123,9 +163,11 @@ def run(args: argparse.Namespace) -> int:
     longest = sorted(ordinary, key=lambda b: (-len(b), b))[: args.longest]
     print("longest     " + ", ".join(f"{_show(b)} ({len(b)})" for b in longest))
     if measured is not None:
-        nbytes, ntokens, dt = measured
+        nbytes, ntokens, dt, stats = measured
         print(
             f"file        {args.file}: {nbytes:,} bytes -> {ntokens:,} tokens, "
             f"{nbytes / max(ntokens, 1):.3f} bytes/token ({nbytes / 1e6 / dt:,.1f} MB/s)"
         )
+        if stats is not None:
+            print(f"            {documents_line(stats)}; bytes and tokens of their text, no eos")
     return 0
