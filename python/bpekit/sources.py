@@ -284,7 +284,9 @@ def _paths(item: PathArg, in_list: bool) -> list[Path]:
     # Files only: "**/*" matches each folder too, whose files it matches already.
     files = [Path(m) for m in sorted(glob.glob(text, recursive=True)) if not os.path.isdir(m)]
     if not files:
-        raise FileNotFoundError(errno.ENOENT, f"{text}: no file matches this pattern", text)
+        error = FileNotFoundError(f"{text}: no file matches this pattern")
+        error.errno = errno.ENOENT
+        raise error
     return files
 
 

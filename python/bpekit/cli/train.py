@@ -103,7 +103,7 @@ def documents_line(stats: dict[str, Any]) -> str:
     >>> documents_line({"documents": 1000, "skipped": 2, "skipped_examples": ["a.jsonl: line 3: not JSON"]})
     '1,000 documents; skipped 2 bad records (the first: a.jsonl: line 3: not JSON)'
     """
-    line = f"{stats['documents']:,} documents"
+    line = f"{stats['documents']:,} document{'s' * (stats['documents'] != 1)}"
     if stats["skipped"]:
         first = (stats["skipped_examples"] or ["?"])[0]
         line += (
