@@ -18,7 +18,6 @@ b'<|endoftext|>'
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from bpekit import _core
@@ -34,12 +33,6 @@ __all__ = ["WordCounts", "count_pretokens", "count_with_stats", "train_bpe", "tr
 # A path, a list of paths and sources, a dataset or an iterable of documents: see
 # ``bpekit.sources``.
 Inputs = PathArg | Iterable[Any]
-
-
-def resolve_inputs(inputs: Inputs) -> list[Path]:
-    """The files that ``inputs`` names (paths, directories, glob patterns), found as
-    ``bpekit.sources.resolve`` finds them; the documents of iterables are no files."""
-    return [Path(s[1]) for s in resolve(inputs, format="text").sources if s[0] == "text"]
 
 
 def _bar(enabled: bool, desc: str, unit: str) -> ProgressBar | None:
