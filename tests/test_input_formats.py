@@ -167,6 +167,10 @@ def test_special_tokens_in_records_are_text_by_default(tmp_path: Path) -> None:
         ),
     ):
         counts_of(inputs, special_in_text="error")
+    # With bad_records="skip", the records holding one are bad records: left out, counted.
+    counts, stats = count_with_stats(inputs, SPECIAL, special_in_text="error", bad_records="skip")
+    assert counts == counts_of(iter(["plain text"]))
+    assert (stats["documents"], stats["skipped"]) == (1, 3)
 
 
 def test_special_in_text_applies_to_text_files_too(tmp_path: Path) -> None:

@@ -80,8 +80,9 @@ def count_pretokens(
     (a split, the default for text files, whose separators are in their text), ``"text"``
     (ordinary text, the default for records: web pages hold ``<|endoftext|>``) or
     ``"error"``. ``bad_records="skip"`` skips records that are not JSON, lack the field,
-    hold no string or invalid UTF-8 (with a warning giving their number and the first),
-    where ``"error"`` stops at the first, naming its file, line or row and byte offset.
+    hold no string, a null or invalid UTF-8, and under ``special_in_text="error"`` those
+    holding a special token (with a warning giving their number and the first), where
+    ``"error"`` stops at the first, naming its file, line or row and byte offset.
     ``errors`` is how invalid UTF-8 is handled: ``"strict"`` (an error naming the file
     and byte offset; a bad record in records), ``"replace"`` or ``"ignore"``, as in
     ``bytes.decode``. ``num_threads`` defaults to all cores; ``chunk_size`` (bytes,
