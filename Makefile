@@ -53,6 +53,7 @@ bench: build corpora
 	$(PY) benchmarks/train_compare.py --count --corpus en --vocab-size 32000
 	$(PY) benchmarks/encode_compare.py
 	$(PY) benchmarks/pretokenize_compare.py
+	$(PY) benchmarks/formats_compare.py
 	$(PY) benchmarks/report.py
 
 clean:
