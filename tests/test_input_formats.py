@@ -300,6 +300,33 @@ def test_bad_records_in_one_file_are_named_in_order(tmp_path: Path) -> None:
         assert re.fullmatch(f"{re.escape(str(path))}: {pattern}.*", example), example
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_line_numbers_hold_deep_in_a_file_cut_into_chunks(
+    tmp_path: Path, compressed: bool, threads: int
+) -> None:
+    """Lines are numbered from the file's start in every chunk and block, and naming
+    each of many bad lines stays linear (the file's newlines are counted once, not
+    once per bad line)."""
+    path = tmp_path / ("many.jsonl.zst" if compressed else "many.jsonl")
+
+    def write(lines: list[str]) -> None:
+        data = ("\n".join(lines) + "\n").encode()
+        path.write_bytes(zstd_compress(data) if compressed else data)
+
+    lines = [json.dumps({"text": f"doc {i}"}) if i % 3 else f"bad {i}" for i in range(30_000)]
+    write(lines)
+    _, stats = count_with_stats(path, SPECIAL, bad_records="skip", chunk_size=4096, num_threads=threads)
+    assert stats["skipped"] == 10_000 and stats["documents"] == 20_000
+    # Only line 24,001 bad: named with its number and byte, whichever chunk holds it.
+    lines = [json.dumps({"text": f"doc {i}"}) for i in range(30_000)]
+    lines[24_000] = "bad"
+    write(lines)
+    start = len(("\n".join(lines[:24_000]) + "\n").encode())
+    with pytest.raises(ValueError, match=f"^{re.escape(f'{path}: line 24001 (byte {start}): not JSON')}"):
+        counts_of(path, chunk_size=4096, num_threads=threads)
+
+
 def test_skipped_records_are_a_warning_with_the_count_and_the_first(tmp_path: Path) -> None:
     path = bad_jsonl(tmp_path)
     with pytest.warns(

@@ -9,6 +9,7 @@
 //! pre-token and no merge crosses them.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -105,6 +106,10 @@ pub(crate) struct Reader<'j> {
     specials: &'j SpecialMatcher,
     none: SpecialMatcher,
     stats: &'j Stats,
+    /// Per mapped input, an offset and the newlines before it, where a message last
+    /// needed them: each message counts on from there, so that skipping many bad lines
+    /// of a big file costs one pass over it, not one per line.
+    line_marks: Mutex<HashMap<usize, (usize, u64)>>,
 }
 
 /// Where the lines of a chunk of JSON lines are: known, or counted on demand in the
@@ -112,7 +117,8 @@ pub(crate) struct Reader<'j> {
 #[derive(Clone, Copy)]
 enum Lines<'x> {
     Known(u64),
-    Before(&'x [u8]),
+    /// The whole mapped file, and where the chunk starts in it.
+    InFile(&'x [u8], usize),
 }
 
 impl<'j> Reader<'j> {
@@ -128,7 +134,25 @@ impl<'j> Reader<'j> {
             specials,
             none: SpecialMatcher::default(),
             stats,
+            line_marks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The newlines in `file[..end]`, input `input`'s bytes (see `line_marks`).
+    fn lines_before(&self, input: usize, file: &[u8], end: usize) -> u64 {
+        let count = |b: &[u8]| memchr::memchr_iter(b'\n', b).count() as u64;
+        let end = end.min(file.len());
+        let Ok(mut marks) = self.line_marks.lock() else {
+            return count(&file[..end]);
+        };
+        let (at, lines) = marks.get(&input).copied().unwrap_or((0, 0));
+        let at = at.min(file.len());
+        let n = match end >= at {
+            true => lines + count(&file[at..end]),
+            false => lines - count(&file[end..at]),
+        };
+        marks.insert(input, (end, n));
+        n
     }
 
     /// What special tokens in input `input`'s documents are.
@@ -173,7 +197,7 @@ impl<'j> Reader<'j> {
                 if source.faulted() {
                     source.check_intact()?;
                 }
-                let before = Lines::Before(&source.bytes()[..range.start]);
+                let before = Lines::InFile(source.bytes(), range.start);
                 self.json_lines(
                     input,
                     field,
@@ -363,9 +387,7 @@ impl<'j> Reader<'j> {
             let place = |at: usize| {
                 let number = match lines {
                     Lines::Known(n) => n + this + 1,
-                    Lines::Before(before) => {
-                        memchr::memchr_iter(b'\n', before).count() as u64 + this + 1
-                    }
+                    Lines::InFile(file, start) => self.lines_before(input, file, start) + this + 1,
                 };
                 format!(
                     "{name}: line {number} (byte {})",
