@@ -181,9 +181,9 @@ KINDS = {
     "num": _num,
     "int": lambda v: f"{round(v):,}",
     "pct": lambda v: f"{v * 100:.0f}%",
-    "signed_pct": lambda v: f"{v * 100:+.0f}%",
+    "signed_pct": lambda v: f"{round(v * 100):+d}%",  # rounded to an int first: -0.4% is +0%, not -0%
     "mib": lambda v: f"{v:,.0f} MiB",
-    "signed_mib": lambda v: f"{v:+,.0f} MiB",
+    "signed_mib": lambda v: f"{round(v):+,d} MiB",
 }
 RIGHT = {"num", "int", "pct", "signed_pct", "mib", "signed_mib", "time"}
 
