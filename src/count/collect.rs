@@ -258,7 +258,7 @@ mod tests {
         let tables: Vec<ShortCounts> = parts
             .into_iter()
             .map(|part| {
-                let (short, long, _) = part.into_tables();
+                let (short, long) = part.into_tables();
                 assert!(long.is_empty());
                 short
             })

@@ -1,13 +1,11 @@
 //! Parallel pre-token counting: inputs -> items -> documents -> pieces -> `WordCounts`.
 //!
 //! Each worker keeps one table of pieces (no copy or allocation per piece: short
-//! pieces are packed into a `u128`, long ones borrowed from the mapped input; see
-//! `pieces.rs`) and pulls chunks from a shared counter; at the end the tables are
-//! merged into the `WordCounts`, shard by shard on all threads (`collect.rs`). Long
-//! pieces of text that does not outlive the count (decoded JSON strings,
-//! decompressed blocks, text re-decoded under `replace`/`ignore`) are copied.
+//! pieces are packed into a `u128`; a long one is copied the first time the worker
+//! sees it; see `pieces.rs`) and pulls items (chunks, blocks, batches) from a shared
+//! counter, releasing the mapped bytes behind them; at the end the tables are merged
+//! into the `WordCounts`, shard by shard on all threads (`collect.rs`).
 
-use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -16,7 +14,7 @@ use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::corpus::{
-    self, Body, Format, Input, InputInfo, Items, MappedItems, ReadOptions, Reader, Run,
+    self, Body, Doc, Format, Input, InputInfo, Items, MappedItems, ReadOptions, Reader, Run,
     SequentialItems, Source, Stats, StatsSummary, Utf8Policy,
 };
 use crate::error::{Error, Result};
@@ -236,7 +234,7 @@ impl Job<'_> {
         total: usize,
     ) -> Result<WordCounts> {
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Result<PieceCounts<'a>>>> = Mutex::new(Vec::new());
+        let results: Mutex<Vec<Result<PieceCounts>>> = Mutex::new(Vec::new());
         // A thread sees more than its share of the distinct pieces (half of en-small
         // has 65% of them): sized for twice its share of the text, its table did not
         // grow, which took 2 of the 21 ms of a 2-thread count of en-small.
@@ -261,30 +259,23 @@ impl Job<'_> {
                         return Ok(());
                     };
                     self.progress.check()?;
+                    let mut count = |doc: Doc<'_>| {
+                        let specials = if doc.specials { specials } else { &none };
+                        count_text(&doc.text, specials, pretokenizer, &mut local)
+                    };
                     match &item.body {
                         Body::Mapped { source, range } => {
                             self.reader
-                                .mapped(item.input, source, range.clone(), &mut |doc| {
-                                    let specials = if doc.specials { specials } else { &none };
-                                    match doc.text {
-                                        Cow::Borrowed(text) => {
-                                            count_text(text, specials, pretokenizer, &mut local)
-                                        }
-                                        Cow::Owned(text) => {
-                                            count_copied(&text, specials, pretokenizer, &mut local)
-                                        }
-                                    }
-                                })?
+                                .mapped(item.input, source, range.clone(), &mut count)?
                         }
-                        _ => self.reader.owned(&item, &mut |doc| {
-                            let specials = if doc.specials { specials } else { &none };
-                            count_copied(&doc.text, specials, pretokenizer, &mut local)
-                        })?,
+                        _ => self.reader.owned(&item, &mut count)?,
                     }
                     if local.failed() {
                         return Err(oom());
                     }
                     self.progress.add(item.progress_len());
+                    drop(item);
+                    items.done(i);
                 }
             })();
             let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
@@ -292,113 +283,76 @@ impl Job<'_> {
         };
         crate::pool::on_threads(threads, work)?;
         let parts = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        let parts: Vec<PieceCounts<'a>> = parts.into_iter().collect::<Result<_>>()?;
+        let parts: Vec<PieceCounts> = parts.into_iter().collect::<Result<_>>()?;
         collect_parts(parts, self.specials, self.pretokenizer, threads)
     }
 }
 
 /// The threads' counts, summed into a `WordCounts`.
 fn collect_parts(
-    parts: Vec<PieceCounts<'_>>,
+    parts: Vec<PieceCounts>,
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,
     threads: usize,
 ) -> Result<WordCounts> {
     let mut tables = Vec::with_capacity(parts.len());
-    let mut long = FxMap::<&[u8], u64>::default();
-    let mut copied = FxMap::<Box<[u8]>, u64>::default();
+    let mut long = FxMap::<Box<[u8]>, u64>::default();
     for part in parts {
-        let (short, part_long, part_copied) = part.into_tables();
+        let (short, part_long) = part.into_tables();
         tables.push(short);
         for (k, v) in part_long {
             *long.entry(k).or_insert(0) += v;
         }
-        for (k, v) in part_copied {
-            *copied.entry(k).or_insert(0) += v;
-        }
     }
-    // A piece may be both borrowed (from a mapped file) and copied (from a decoded
-    // document): one word.
-    long.retain(|k, v| match copied.get_mut(*k) {
-        Some(c) => {
-            *c += *v;
-            false
-        }
-        None => true,
-    });
     let mut words = WordCounts::new(
         pretokenizer.pattern().to_owned(),
         specials.tokens().to_vec(),
     );
-    let long_bytes: usize =
-        copied.keys().map(|k| k.len()).sum::<usize>() + long.keys().map(|k| k.len()).sum::<usize>();
+    let long_bytes: usize = long.keys().map(|k| k.len()).sum();
     // The arena the tables are collected into (words, ends, counts: ~32 bytes a word
     // with its bytes), made of allocations that cannot each fail softly: where it
     // cannot be had (a memory limit), fail now rather than abort partway.
-    let keys: usize = tables.iter().map(|t| t.len()).sum::<usize>() + long.len() + copied.len();
+    let keys: usize = tables.iter().map(|t| t.len()).sum::<usize>() + long.len();
     if !crate::hugemem::probe(keys.saturating_mul(64).saturating_add(2 * long_bytes)) {
         return Err(Error::out_of_memory::<u8>("collecting counts", keys * 64));
     }
-    let extra = (long.len() + copied.len(), long_bytes);
+    let extra = (long.len(), long_bytes);
     for shard in collect::shard_words(&tables, threads, extra)? {
         words.append_distinct_arena(shard.bytes, shard.ends, shard.counts);
     }
     drop(tables);
     // Long pieces are not in the short tables, and are distinct after merging.
     for (k, v) in long {
-        words.push_distinct(k, v);
-    }
-    for (k, v) in copied {
         words.push_distinct(&k, v);
     }
     Ok(words)
 }
 
-/// The body of [`count_text`] and [`count_copied`], which differ only in the method
-/// that takes a piece: written as one closure calling another, the scanner's loop
-/// ran 5% more instructions (callgrind, 1-thread count of the Python docs: the
-/// counts were reached through two pointers per piece).
-macro_rules! count_pieces {
-    ($add:ident, $text:ident, $specials:ident, $pretokenizer:ident, $counts:ident) => {{
-        let mut result = Ok(());
-        $specials.split($text, |seg| {
-            if let (Segment::Text(t), Ok(())) = (seg, &result) {
-                let bytes = t.as_bytes();
-                // Forced inline: the scanner calls it from two places, and left to
-                // itself the compiler made it a call per piece, saving and restoring
-                // registers each time (en-small, 1 thread: gpt2 ~470 -> ~525 MB/s,
-                // o200k ~405 -> ~445).
-                result = $pretokenizer.for_each_span(
-                    t,
-                    #[inline(always)]
-                    |start, end| {
-                        if let Some(piece) = bytes.get(start..end) {
-                            $counts.$add($text.as_bytes(), piece);
-                        }
-                    },
-                );
-            }
-        });
-        result
-    }};
-}
-
-/// Counts the pieces of `text` into `counts`, borrowing the long ones from it.
-pub(crate) fn count_text<'t>(
-    text: &'t str,
-    specials: &SpecialMatcher,
-    pretokenizer: &Pretokenizer,
-    counts: &mut PieceCounts<'t>,
-) -> Result<()> {
-    count_pieces!(add, text, specials, pretokenizer, counts)
-}
-
-/// Counts the pieces of `text`, which does not outlive `counts`, into them.
-fn count_copied(
+/// Counts the pieces of `text` into `counts`.
+pub(crate) fn count_text(
     text: &str,
     specials: &SpecialMatcher,
     pretokenizer: &Pretokenizer,
-    counts: &mut PieceCounts<'_>,
+    counts: &mut PieceCounts,
 ) -> Result<()> {
-    count_pieces!(add_copied, text, specials, pretokenizer, counts)
+    let mut result = Ok(());
+    specials.split(text, |seg| {
+        if let (Segment::Text(t), Ok(())) = (seg, &result) {
+            let bytes = t.as_bytes();
+            // Forced inline: the scanner calls it from two places, and left to itself
+            // the compiler made it a call per piece, saving and restoring registers
+            // each time (en-small, 1 thread: gpt2 ~470 -> ~525 MB/s, o200k ~405 ->
+            // ~445).
+            result = pretokenizer.for_each_span(
+                t,
+                #[inline(always)]
+                |start, end| {
+                    if let Some(piece) = bytes.get(start..end) {
+                        counts.add(text.as_bytes(), piece);
+                    }
+                },
+            );
+        }
+    });
+    result
 }

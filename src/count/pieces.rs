@@ -26,11 +26,15 @@ use rustc_hash::FxBuildHasher;
 use crate::hugemem::ZeroedBuf;
 use crate::piecekey::{hash, key_at, KEY_LEN};
 
-/// Counts of pieces longer than [`SHORT`], keyed by their bytes in the text.
-pub(super) type LongCounts<'a> = HashMap<&'a [u8], u64, FxBuildHasher>;
-/// Counts of pieces longer than [`SHORT`] from text that does not outlive the
-/// counting (decoded JSON strings, decompressed blocks), keyed by a copy.
-pub(super) type CopiedCounts = HashMap<Box<[u8]>, u64, FxBuildHasher>;
+/// Counts of pieces longer than [`SHORT`], keyed by a copy of their bytes.
+///
+/// Why copies, not slices of the mapped input: the text a piece comes from may not
+/// outlive the count (decoded JSON strings, decompressed blocks), and a mapped file's
+/// pages are released behind the count; borrowed keys read them back in when the
+/// counts are collected, scattered over the whole file (en, 116 MB: 99 MiB of the
+/// file resident at the end). Long pieces are under 0.2% of pieces, and a copy is
+/// made only the first time a thread sees one.
+pub(super) type LongCounts = HashMap<Box<[u8]>, u64, FxBuildHasher>;
 
 /// Pieces of at most this many bytes are packed into a `u128` key.
 const SHORT: usize = KEY_LEN;
@@ -38,17 +42,16 @@ const SHORT: usize = KEY_LEN;
 const LAG: usize = 32;
 
 #[derive(Default)]
-pub(crate) struct PieceCounts<'a> {
+pub(crate) struct PieceCounts {
     short: ShortCounts,
     /// Short pieces whose slot is being prefetched, each counted `LAG` pieces later,
     /// when its slot has arrived in cache; key 0 marks a free entry.
     ring: [(u128, usize); LAG],
     next: usize,
-    long: LongCounts<'a>,
-    copied: CopiedCounts,
+    long: LongCounts,
 }
 
-impl<'a> PieceCounts<'a> {
+impl PieceCounts {
     /// Counts sized for about `bytes` bytes of text, so the table rarely grows (each
     /// doubling rehashes everything and zeroes new memory). English has about one
     /// distinct piece per 160 bytes over tens of MB (en-small: 116,748 in 18.8 MB) and
@@ -74,27 +77,11 @@ impl<'a> PieceCounts<'a> {
     /// The rare cases are out of line so that this stays small enough to be inlined
     /// into the scanner's loop.
     #[inline(always)]
-    pub(crate) fn add(&mut self, text: &[u8], piece: &'a [u8]) {
+    pub(crate) fn add(&mut self, text: &[u8], piece: &[u8]) {
         if piece.len() > SHORT {
             self.add_long(piece);
             return;
         }
-        self.add_short(text, piece);
-    }
-
-    /// [`PieceCounts::add`] for a piece of text that does not live as long as the
-    /// counts: a long piece is copied the first time it is seen.
-    #[inline(always)]
-    pub(crate) fn add_copied(&mut self, text: &[u8], piece: &[u8]) {
-        if piece.len() > SHORT {
-            self.add_copied_long(piece);
-            return;
-        }
-        self.add_short(text, piece);
-    }
-
-    #[inline(always)]
-    fn add_short(&mut self, text: &[u8], piece: &[u8]) {
         // Once per turn of the ring: room for the queued keys and the next turn's.
         if self.next == 0 && self.short.needs_room(2 * LAG) {
             self.grow();
@@ -111,26 +98,16 @@ impl<'a> PieceCounts<'a> {
 
     #[cold]
     #[inline(never)]
-    fn add_long(&mut self, piece: &'a [u8]) {
+    fn add_long(&mut self, piece: &[u8]) {
+        if let Some(n) = self.long.get_mut(piece) {
+            *n += 1;
+            return;
+        }
         if self.long.len() == self.long.capacity() && self.long.try_reserve(1).is_err() {
             self.short.failed = true;
             return;
         }
-        *self.long.entry(piece).or_insert(0) += 1;
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn add_copied_long(&mut self, piece: &[u8]) {
-        if let Some(n) = self.copied.get_mut(piece) {
-            *n += 1;
-            return;
-        }
-        if self.copied.len() == self.copied.capacity() && self.copied.try_reserve(1).is_err() {
-            self.short.failed = true;
-            return;
-        }
-        self.copied.insert(piece.into(), 1);
+        self.long.insert(piece.into(), 1);
     }
 
     #[cold]
@@ -151,11 +128,10 @@ impl<'a> PieceCounts<'a> {
         self.next = 0;
     }
 
-    /// The table of short pieces and the maps of long ones (borrowed, copied), every
-    /// queued piece counted.
-    pub(super) fn into_tables(mut self) -> (ShortCounts, LongCounts<'a>, CopiedCounts) {
+    /// The table of short pieces and the map of long ones, every queued piece counted.
+    pub(super) fn into_tables(mut self) -> (ShortCounts, LongCounts) {
         self.flush();
-        (self.short, self.long, self.copied)
+        (self.short, self.long)
     }
 
     /// Calls `f` with each distinct piece's bytes and count.
@@ -166,10 +142,7 @@ impl<'a> PieceCounts<'a> {
             let bytes = key.to_le_bytes();
             f(&bytes[..usize::from(bytes[15])], n);
         }
-        for (&piece, &n) in &self.long {
-            f(piece, n);
-        }
-        for (piece, &n) in &self.copied {
+        for (piece, &n) in &self.long {
             f(piece, n);
         }
     }
