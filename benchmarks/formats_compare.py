@@ -233,12 +233,12 @@ BY_KEY = {i.key: i for i in INPUTS}
 ALONE = {
     "txt.zst": ("text", "zstd decompression alone (en.txt.zst, streamed to nothing)"),
     "jsonl.zst": ("jsonl", "zstd decompression alone (en.jsonl.zst, streamed to nothing)"),
-    "parquet": ("text", "pyarrow alone (en.parquet: its text column in batches of ~16 MB)"),
+    "parquet": ("text", "pyarrow alone (en.parquet: its text column in batches of ~4 MB)"),
     "snappy.parquet": ("text", "pyarrow alone (en.snappy.parquet: the same)"),
     "generator": ("text", "the generator alone (Python reading en.docs.txt, drained)"),
 }
 # Text per batch of a Parquet file read alone, as bpekit reads it (bpekit._arrow.BATCH_BYTES).
-PARQUET_BATCH_BYTES = 16 << 20
+PARQUET_BATCH_BYTES = 4 << 20
 
 
 def make_inputs(bench: Path, inp: Input, copies: int = 1):
@@ -264,7 +264,7 @@ def count(inputs, threads: int):
 def alone(bench: Path, key: str) -> float:
     """Seconds of the source of ``key`` (one of ``ALONE``) alone: the zstd file
     decompressed with ``zstandard``, streamed, to nothing; the Parquet file's text column
-    read by pyarrow, a row group at a time in batches of ~16 MB; the generator drained."""
+    read by pyarrow, a row group at a time in batches of ~4 MB; the generator drained."""
     import pyarrow.parquet as pq
     import zstandard
 
