@@ -15,6 +15,26 @@ const GROUP_FILES: usize = 1024;
 /// file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
 
+/// Calls `work` with each group of a mapped run's `files` (`(input index, path)`):
+/// the group's sources, opened ([`Groups`]), and their input indices; then checks
+/// that none shrank while it was read ([`check_intact`]).
+pub(crate) fn each_group(
+    files: Vec<(usize, PathBuf)>,
+    progress: &Progress,
+    mut work: impl FnMut(&[Source], Vec<usize>) -> Result<()>,
+) -> Result<()> {
+    let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
+    let mut done = 0;
+    for group in Groups::new(&paths, progress) {
+        let sources = group?;
+        let inputs = index[done..done + sources.len()].to_vec();
+        done += sources.len();
+        work(&sources, inputs)?;
+        check_intact(&sources)?;
+    }
+    Ok(())
+}
+
 /// An error if any of `sources` shrank while it was read ([`Source::check_intact`]);
 /// called once a group's work is done, before its results are used.
 pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {

@@ -46,6 +46,17 @@ pub enum Input {
 }
 
 impl Input {
+    /// The text files `paths`, as inputs.
+    pub fn text_files(paths: &[PathBuf]) -> Vec<Input> {
+        paths
+            .iter()
+            .map(|p| Input::File {
+                path: p.clone(),
+                format: Format::Text,
+            })
+            .collect()
+    }
+
     /// How messages name the input.
     pub(crate) fn name(&self) -> String {
         match self {

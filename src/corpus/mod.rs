@@ -32,7 +32,7 @@ pub(crate) use chunks::chunk_ranges;
 pub use chunks::Chunks;
 pub(crate) use chunks::{chunk_size, worker_count};
 pub(crate) use cuts::last_cut;
-pub(crate) use groups::{check_intact, Groups};
+pub(crate) use groups::each_group;
 pub use input::{BadRecords, DocBatch, Feed, Format, Input, SpecialPolicy};
 pub(crate) use items::{plan, Body, InputInfo, Items, MappedItems, Run, SequentialItems};
 pub use jsonl::FieldPath;

@@ -65,13 +65,7 @@ pub fn count_files(
     options: CountOptions,
     progress: &Progress,
 ) -> Result<WordCounts> {
-    let inputs = paths
-        .iter()
-        .map(|p| Input::File {
-            path: p.clone(),
-            format: Format::Text,
-        })
-        .collect();
+    let inputs = Input::text_files(paths);
     let read = ReadOptions {
         utf8: options.utf8,
         ..ReadOptions::default()
@@ -109,33 +103,18 @@ pub fn count_inputs(
     );
     for run in runs {
         match run {
-            Run::Mapped(files) => {
-                let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
-                let mut done = 0;
-                for group in corpus::Groups::new(&paths, progress) {
-                    let sources = group?;
-                    let inputs = index[done..done + sources.len()].to_vec();
-                    done += sources.len();
-                    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
-                    let chunk_size = match options.chunk_size {
-                        0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
-                        n => n,
-                    };
-                    let workers = corpus::worker_count(threads, total, sources.len(), chunk_size);
-                    let items = MappedItems::new(
-                        &sources,
-                        inputs,
-                        &info,
-                        reader.cut_specials(),
-                        chunk_size,
-                        kind,
-                        workers,
-                    );
-                    let part = job.count_items(&items, workers, total)?;
-                    corpus::check_intact(&sources)?;
-                    counts.add(&part)?;
-                }
-            }
+            Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
+                let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                let chunk_size = match options.chunk_size {
+                    0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
+                    n => n,
+                };
+                let workers = corpus::worker_count(threads, total, sources.len(), chunk_size);
+                let cut = reader.cut_specials();
+                let items =
+                    MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers);
+                counts.add(&job.count_items(&items, workers, total)?)
+            })?,
             Run::Sequential(list) => {
                 // Decompressed sizes are not known ahead; English compresses ~3-4x.
                 let sized_for = list.iter().map(|(_, s)| s.size_on_disk()).sum::<u64>() * 4;

@@ -19,7 +19,7 @@ mod ordered;
 mod outfile;
 
 use crate::corpus::{
-    self, BadRecords, Body, Doc, Format, Input, Items, MappedItems, ReadOptions, Reader, Run,
+    self, BadRecords, Body, Doc, Input, Items, MappedItems, ReadOptions, Reader, Run,
     SequentialItems, SpecialPolicy, Stats, StatsSummary, Utf8Policy,
 };
 use crate::encode::encoder::Encoder;
@@ -88,13 +88,7 @@ pub fn encode_files(
     options: FileOptions,
     progress: &Progress,
 ) -> Result<u64> {
-    let inputs = paths
-        .iter()
-        .map(|p| Input::File {
-            path: p.clone(),
-            format: Format::Text,
-        })
-        .collect();
+    let inputs = Input::text_files(paths);
     encode_inputs(encoder, inputs, output, options, progress).map(|(n, _)| n)
 }
 
@@ -270,30 +264,15 @@ fn write_npy(
         match run {
             // Files a group at a time (`corpus::Groups`); within a group, every chunk
             // of every file in order, so the workers never wait between files.
-            Run::Mapped(files) => {
-                let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
-                let mut done = 0;
-                for group in corpus::Groups::new(&paths, progress) {
-                    let sources = group?;
-                    let inputs = index[done..done + sources.len()].to_vec();
-                    done += sources.len();
-                    // Counted from the bytes held, as a pipe's size on disk says nothing.
-                    let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
-                    let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
-                    let items = MappedItems::new(
-                        &sources,
-                        inputs,
-                        &info,
-                        reader.cut_specials(),
-                        chunk_size,
-                        kind,
-                        workers,
-                    );
-                    job.run(&items, workers, &mut writer)
-                        .map_err(io_at(output))?;
-                    corpus::check_intact(&sources)?;
-                }
-            }
+            Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
+                // Counted from the bytes held, as a pipe's size on disk says nothing.
+                let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
+                let cut = reader.cut_specials();
+                let items =
+                    MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers);
+                job.run(&items, workers, &mut writer).map_err(io_at(output))
+            })?,
             Run::Sequential(list) => {
                 let items = SequentialItems::new(
                     list,
