@@ -11,21 +11,28 @@ from bpekit.training import WordCounts, count_pretokens, train_bpe, train_from_c
 
 if TYPE_CHECKING:
     from bpekit.datasets import encode_file, get_batch, load_tokens
+    from bpekit.token_dataset import TokenDataset
 
 # The dataset helpers need numpy; importing it costs ~24 MiB of resident memory,
 # which a training run never needs, so they load on first use.
-_LAZY = {"encode_file", "get_batch", "load_tokens"}
+_LAZY = {
+    "encode_file": "datasets",
+    "get_batch": "datasets",
+    "load_tokens": "datasets",
+    "TokenDataset": "token_dataset",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from bpekit import datasets
+        import importlib
 
-        return getattr(datasets, name)
+        return getattr(importlib.import_module(f"bpekit.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'bpekit' has no attribute {name!r}")
 
 
 __all__ = [
+    "TokenDataset",
     "Tokenizer",
     "WordCounts",
     "__version__",
