@@ -1,5 +1,6 @@
 """``bpekit inspect DIR_OR_ENCODING [--file F]``: vocabulary size, special tokens, longest
-tokens, and compression (bytes per token) on a file."""
+tokens, and compression (bytes per token) on a file; for a token dataset folder (one with
+``manifest.json``), its manifest's summary."""
 
 from __future__ import annotations
 
@@ -20,8 +21,14 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("inspect", help="describe a tokenizer (and its compression on a file)")
-    p.add_argument("tokenizer", help="encoding name or folder with vocab.json + merges.txt")
+    p = sub.add_parser(
+        "inspect", help="describe a tokenizer (and its compression on a file), or a token dataset folder"
+    )
+    p.add_argument(
+        "tokenizer",
+        help="encoding name, folder with vocab.json + merges.txt, or token dataset folder "
+        "(one with manifest.json)",
+    )
     p.add_argument(
         "--file",
         type=path_arg,
@@ -36,6 +43,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default="strict",
         choices=["strict", "replace", "ignore"],
         help="what to do with invalid UTF-8 in --file (default strict)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="for a dataset folder: read every shard and index and check its sha256 against the manifest",
     )
     add_format_options(p)
     return p
@@ -144,6 +156,19 @@ def _show(b: bytes) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bpekit.cli import _dataset
+
+    if _dataset.is_dataset(args.tokenizer):
+        if args.file is not None or args.special_tokens:
+            raise ValueError(
+                f"{args.tokenizer} is a token dataset folder; --file and --special-token describe a "
+                "tokenizer (give its name or folder)"
+            )
+        return _dataset.run(Path(args.tokenizer), args.verify)
+    if args.verify:
+        raise ValueError(
+            f"--verify checks a token dataset folder (one with manifest.json); {args.tokenizer} is not"
+        )
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     # Measured before anything is printed, so that a --file that cannot be read is an
     # error alone, not one after the whole summary.
