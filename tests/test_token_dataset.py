@@ -619,3 +619,115 @@ def test_inspect_an_incomplete_dataset_and_its_errors(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown format_version 9" in r.stderr
     r = inspect(str(tmp_path / "train"), "--verify")
     assert r.returncode == 2 and "--verify checks a token dataset folder" in r.stderr
+
+
+# -- end to end: encode_dataset, then TokenDataset ----------------------------------------
+
+needs_writer = pytest.mark.skipif(
+    not hasattr(bpekit, "encode_dataset"), reason="bpekit.encode_dataset is not built yet"
+)
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[list[Path], list[str], list[str]]:
+    """A JSON lines file of 150 C4 records, and a text file of TinyStories documents
+    (ending in a story, not in a separator); with the records' texts and the text's
+    documents (each up to and including its separator)."""
+    from conftest import data_path
+
+    d = tmp_path_factory.mktemp("corpus")
+    lines = data_path("corpora", "c4_sample.jsonl").read_text(encoding="utf-8").splitlines()[:150]
+    (d / "c4.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    records = [json.loads(line)["text"] for line in lines]
+    stories = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")
+    text = stories[:120_000].rsplit(EOT, 1)[0]
+    (d / "stories.txt").write_text(text, encoding="utf-8")
+    pieces = text.split(EOT)
+    documents = [p + EOT for p in pieces[:-1]] + [pieces[-1]]
+    return [d / "c4.jsonl", d / "stories.txt"], records, documents
+
+
+def expected_documents(tok, records: list[str], documents: list[str]) -> list[list[int]]:
+    eot = tok.eot_token
+    return [[*tok.encode_ordinary(r), eot] for r in records] + [
+        tok.encode(doc, allowed_special="all") for doc in documents
+    ]
+
+
+def test_the_expected_documents_make_encode_files_ids(corpus, tmp_path: Path) -> None:
+    # The end-to-end tests' expectation, checked before there is a writer to compare.
+    from conftest import bpekit_encoding
+
+    tok = bpekit_encoding("gpt2")
+    inputs, records, documents = corpus
+    bpekit.encode_file(inputs, tmp_path / "all.npy", tok)
+    expected = expected_documents(tok, records, documents)
+    assert [t for d in expected for t in d] == bpekit.load_tokens(tmp_path / "all.npy").tolist()
+
+
+@needs_writer
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shard_tokens", [37, 5000, 2**28])
+@pytest.mark.parametrize("fmt", ["npy", "bin", "llmc"])
+def test_encode_dataset_reads_back_as_encode_file(
+    corpus, tmp_path: Path, fmt: str, shard_tokens: int, threads: int
+):
+    from conftest import bpekit_encoding
+
+    tok = bpekit_encoding("gpt2")
+    inputs, records, documents = corpus
+    n = bpekit.encode_file(inputs, tmp_path / "all.npy", tok, num_threads=threads)
+    manifest = bpekit.encode_dataset(
+        inputs, tmp_path / "out", tok, shard_tokens=shard_tokens, format=fmt, num_threads=threads
+    )
+    ds = TokenDataset(tmp_path / "out")
+    assert ds.manifest == manifest and ds.format == fmt and ds.dtype == np.uint16
+    ds.verify()
+    assert len(ds) == n
+    assert np.concatenate([ds.shard(k) for k in range(len(ds.shards))]).tolist() == (
+        bpekit.load_tokens(tmp_path / "all.npy").tolist()
+    )
+    expected = expected_documents(tok, records, documents)
+    assert ds.n_documents == len(expected)
+    assert [plain(d) for d in ds] == expected
+    assert all(s.tokens <= shard_tokens for s in ds.shards)
+    for i in (0, len(expected) // 2, -1):
+        assert plain(ds.document(i)) == expected[i]
+    x, y = ds.get_batch(8, 16, rng=0)
+    assert (np.asarray(y)[:, :-1] == np.asarray(x)[:, 1:]).all()
+    assert inspect(str(tmp_path / "out")).returncode == 0
+
+
+def interleaves(whole: list[list[int]], a: list[list[int]], b: list[list[int]]) -> bool:
+    """Whether ``whole`` is ``a`` and ``b`` interleaved, each in its order."""
+    i = j = 0
+    for item in whole:
+        if i < len(a) and a[i] == item:
+            i += 1
+        elif j < len(b) and b[j] == item:
+            j += 1
+        else:
+            return False
+    return i == len(a) and j == len(b)
+
+
+@needs_writer
+def test_encode_dataset_val_split_by_document(corpus, tmp_path: Path) -> None:
+    from conftest import bpekit_encoding
+
+    tok = bpekit_encoding("gpt2")
+    inputs, records, documents = corpus
+    expected = expected_documents(tok, records, documents)
+    splits = []
+    for k, (threads, shard_tokens) in enumerate([(1, 300), (2, 4000)]):
+        out = tmp_path / f"out{k}"
+        bpekit.encode_dataset(
+            inputs, out, tok, val_fraction=0.3, seed=1, shard_tokens=shard_tokens, num_threads=threads
+        )
+        train = [plain(d) for d in TokenDataset(out)]
+        val = [plain(d) for d in TokenDataset(out, "val")]
+        assert 0 < len(val) < len(expected) and interleaves(expected, train, val)
+        splits.append(val)
+    # The same documents in val, whatever the threads and shard size.
+    assert splits[0] == splits[1]
