@@ -86,6 +86,12 @@ def read_manifest(folder: PathLike) -> dict[str, Any]:
 
     Raises ``FileNotFoundError`` when the folder has no ``manifest.json`` and
     ``ValueError`` when it is not a manifest this version of bpekit reads.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "manifest.json").write_text('{"format_version": 1, "complete": false}')
+    >>> read_manifest(d)["complete"]
+    False
     """
     path = Path(folder) / MANIFEST
     try:
@@ -241,9 +247,9 @@ class TokenDataset:
             raise ValueError(f"{place}: 'continues' must be true or false, not {continues!r}")
         if continues and first:
             raise ValueError(f"{place}: the first shard of a split cannot continue a document")
-        shard = Shard(path, index, tokens, documents, continues, _little(dtype), 0)
-        shard = replace(shard, offset=_check_ids_file(shard, fmt))
-        shard = replace(shard, sha256=info.get("sha256"), index_sha256=info.get("index_sha256"))
+        sha256, index_sha256 = _field(info, "sha256", str, place), _field(info, "index_sha256", str, place)
+        shard = Shard(path, index, tokens, documents, continues, _little(dtype), 0, sha256, index_sha256)
+        shard = replace(shard, offset=_check_ids_file(shard, fmt))  # the header's length, read
         _check_index_file(index, shard.parts + 1)
         return shard
 
@@ -290,7 +296,16 @@ class TokenDataset:
 
     def document(self, i: int) -> np.ndarray:
         """Document ``i`` (negative counts from the end): a view of its shard, or, for a
-        document continued across shards, its parts joined into a new array."""
+        document continued across shards, its parts joined into a new array.
+
+        >>> import tempfile, pathlib, numpy as np
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> np.save(d / "x.npy", np.array([5, 6, 7], dtype=np.uint16))
+        >>> np.save(d / "x.idx.npy", np.array([0, 1, 3], dtype=np.uint64))
+        >>> ds = TokenDataset(d / "x.npy")
+        >>> ds.document(-1).tolist(), np.shares_memory(ds.document(-1), ds.shard(0))
+        ([6, 7], True)
+        """
         import numpy as np
 
         n = self.n_documents
@@ -361,6 +376,13 @@ class TokenDataset:
         Returns int64 torch tensors on ``device`` when torch is installed, else int64
         numpy arrays (then ``device`` must be ``"cpu"``). ``rng``: a numpy ``Generator``
         or a seed.
+
+        >>> import tempfile, pathlib, numpy as np
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> np.arange(10, dtype=np.uint16).tofile(d / "x.bin")
+        >>> x, y = TokenDataset(d / "x.bin").get_batch(3, 9, rng=0)  # one window: s = 0
+        >>> np.asarray(x)[0].tolist(), np.asarray(y)[0].tolist()
+        ([0, 1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9])
         """
         import numpy as np
 
