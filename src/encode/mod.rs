@@ -18,7 +18,8 @@
 //!    (`encode_iterable`) and code-point text (a Python `str`), both emitting what
 //!    lies before the last final cut.
 //! 6. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
-//! 7. `file`: files -> one `.npy` of ids, in parallel, written in order.
+//! 7. `file`: inputs -> one `.npy` of ids, or a dataset of shards with document
+//!    indexes, in parallel, written in order.
 //!
 //! Below all of them: `crate::ids` (NONE, MAX_IDS, pair packing), `crate::piecekey`
 //! (piece keys and their hash), `crate::pretokenize`, `crate::specials`,
@@ -34,7 +35,10 @@ pub(crate) mod vocab;
 
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
-pub use file::{encode_files, encode_inputs, FileOptions, Marks};
+pub use file::{
+    encode_dataset, encode_files, encode_inputs, DatasetOptions, DatasetSummary, FileOptions,
+    Marks, ShardFormat, ShardInfo,
+};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
 pub(crate) use parallel::encode_texts;

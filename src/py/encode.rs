@@ -17,7 +17,9 @@ use super::text::text_of;
 use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
-use crate::encode::{encode_inputs, FileOptions, Marks};
+use crate::encode::{
+    encode_dataset, encode_inputs, DatasetOptions, FileOptions, Marks, ShardFormat,
+};
 use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
 
@@ -447,23 +449,16 @@ impl PyEncoder {
         file_bos: Option<u32>,
         file_eos: Option<u32>,
     ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
-        let options = FileOptions {
-            num_threads: num_threads.unwrap_or(0),
-            utf8: Utf8Policy::parse(errors)?,
+        let options = file_options(
+            num_threads,
+            errors,
             dtype_bytes,
             chunk_size,
             after_each_file,
-            special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
-            bad_records: BadRecords::parse(bad_records)?,
-            record_marks: Marks {
-                bos: record_bos,
-                eos: record_eos,
-            },
-            file_marks: Marks {
-                bos: file_bos,
-                eos: file_eos,
-            },
-        };
+            special_in_text,
+            bad_records,
+            [record_bos, record_eos, file_bos, file_eos],
+        )?;
         let inputs = inputs_of(inputs)?;
         let encoder = self.inner.clone();
         let (n, stats) = run_with_progress(py, progress, move |p| {
@@ -471,6 +466,110 @@ impl PyEncoder {
         })?;
         Ok((n, stats.bytes, stats_dict(py, &stats)?))
     }
+
+    /// Encodes the documents of `inputs` into the dataset folder `out_dir` (shards and
+    /// document indexes; the manifest is Python's); returns what was written.
+    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_dataset<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        out_dir: PathBuf,
+        dtype_bytes: usize,
+        format: &str,
+        shard_tokens: u64,
+        val_fraction: f64,
+        seed: u64,
+        num_threads: Option<usize>,
+        errors: &str,
+        chunk_size: usize,
+        progress: Option<Py<PyAny>>,
+        after_each_file: Option<u32>,
+        special_in_text: Option<&str>,
+        bad_records: &str,
+        record_bos: Option<u32>,
+        record_eos: Option<u32>,
+        file_bos: Option<u32>,
+        file_eos: Option<u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = file_options(
+            num_threads,
+            errors,
+            dtype_bytes,
+            chunk_size,
+            after_each_file,
+            special_in_text,
+            bad_records,
+            [record_bos, record_eos, file_bos, file_eos],
+        )?;
+        let layout = DatasetOptions {
+            format: ShardFormat::parse(format)?,
+            shard_tokens,
+            val_fraction,
+            seed,
+        };
+        let inputs = inputs_of(inputs)?;
+        let encoder = self.inner.clone();
+        let summary = run_with_progress(py, progress, move |p| {
+            encode_dataset(&encoder, inputs, &out_dir, options, layout, p)
+        })?;
+        let splits = PyDict::new(py);
+        for (name, shards) in &summary.splits {
+            let list = PyList::empty(py);
+            for shard in shards {
+                let d = PyDict::new(py);
+                d.set_item("file", &shard.file)?;
+                d.set_item("index", &shard.index)?;
+                d.set_item("tokens", shard.tokens)?;
+                d.set_item("documents", shard.documents)?;
+                d.set_item("continues", shard.continues)?;
+                d.set_item("first_document", shard.first_document)?;
+                d.set_item("inputs", shard.inputs.clone())?;
+                list.append(d)?;
+            }
+            splits.set_item(*name, list)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("splits", splits)?;
+        out.set_item("documents", summary.documents)?;
+        out.set_item("tokens", summary.tokens)?;
+        out.set_item("stats", stats_dict(py, &summary.stats)?)?;
+        Ok(out)
+    }
+}
+
+/// The options of a file or dataset encode, from the bindings' arguments;
+/// `marks`: the records' bos and eos, then the text files'.
+#[allow(clippy::too_many_arguments)]
+fn file_options(
+    num_threads: Option<usize>,
+    errors: &str,
+    dtype_bytes: usize,
+    chunk_size: usize,
+    after_each_file: Option<u32>,
+    special_in_text: Option<&str>,
+    bad_records: &str,
+    marks: [Option<u32>; 4],
+) -> PyResult<FileOptions> {
+    let [record_bos, record_eos, file_bos, file_eos] = marks;
+    Ok(FileOptions {
+        num_threads: num_threads.unwrap_or(0),
+        utf8: Utf8Policy::parse(errors)?,
+        dtype_bytes,
+        chunk_size,
+        after_each_file,
+        special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
+        bad_records: BadRecords::parse(bad_records)?,
+        record_marks: Marks {
+            bos: record_bos,
+            eos: record_eos,
+        },
+        file_marks: Marks {
+            bos: file_bos,
+            eos: file_eos,
+        },
+    })
 }
 
 /// Incremental encoder: `feed` text, get the ids that became final; `finish` at the end.

@@ -1,0 +1,367 @@
+//! One split of a dataset (`train/`, `val/`) written as shards of at most
+//! `shard_tokens` ids, cut between documents, each with its document index.
+//!
+//! A document that would not fit in what is left of a shard starts the next one; one
+//! larger than a whole shard fills shards in turn (the next shard "continues" it).
+//! While a document may still move to the next shard (it began in a shard that holds
+//! earlier documents), its ids wait in memory; once it starts a shard, they go straight
+//! to the file. So what waits is at most one shard's room, and for the documents of
+//! real corpora a few KB.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::npy;
+use super::outfile::OutFile;
+use crate::atomic::AtomicFile;
+
+/// The byte layout of a shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardFormat {
+    /// A `.npy` array (`np.load(mmap_mode="r")`).
+    Npy,
+    /// Raw little-endian ids (`np.memmap(path, dtype=np.uint16)`, nanoGPT, CS336).
+    Bin,
+    /// llm.c's `.bin`: a header of 256 int32 (magic, version, token count), then the ids.
+    Llmc,
+}
+
+impl ShardFormat {
+    pub fn parse(name: &str) -> crate::error::Result<Self> {
+        match name {
+            "npy" => Ok(Self::Npy),
+            "bin" => Ok(Self::Bin),
+            "llmc" => Ok(Self::Llmc),
+            other => Err(crate::error::Error::invalid(format!(
+                "format must be \"npy\", \"bin\" or \"llmc\", not {other:?}"
+            ))),
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Self::Npy => "npy",
+            Self::Bin | Self::Llmc => "bin",
+        }
+    }
+
+    /// The header of a shard of `tokens` ids of `width` bytes (a placeholder with 0).
+    fn header(self, width: usize, tokens: u64) -> Vec<u8> {
+        match self {
+            Self::Npy => npy::header(if width == 2 { "<u2" } else { "<u4" }, tokens),
+            Self::Bin => Vec::new(),
+            Self::Llmc => {
+                // llm.c's loaders: 20240520 v1 for uint16 ids, 20240801 v7 for uint32.
+                let (magic, version) = if width == 2 {
+                    (20240520, 1)
+                } else {
+                    (20240801, 7)
+                };
+                let mut header = [0i32; 256];
+                header[0] = magic;
+                header[1] = version;
+                header[2] = i32::try_from(tokens).unwrap_or(i32::MAX);
+                header.iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+        }
+    }
+}
+
+/// A finished shard.
+#[derive(Clone, Debug)]
+pub struct ShardInfo {
+    /// The shard's file and its index, relative to the dataset folder.
+    pub file: String,
+    pub index: String,
+    pub tokens: u64,
+    /// Documents that start in the shard.
+    pub documents: u64,
+    /// Whether the shard begins with the rest of a document from the shard before.
+    pub continues: bool,
+    /// The dataset-wide number of its first document, and the inputs it came from.
+    pub first_document: u64,
+    pub inputs: Vec<usize>,
+}
+
+struct Open {
+    file: OutFile,
+    tokens: u64,
+    /// Where each document (or continued part) starts.
+    starts: Vec<u64>,
+    continues: bool,
+    first_document: u64,
+    inputs: Vec<usize>,
+}
+
+/// The shards of one split, written in order.
+pub(super) struct Shards {
+    root: PathBuf,
+    split: &'static str,
+    format: ShardFormat,
+    width: usize,
+    shard_tokens: u64,
+    open: Option<Open>,
+    pub(super) done: Vec<ShardInfo>,
+    /// The ids of the document being written that may still move to the next shard.
+    waiting: Vec<u32>,
+    /// Whether a document is open, and whether its ids wait in `waiting`.
+    in_doc: bool,
+    movable: bool,
+    /// The document's dataset-wide number and input.
+    document: u64,
+    input: usize,
+}
+
+impl Shards {
+    pub(super) fn new(
+        root: &Path,
+        split: &'static str,
+        format: ShardFormat,
+        width: usize,
+        shard_tokens: u64,
+    ) -> Self {
+        Self {
+            root: root.to_owned(),
+            split,
+            format,
+            width,
+            shard_tokens: shard_tokens.max(1),
+            open: None,
+            done: Vec::new(),
+            waiting: Vec::new(),
+            in_doc: false,
+            movable: false,
+            document: 0,
+            input: 0,
+        }
+    }
+
+    fn name(&self, k: usize, what: &str) -> String {
+        format!("{}/{k:05}.{what}", self.split)
+    }
+
+    /// Opens the next shard; `continues`: it starts with the rest of the open document.
+    fn start_shard(&mut self, continues: bool) -> io::Result<()> {
+        let k = self.done.len();
+        let path = self.root.join(self.name(k, self.format.extension()));
+        let mut file = OutFile::create(&path)?;
+        file.write_bytes(&self.format.header(self.width, 0))?;
+        self.open = Some(Open {
+            file,
+            tokens: 0,
+            starts: Vec::new(),
+            continues,
+            first_document: self.document + u64::from(continues),
+            inputs: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Finishes the open shard: its ids, its header, its index.
+    fn finish_shard(&mut self) -> io::Result<()> {
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let k = self.done.len();
+        open.file
+            .finish(&self.format.header(self.width, open.tokens))?;
+        let index = self.name(k, "idx.npy");
+        let mut bytes = npy_u64_header(open.starts.len() as u64 + 1);
+        for &s in open.starts.iter().chain([open.tokens].iter()) {
+            bytes.extend_from_slice(&s.to_le_bytes());
+        }
+        let file = AtomicFile::create(&self.root.join(&index), false)?;
+        io::Write::write_all(&mut file.file(), &bytes)?;
+        file.commit()?;
+        let documents = open.starts.len() as u64 - u64::from(open.continues);
+        self.done.push(ShardInfo {
+            file: self.name(k, self.format.extension()),
+            index,
+            tokens: open.tokens,
+            documents,
+            continues: open.continues,
+            first_document: open.first_document,
+            inputs: open.inputs,
+        });
+        Ok(())
+    }
+
+    /// Opens a document: `document`, the dataset-wide number, from input `input`.
+    pub(super) fn begin(&mut self, document: u64, input: usize) -> io::Result<()> {
+        self.end()?;
+        self.in_doc = true;
+        self.document = document;
+        self.input = input;
+        let full = self
+            .open
+            .as_ref()
+            .is_some_and(|o| o.tokens >= self.shard_tokens);
+        if full {
+            self.finish_shard()?;
+        }
+        if self.open.is_none() {
+            self.start_shard(false)?;
+        }
+        let open = self
+            .open
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no shard"))?;
+        // A document that starts a shard stays there, whatever its length.
+        self.movable = open.tokens > 0;
+        if !self.movable {
+            open.starts.push(0);
+            note_input(&mut open.inputs, input);
+        }
+        Ok(())
+    }
+
+    /// Ids of the open document.
+    pub(super) fn push(&mut self, ids: &[u32]) -> io::Result<()> {
+        if !self.movable {
+            return self.write(ids);
+        }
+        self.waiting.extend_from_slice(ids);
+        let tokens = self.open.as_ref().map_or(0, |o| o.tokens);
+        if tokens + self.waiting.len() as u64 > self.shard_tokens {
+            // It does not fit what is left: it starts the next shard.
+            self.finish_shard()?;
+            self.start_shard(false)?;
+            self.place_waiting()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the waiting document at the end of the open shard, where it now stays.
+    fn place_waiting(&mut self) -> io::Result<()> {
+        let open = self
+            .open
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no shard"))?;
+        open.starts.push(open.tokens);
+        note_input(&mut open.inputs, self.input);
+        self.movable = false;
+        let waiting = std::mem::take(&mut self.waiting);
+        let result = self.write(&waiting);
+        self.waiting = waiting;
+        self.waiting.clear();
+        result
+    }
+
+    /// Appends ids to the open shard, going on in new shards when it fills.
+    fn write(&mut self, mut ids: &[u32]) -> io::Result<()> {
+        while !ids.is_empty() {
+            if self
+                .open
+                .as_ref()
+                .is_none_or(|o| o.tokens >= self.shard_tokens)
+            {
+                self.finish_shard()?;
+                self.start_shard(true)?;
+                let open = self
+                    .open
+                    .as_mut()
+                    .ok_or_else(|| io::Error::other("no shard"))?;
+                open.starts.push(0);
+                note_input(&mut open.inputs, self.input);
+            }
+            let open = self
+                .open
+                .as_mut()
+                .ok_or_else(|| io::Error::other("no shard"))?;
+            let room = (self.shard_tokens - open.tokens).min(ids.len() as u64) as usize;
+            open.file.write_ids(&ids[..room], self.width)?;
+            open.tokens += room as u64;
+            ids = &ids[room..];
+        }
+        Ok(())
+    }
+
+    /// Closes the open document, if any.
+    pub(super) fn end(&mut self) -> io::Result<()> {
+        if self.in_doc && self.movable {
+            self.place_waiting()?;
+        }
+        self.in_doc = false;
+        Ok(())
+    }
+
+    /// Closes the open document and the last shard.
+    pub(super) fn finish(&mut self) -> io::Result<()> {
+        self.end()?;
+        self.finish_shard()
+    }
+}
+
+fn note_input(inputs: &mut Vec<usize>, input: usize) {
+    if inputs.last() != Some(&input) {
+        inputs.push(input);
+    }
+}
+
+/// The `.npy` header of `len` little-endian uint64.
+fn npy_u64_header(len: u64) -> Vec<u8> {
+    npy::header("<u8", len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u64s(bytes: &[u8]) -> Vec<u64> {
+        bytes[npy::HEADER_LEN..]
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn documents_move_to_the_next_shard_or_fill_shards_in_turn() {
+        let root = std::env::temp_dir().join(format!("bpekit-shards-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("train")).unwrap();
+        let mut shards = Shards::new(&root, "train", ShardFormat::Bin, 2, 6);
+        let lengths = [3u32, 5, 2, 10, 0, 4];
+        let mut next = 0u32;
+        for (n, &len) in lengths.iter().enumerate() {
+            shards.begin(n as u64, 0).unwrap();
+            let ids: Vec<u32> = (next..next + len).collect();
+            next += len;
+            // In two pushes, as documents spanning chunks arrive.
+            let half = ids.len() / 2;
+            shards.push(&ids[..half]).unwrap();
+            shards.push(&ids[half..]).unwrap();
+            shards.end().unwrap();
+        }
+        shards.finish().unwrap();
+        let done = &shards.done;
+        let tokens: Vec<u64> = done.iter().map(|s| s.tokens).collect();
+        assert_eq!(tokens, [3, 5, 2, 6, 4, 4]);
+        let documents: Vec<u64> = done.iter().map(|s| s.documents).collect();
+        assert_eq!(documents, [1, 1, 1, 1, 1, 1]);
+        let continues: Vec<bool> = done.iter().map(|s| s.continues).collect();
+        assert_eq!(continues, [false, false, false, false, true, false]);
+        let index = std::fs::read(root.join(&done[4].index)).unwrap();
+        assert_eq!(u64s(&index), [0, 4, 4]);
+        let mut all = Vec::new();
+        for shard in done {
+            let bytes = std::fs::read(root.join(&shard.file)).unwrap();
+            all.extend(
+                bytes
+                    .chunks(2)
+                    .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]]))),
+            );
+        }
+        assert_eq!(all, (0..next).collect::<Vec<_>>());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn llmc_headers_follow_llm_c() {
+        let h = ShardFormat::Llmc.header(2, 1234);
+        assert_eq!(h.len(), 1024);
+        let word = |i: usize| i32::from_le_bytes(h[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!((word(0), word(1), word(2)), (20240520, 1, 1234));
+        let h = ShardFormat::Llmc.header(4, 7);
+        let word = |i: usize| i32::from_le_bytes(h[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!((word(0), word(1), word(2)), (20240801, 7, 7));
+    }
+}
