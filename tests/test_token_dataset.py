@@ -679,7 +679,7 @@ def test_encode_dataset_reads_back_as_encode_file(
     inputs, records, documents = corpus
     n = bpekit.encode_file(inputs, tmp_path / "all.npy", tok, num_threads=threads)
     manifest = bpekit.encode_dataset(
-        inputs, tmp_path / "out", tok, shard_tokens=shard_tokens, format=fmt, num_threads=threads
+        inputs, tmp_path / "out", tok, shard_tokens=shard_tokens, shard_format=fmt, num_threads=threads
     )
     ds = TokenDataset(tmp_path / "out")
     assert ds.manifest == manifest and ds.format == fmt and ds.dtype == np.uint16

@@ -10,12 +10,14 @@ from bpekit.tokenizer import Tokenizer
 from bpekit.training import WordCounts, count_pretokens, train_bpe, train_from_counts
 
 if TYPE_CHECKING:
+    from bpekit.dataset_writer import encode_dataset
     from bpekit.datasets import encode_file, get_batch, load_tokens
     from bpekit.token_dataset import TokenDataset
 
 # The dataset helpers need numpy; importing it costs ~24 MiB of resident memory,
 # which a training run never needs, so they load on first use.
 _LAZY = {
+    "encode_dataset": "dataset_writer",
     "encode_file": "datasets",
     "get_batch": "datasets",
     "load_tokens": "datasets",
@@ -37,6 +39,7 @@ __all__ = [
     "WordCounts",
     "__version__",
     "count_pretokens",
+    "encode_dataset",
     "encode_file",
     "get_batch",
     "get_encoding",
