@@ -110,8 +110,9 @@ def encode_dataset(
         "shard_tokens": shard_tokens,
         "val_fraction": val_fraction,
         "seed": seed,
-        "eos": _mark(tok, framing.record_eos if framing.record_eos is not None else framing.file_eos),
-        "bos": _mark(tok, framing.record_bos if framing.record_bos is not None else framing.file_bos),
+        # What the documents end (begin) with: the records' marks where there are records.
+        "eos": _mark(tok, framing.record_eos if sources.records else framing.file_eos),
+        "bos": _mark(tok, framing.record_bos if sources.records else framing.file_bos),
         "options": {
             "format": format,
             "text_field": text_field,

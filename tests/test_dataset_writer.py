@@ -1,0 +1,177 @@
+"""``bpekit.encode_dataset``: the manifest, the folder rules, the checks of its options,
+and the documents of text files and records in the shards' indexes. Reading datasets
+back (and end-to-end equality with ``encode_file``) is in ``test_token_dataset.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import bpekit_encoding, data_path
+
+import bpekit
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return bpekit_encoding("gpt2")
+
+
+def records_file(tmp_path: Path, texts: list[str]) -> Path:
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    return path
+
+
+def index(root: Path, shard: dict) -> list[int]:
+    return np.load(root / shard["index"]).tolist()
+
+
+def test_the_manifest_says_what_was_encoded_with_what(tmp_path: Path, tok) -> None:
+    src = records_file(tmp_path, ["first doc", "", "third one here"])
+    root = tmp_path / "ds"
+    m = bpekit.encode_dataset(src, root, "gpt2", shard_tokens=4)
+    assert json.loads((root / "manifest.json").read_text()) == m
+    assert m["complete"] and m["format_version"] == 1 and m["format"] == "npy" and m["dtype"] == "uint16"
+    assert m["tokenizer"]["name"] == "gpt2" and set(m["tokenizer"]["files"]) == {"vocab.bpe", "encoder.json"}
+    assert m["eos"] == {"token": EOT, "id": tok.eot_token} and m["bos"] is None
+    assert m["inputs"] == [
+        {
+            "kind": "jsonl",
+            "name": str(src),
+            "size": src.stat().st_size,
+            "mtime_ns": src.stat().st_mtime_ns,
+            "text_field": "text",
+        }
+    ]
+    want = [[*tok.encode_ordinary(t), tok.eot_token] for t in ["first doc", "", "third one here"]]
+    assert m["totals"]["tokens"] == sum(map(len, want)) and m["totals"]["documents"] == 3
+    shards = m["splits"]["train"]["shards"]
+    for s in shards:
+        assert s["sha256"] == hashlib.sha256((root / s["file"]).read_bytes()).hexdigest()
+        assert s["index_sha256"] == hashlib.sha256((root / s["index"]).read_bytes()).hexdigest()
+        assert s["tokens"] <= 4 and s["inputs"] == [0]
+    # The empty record is a document of its eos alone, in the index like any other.
+    docs = []
+    for s in shards:
+        ids = np.load(root / s["file"]).tolist()
+        bounds = index(root, s)
+        parts = [ids[a:b] for a, b in itertools.pairwise(bounds)]
+        if s["continues"]:
+            docs[-1] += parts.pop(0)
+        docs += parts
+    assert docs == want
+
+
+def test_text_files_are_documents_split_at_their_special_tokens(tmp_path: Path, tok) -> None:
+    text = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")[:20_000]
+    src = tmp_path / "stories.txt"
+    src.write_text(text, encoding="utf-8")
+    root = tmp_path / "ds"
+    m = bpekit.encode_dataset(src, root, tok)
+    (shard,) = m["splits"]["train"]["shards"]
+    ids = np.load(root / shard["file"]).tolist()
+    bounds = index(root, shard)
+    pieces = text.split(EOT)
+    want = [tok.encode(p + EOT, allowed_special="all") for p in pieces[:-1]] + [tok.encode(pieces[-1])]
+    want = [w for w in want if w]
+    assert [ids[a:b] for a, b in itertools.pairwise(bounds)] == want
+    assert shard["documents"] == len(want) and m["eos"] is None
+
+
+@pytest.mark.parametrize("shard_format", ["bin", "llmc"])
+def test_bin_and_llmc_shards_read_back_raw(tmp_path: Path, tok, shard_format: str) -> None:
+    src = records_file(tmp_path, ["alpha beta", "gamma"] * 50)
+    root = tmp_path / "ds"
+    m = bpekit.encode_dataset(src, root, tok, shard_format=shard_format, shard_tokens=100)
+    bpekit.encode_file(src, tmp_path / "all.npy", tok)
+    got = []
+    for s in m["splits"]["train"]["shards"]:
+        path = root / s["file"]
+        assert path.suffix == ".bin"
+        if shard_format == "llmc":
+            header = np.fromfile(path, dtype="<i4", count=256)
+            assert (header[0], header[1], header[2]) == (20240520, 1, s["tokens"])
+            got += np.memmap(path, dtype="<u2", mode="r", offset=1024).tolist()
+        else:
+            got += np.memmap(path, dtype="<u2", mode="r").tolist()
+    assert got == bpekit.load_tokens(tmp_path / "all.npy").tolist()
+
+
+def test_a_rerun_returns_the_dataset_and_other_options_are_refused(tmp_path: Path, tok) -> None:
+    src = records_file(tmp_path, ["one", "two"])
+    root = tmp_path / "ds"
+    m = bpekit.encode_dataset(src, root, tok, shard_tokens=3)
+    shard = root / m["splits"]["train"]["shards"][0]["file"]
+    before = shard.stat().st_mtime_ns
+    assert bpekit.encode_dataset(src, root, tok, shard_tokens=3) == m
+    assert shard.stat().st_mtime_ns == before
+    with pytest.raises(FileExistsError, match=r"ds: holds a dataset written with other shard_tokens; pass"):
+        bpekit.encode_dataset(src, root, tok, shard_tokens=5)
+    m5 = bpekit.encode_dataset(src, root, tok, shard_tokens=5, overwrite=True)
+    assert m5["shard_tokens"] == 5 and sorted(p.name for p in (root / "train").iterdir()) == [
+        "00000.idx.npy",
+        "00000.npy",
+    ]
+
+
+def test_a_folder_with_other_files_is_refused(tmp_path: Path, tok) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"holds other files \(notes\.txt\)"):
+        bpekit.encode_dataset(iter(["x"]), tmp_path, tok)
+    with pytest.raises(FileExistsError, match=r"holds other files"):
+        bpekit.encode_dataset(iter(["x"]), tmp_path, tok, overwrite=True)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError, match="file: not a folder"):
+        bpekit.encode_dataset(iter(["x"]), tmp_path / "file", tok)
+
+
+def test_an_interrupted_run_is_marked_and_needs_overwrite(tmp_path: Path, tok) -> None:
+    def docs():
+        for i in range(5000):
+            yield f"document number {i} " * 20
+            if i == 4000:
+                raise KeyError("stop here")
+
+    root = tmp_path / "ds"
+    with pytest.raises(KeyError, match="stop here"):
+        bpekit.encode_dataset(docs(), root, tok, shard_tokens=1000, num_threads=2)
+    manifest = json.loads((root / "manifest.json").read_text())
+    assert manifest["complete"] is False and "splits" not in manifest
+    # No shard is left half written: those there are whole.
+    assert not [p for p in (root / "train").iterdir() if p.name.startswith(".")]
+    with pytest.raises(FileExistsError, match="whose run did not finish; resuming it is not done yet"):
+        bpekit.encode_dataset(iter(["a"]), root, tok)
+    m = bpekit.encode_dataset(iter(["a"]), root, tok, overwrite=True)
+    assert m["complete"] and m["totals"]["documents"] == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"shard_tokens": 0}, "shard_tokens must be a positive int, not 0"),
+        ({"shard_tokens": 2.5}, "shard_tokens must be a positive int, not 2.5"),
+        ({"val_fraction": 1.0}, "val_fraction must be at least 0 and below 1, not 1.0"),
+        ({"val_fraction": -0.1}, "val_fraction must be at least 0 and below 1, not -0.1"),
+        ({"shard_format": "parquet"}, "shard_format must be one of npy, bin, llmc, not 'parquet'"),
+        ({"shard_format": "llmc", "shard_tokens": 2**31}, "more than llm.c's header counts"),
+        ({"seed": -1}, "seed must be an int from 0 to 2\\*\\*64 - 1, not -1"),
+        ({"dtype": "uint8"}, "dtype must be uint16 or uint32, not uint8"),
+    ],
+)
+def test_bad_options_are_refused_before_any_work(tmp_path: Path, tok, options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bpekit.encode_dataset(iter(["x"]), tmp_path / "ds", tok, **options)
+    assert not (tmp_path / "ds").exists()
+
+
+def test_uint16_cannot_hold_a_large_vocabulary(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="uint16 cannot hold the ids of a 200019-token vocabulary"):
+        bpekit.encode_dataset(iter(["x"]), tmp_path / "ds", bpekit_encoding("o200k_base"), dtype="uint16")
