@@ -631,17 +631,17 @@ EOT = "<|endoftext|>"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[list[Path], list[str], list[str]]:
-    """A JSON lines file of 150 C4 records, and a text file of TinyStories documents
+    """A JSON lines file of 80 C4 records, and a text file of TinyStories documents
     (ending in a story, not in a separator); with the records' texts and the text's
     documents (each up to and including its separator)."""
     from conftest import data_path
 
     d = tmp_path_factory.mktemp("corpus")
-    lines = data_path("corpora", "c4_sample.jsonl").read_text(encoding="utf-8").splitlines()[:150]
+    lines = data_path("corpora", "c4_sample.jsonl").read_text(encoding="utf-8").splitlines()[:80]
     (d / "c4.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     records = [json.loads(line)["text"] for line in lines]
     stories = data_path("corpora", "tinystories_v2_train_head_2MiB.txt").read_text(encoding="utf-8")
-    text = stories[:120_000].rsplit(EOT, 1)[0]
+    text = stories[:60_000].rsplit(EOT, 1)[0]
     (d / "stories.txt").write_text(text, encoding="utf-8")
     pieces = text.split(EOT)
     documents = [p + EOT for p in pieces[:-1]] + [pieces[-1]]
@@ -668,7 +668,7 @@ def test_the_expected_documents_make_encode_files_ids(corpus, tmp_path: Path) ->
 
 @needs_writer
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("shard_tokens", [37, 5000, 2**28])
+@pytest.mark.parametrize("shard_tokens", [150, 5000, 2**28])
 @pytest.mark.parametrize("fmt", ["npy", "bin", "llmc"])
 def test_encode_dataset_reads_back_as_encode_file(
     corpus, tmp_path: Path, fmt: str, shard_tokens: int, threads: int
