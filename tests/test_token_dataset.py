@@ -27,10 +27,12 @@ except ImportError:
 
 
 def cut(docs: list[list[int]], shard_tokens: int) -> list[dict[str, Any]]:
-    """Shards as the format cuts them: each filled to ``shard_tokens``, a document that
-    does not fit cut, its first part ending the shard and the rest starting the next
-    ("continues"). Each shard: ids, index (part starts, then the length), documents,
-    continues."""
+    """Shards as the format notes cut them: each filled to ``shard_tokens``, a document
+    that does not fit cut, its first part ending the shard and the rest starting the next
+    ("continues"). The writer cuts between documents instead, and only a document longer
+    than a shard: this cut makes more kinds of continued part (a document cut with others
+    before and after it), which the reader must read either way. Each shard: ids, index
+    (part starts, then the length), documents, continues."""
     shards: list[dict[str, Any]] = []
     ids: list[int] = []
     starts: list[int] = []
