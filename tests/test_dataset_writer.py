@@ -175,3 +175,29 @@ def test_bad_options_are_refused_before_any_work(tmp_path: Path, tok, options: d
 def test_uint16_cannot_hold_a_large_vocabulary(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="uint16 cannot hold the ids of a 200019-token vocabulary"):
         bpekit.encode_dataset(iter(["x"]), tmp_path / "ds", bpekit_encoding("o200k_base"), dtype="uint16")
+
+
+def test_the_command_writes_a_dataset_when_out_is_a_folder(tmp_path: Path, tok, capsys) -> None:
+    from bpekit.cli import main
+
+    src = records_file(tmp_path, [f"record {i} " * 30 for i in range(200)])
+    out = tmp_path / "ds"
+    args = ["encode", str(src), "-t", "gpt2", "-o", str(out), "--quiet", "--shard-tokens", "1000"]
+    assert main([*args, "--val-fraction", "0.25", "--seed", "7", "--shard-format", "bin"]) == 0
+    printed = capsys.readouterr().out
+    assert "200 documents" in printed and "eos '<|endoftext|>' (id 50256) after each record" in printed
+    m = json.loads((out / "manifest.json").read_text())
+    assert (m["format"], m["seed"], m["val_fraction"], m["shard_tokens"]) == ("bin", 7, 0.25, 1000)
+    lines = [ln for ln in printed.splitlines() if ln.strip().startswith(("train:", "val:"))]
+    assert len(lines) == 2 and "bin shard(s) of uint16" in lines[0]
+    train, val = bpekit.TokenDataset(out), bpekit.TokenDataset(out, "val")
+    assert train.n_documents + val.n_documents == 200 and val.n_documents > 0
+    # The same command again: nothing to do; other options: refused, by name.
+    assert main([*args, "--val-fraction", "0.25", "--seed", "7", "--shard-format", "bin"]) == 0
+    assert "holds this dataset already" in capsys.readouterr().out
+    assert main([*args, "--seed", "8"]) == 2
+    assert "holds a dataset written with other shard_format, val_fraction, seed" in capsys.readouterr().err
+    # Dataset options with a .npy output are a mistake, said before any work.
+    assert main(["encode", str(src), "-t", "gpt2", "-o", str(tmp_path / "x.npy"), "--seed", "3"]) == 2
+    assert "--seed is for a dataset folder, and --out" in capsys.readouterr().err
+    assert not (tmp_path / "x.npy").exists()

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bpekit._atomic import atomic_write
 from bpekit._progress import ProgressBar
@@ -29,6 +29,7 @@ from bpekit._utf8 import check_errors
 from bpekit.datasets import (
     _ID_BYTES,
     RECORDS_DEFAULT,
+    Framing,
     _id_dtype_name,
     _single_token_id,
     resolve_framing,
@@ -37,7 +38,7 @@ from bpekit.sources import check_special_in_text, resolve, warn_skipped
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import Inputs
 
-__all__ = ["FORMAT_VERSION", "SHARD_FORMATS", "encode_dataset"]
+__all__ = ["FORMAT_VERSION", "SHARD_FORMATS", "Written", "encode_dataset", "write_dataset"]
 
 FORMAT_VERSION = 1
 SHARD_FORMATS = ("npy", "bin", "llmc")
@@ -45,6 +46,44 @@ MANIFEST = "manifest.json"
 
 
 def encode_dataset(
+    inputs: Inputs,
+    out_dir: str | os.PathLike[str],
+    tokenizer: Tokenizer | str,
+    **options: Any,
+) -> dict[str, Any]:
+    """Encodes ``inputs`` (as ``encode_file`` takes them) into the dataset folder
+    ``out_dir``; returns the manifest (also written to ``out_dir/manifest.json``).
+
+    Options, all keyword: ``shard_tokens=2**28``; ``shard_format="npy"`` (or ``"bin"``:
+    raw little-endian ids, for ``np.memmap``; ``"llmc"``: llm.c's ``.bin``);
+    ``val_fraction=0.0`` and ``seed=0``: documents go to ``val/`` by a hash of their
+    number and the seed, whatever the threads or shard size; ``overwrite=False``; and
+    ``encode_file``'s: ``eos``, ``bos``, ``after_each_file``, ``format`` (the inputs'
+    format: one name for one thing), ``text_field``, ``special_in_text``,
+    ``bad_records``, ``errors``, ``dtype``, ``num_threads``, ``chunk_size``,
+    ``progress``. Skipped bad records are a warning.
+
+    ``out_dir`` must be empty or missing; a folder holding a finished dataset written
+    with the same inputs and options is returned as it is (a re-run does nothing), and
+    ``overwrite=True`` replaces a dataset (never other files). Resuming a run that was
+    interrupted part way is not done yet: such a folder needs ``overwrite=True``.
+    """
+    written = write_dataset(inputs, out_dir, tokenizer, **options)
+    warn_skipped(written.stats)
+    return written.manifest
+
+
+class Written(NamedTuple):
+    """What ``write_dataset`` wrote, and what the command line's summary reports."""
+
+    manifest: dict[str, Any]
+    stats: dict[str, Any]  # documents, skipped, skipped_examples, bytes, files
+    framing: Framing
+    files: int
+    done_before: bool  # the folder held this dataset already
+
+
+def write_dataset(
     inputs: Inputs,
     out_dir: str | os.PathLike[str],
     tokenizer: Tokenizer | str,
@@ -66,22 +105,10 @@ def encode_dataset(
     after_each_file: str | None = None,
     progress: bool = False,
     overwrite: bool = False,
-) -> dict[str, Any]:
-    """Encodes ``inputs`` (as ``encode_file`` takes them) into the dataset folder
-    ``out_dir``; returns the manifest (also written to ``out_dir/manifest.json``).
-
-    ``shard_format``: ``"npy"`` (default), ``"bin"`` (raw little-endian ids, for
-    ``np.memmap``) or ``"llmc"`` (llm.c's ``.bin``). ``format`` is the inputs' format,
-    as for ``encode_file`` (one name for one thing). Documents go to ``val/`` by a hash
-    of their number and ``seed``, a share ``val_fraction`` of them, whatever the threads
-    or shard size. ``eos``, ``bos``, ``after_each_file`` and the reading options are
-    ``encode_file``'s.
-
-    ``out_dir`` must be empty or missing; a folder holding a finished dataset written
-    with the same inputs and options is returned as it is (a re-run does nothing), and
-    ``overwrite=True`` replaces a dataset (never other files). Resuming a run that was
-    interrupted part way is not done yet: such a folder needs ``overwrite=True``.
-    """
+    cli: bool = False,
+) -> Written:
+    """``encode_dataset``, returning what the command line's summary reports (no
+    warning for skipped records: the summary says it)."""
     errors = check_errors(errors)
     special_in_text = check_special_in_text(special_in_text)
     _check_layout(shard_tokens, shard_format, val_fraction, seed)
@@ -98,7 +125,7 @@ def encode_dataset(
         else _single_token_id(tok, after_each_file, "to write after each file")
     )
     sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
-    framing = resolve_framing(tok, eos, bos, sources)
+    framing = resolve_framing(tok, eos, bos, sources, cli)
     root = Path(os.fspath(out_dir))
     manifest: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -129,7 +156,9 @@ def encode_dataset(
     }
     done = _prepare(root, manifest, overwrite)
     if done is not None:
-        return done
+        totals = done["totals"]
+        stats = {"documents": totals["documents"], "skipped": totals["skipped"], "skipped_examples": []}
+        return Written(done, {**stats, "bytes": totals["bytes"]}, framing, sources.files, True)
     atomic_write(root / MANIFEST, _dump(manifest))
     bar = ProgressBar("encoding", unit="bytes") if progress else None
     completed = False
@@ -159,7 +188,6 @@ def encode_dataset(
         if bar is not None:
             bar.close(completed)
     stats = sources.stats(written["stats"])
-    warn_skipped(stats)
     splits = {}
     for name, shards in written["splits"].items():
         for shard in shards:
@@ -179,7 +207,7 @@ def encode_dataset(
     }
     manifest["complete"] = True
     atomic_write(root / MANIFEST, _dump(manifest))
-    return manifest
+    return Written(manifest, stats, framing, sources.files, False)
 
 
 def _check_layout(shard_tokens: int, shard_format: str, val_fraction: float, seed: int) -> None:
@@ -252,7 +280,10 @@ _SAME = ("tokenizer", "format", "dtype", "shard_tokens", "val_fraction", "seed",
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return [key for key in _SAME if old.get(key) != json.loads(_dump({key: new[key]}))[key]]
+    """The options (as the API names them) in which ``old`` and ``new`` differ."""
+    names = {"format": "shard_format", "options": "reading options"}
+    differ = [key for key in _SAME if old.get(key) != json.loads(_dump({key: new[key]}))[key]]
+    return [names.get(key, key) for key in differ]
 
 
 def _describe(source: tuple[Any, ...]) -> dict[str, Any]:

@@ -1,10 +1,12 @@
-"""``bpekit encode INPUT... --tokenizer DIR_OR_ENCODING --out tokens.npy``."""
+"""``bpekit encode INPUT... --tokenizer DIR_OR_ENCODING --out tokens.npy`` (one array), or
+``--out DIR`` (a dataset folder: shards, document indexes, a manifest)."""
 
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from bpekit._paths import fspath
 from bpekit.cli.train import INPUTS_HELP, add_run_options, documents_line, format_options, peak_rss_mib
@@ -13,7 +15,9 @@ from bpekit.encodings import load_tokenizer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("encode", help="encode text, JSON lines or Parquet files into one .npy of token ids")
+    p = sub.add_parser(
+        "encode", help="encode text, JSON lines or Parquet files into a .npy of token ids or a dataset folder"
+    )
     p.add_argument("inputs", nargs="+", help=INPUTS_HELP + "; read in order")
     p.add_argument(
         "--tokenizer",
@@ -28,7 +32,31 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         dest="special_tokens",
         help="special token of a vocab.json tokenizer (repeatable; default: inferred)",
     )
-    p.add_argument("--out", "-o", type=str, required=True, help="output .npy file")
+    p.add_argument(
+        "--out",
+        "-o",
+        type=str,
+        required=True,
+        help="a .npy file to write all ids into, or a folder for a dataset: train/ (and val/) "
+        "shards with document indexes and manifest.json (see the options below)",
+    )
+    ds = p.add_argument_group("dataset folders (--out not ending in .npy)")
+    ds.add_argument("--shard-tokens", type=int, default=None, help="ids per shard at most (default: 2**28)")
+    ds.add_argument(
+        "--shard-format",
+        choices=["npy", "bin", "llmc"],
+        default=None,
+        help="npy (default); bin: raw little-endian ids (np.memmap); llmc: llm.c's .bin",
+    )
+    ds.add_argument(
+        "--val-fraction",
+        type=float,
+        default=None,
+        help="share of the documents written to val/, chosen by a hash of each document's "
+        "number and --seed (default: 0, no val/)",
+    )
+    ds.add_argument("--seed", type=int, default=None, help="seed of the val split (default: 0)")
+    ds.add_argument("--overwrite", action="store_true", help="replace a dataset already in the folder")
     p.add_argument(
         "--dtype",
         choices=["uint16", "uint32"],
@@ -64,10 +92,25 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+_DATASET_FLAGS = {
+    "shard_tokens": "--shard-tokens",
+    "shard_format": "--shard-format",
+    "val_fraction": "--val-fraction",
+    "seed": "--seed",
+    "overwrite": "--overwrite",
+}
+
+
 def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
     args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
+    given = {k: getattr(args, k) for k in _DATASET_FLAGS if getattr(args, k) not in (None, False)}
+    if args.out.suffix != ".npy":
+        return _run_dataset(args, tok, given)
+    if given:
+        flag = _DATASET_FLAGS[next(iter(given))]
+        raise ValueError(f"{flag} is for a dataset folder, and --out {args.out} ends in .npy")
     t0 = time.perf_counter()
     result = encode_file_counts(
         args.inputs,
@@ -94,4 +137,45 @@ def run(args: argparse.Namespace) -> int:
     for note in result.framing.notes:
         print(f"  {note}")
     print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}")
+    return 0
+
+
+def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> int:
+    from bpekit.dataset_writer import write_dataset
+
+    t0 = time.perf_counter()
+    result = write_dataset(
+        args.inputs,
+        args.out,
+        tok,
+        dtype=args.dtype,
+        num_threads=args.threads,
+        progress=not args.quiet,
+        errors=args.errors,
+        after_each_file=args.after_each_file,
+        eos=None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
+        bos=args.bos,
+        cli=True,
+        **layout,
+        **format_options(args),
+    )
+    dt = max(time.perf_counter() - t0, 1e-9)
+    m = result.manifest
+    if result.done_before:
+        print(f"{args.out}: holds this dataset already (the same inputs and options); nothing to do")
+    else:
+        total, n = m["totals"]["bytes"], m["totals"]["tokens"]
+        print(
+            f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
+            f"({total / 1e6 / dt:,.1f} MB/s, {n / dt:,.0f} tokens/s)"
+        )
+        print(f"  {documents_line(result.stats)}")
+        for note in result.framing.notes:
+            print(f"  {note}")
+    for name, split in m["splits"].items():
+        print(
+            f"  {name}: {len(split['shards']):,} {m['format']} shard(s) of {m['dtype']}, "
+            f"{split['tokens']:,} tokens, {split['documents']:,} documents"
+        )
+    print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}/manifest.json")
     return 0
