@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -163,3 +163,28 @@ class Encoder:
         file_eos: int | None = None,
     ) -> tuple[int, int, Stats]:
         """Returns the tokens written, the text bytes read and the stats."""
+    def encode_dataset(
+        self,
+        inputs: list[Source],
+        out_dir: str,
+        dtype_bytes: int,
+        format: Literal["npy", "bin", "llmc"] = "npy",
+        shard_tokens: int = 268435456,
+        val_fraction: float = 0.0,
+        seed: int = 0,
+        num_threads: int | None = None,
+        errors: str = "strict",
+        chunk_size: int = 0,
+        progress: _Progress = None,
+        after_each_file: int | None = None,
+        special_in_text: Literal["special", "text", "error"] | None = None,
+        bad_records: Literal["error", "skip"] = "error",
+        record_bos: int | None = None,
+        record_eos: int | None = None,
+        file_bos: int | None = None,
+        file_eos: int | None = None,
+    ) -> dict[str, Any]:
+        """Writes the shards and their indexes into ``out_dir/train`` (and ``val``);
+        returns ``{"splits": {name: [shard, ...]}, "documents", "tokens", "stats"}``,
+        each shard ``{"file", "index", "tokens", "documents", "continues",
+        "first_document", "inputs"}``. The manifest is Python's."""
