@@ -329,6 +329,52 @@ impl PyEncoder {
         object_list(py, lists)
     }
 
+    /// `encode_batch` as one flat `uint32` array of every text's ids (each followed by
+    /// `eos` when given) and the `uint64` offset where each text's ids start, ending
+    /// with the total: no Python int is made per token, and the lists are not built
+    /// under the GIL, so it scales with threads.
+    #[pyo3(signature = (texts, allowed = None, disallowed = Vec::new(), num_threads = None, eos = None))]
+    fn encode_batch_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+        eos: Option<u32>,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
+        let threads = num_threads.unwrap_or(0);
+        let results = py
+            .detach(|| encode_texts(&self.inner, &views, &allowed, disallowed.as_ref(), threads))?;
+        let per_eos = usize::from(eos.is_some());
+        let total: usize = results
+            .iter()
+            .map(|r| r.as_ref().map_or(0, Vec::len) + per_eos)
+            .sum();
+        let mut flat: Vec<u32> = Vec::new();
+        flat.try_reserve_exact(total).map_err(|_| {
+            PyErr::from(crate::error::Error::out_of_memory::<u32>(
+                "token ids",
+                total,
+            ))
+        })?;
+        let mut offsets: Vec<u64> = Vec::with_capacity(results.len() + 1);
+        for (ids, text) in results.into_iter().zip(&texts) {
+            offsets.push(flat.len() as u64);
+            match ids {
+                Some(ids) => flat.extend_from_slice(&ids),
+                // A code point without UTF-8: CPython's conversion raises its error.
+                None => flat.extend(self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?),
+            }
+            flat.extend(eos);
+        }
+        offsets.push(flat.len() as u64);
+        Ok((flat.into_pyarray(py), offsets.into_pyarray(py)))
+    }
+
     fn decode_bytes<'py>(
         &self,
         py: Python<'py>,
