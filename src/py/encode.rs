@@ -23,6 +23,9 @@ use crate::encode::{
 use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
 
+/// Every text's ids in one array, and where each text's ids start.
+type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
 #[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
 pub struct PyEncoder {
@@ -342,7 +345,7 @@ impl PyEncoder {
         disallowed: Vec<String>,
         num_threads: Option<usize>,
         eos: Option<u32>,
-    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<IdsAndOffsets<'py>> {
         let allowed = self.allowed(allowed)?;
         let disallowed = self.disallowed(disallowed)?;
         let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
