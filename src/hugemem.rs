@@ -64,6 +64,17 @@ pub(crate) fn probe(bytes: usize) -> bool {
     }
 }
 
+/// Address space a threaded job needs before it holds anything of its input: its
+/// threads' stacks (2 MiB each), their first tables and buffers, and the small
+/// allocations that cannot each fail softly (a thread's local storage, a result
+/// list). Under a memory limit with less room than this (`RLIMIT_AS` a few MB above
+/// what the process holds), those small allocations failed at random places and
+/// aborted the process ("memory allocation of 13 bytes failed"; glibc's "failed to
+/// register TLS destructor"), depending on what free room the heap happened to have.
+pub(crate) fn headroom(threads: usize) -> usize {
+    (16 << 20) + threads.max(1).saturating_mul(4 << 20)
+}
+
 /// A fresh private, anonymous, read-write mapping of `len` bytes (its address), or
 /// `None` where it cannot be had (or on platforms without `mmap`).
 fn map_anonymous(len: usize) -> Option<usize> {

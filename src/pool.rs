@@ -116,6 +116,11 @@ pub(crate) fn run_in_pool<T: Send>(
         match pools.iter().find(|(n, _)| *n == num_threads) {
             Some((_, p)) => p.clone(),
             None => {
+                // Starting threads makes small allocations that abort where they fail
+                // ([`crate::hugemem::headroom`]).
+                if !crate::hugemem::probe(crate::hugemem::headroom(num_threads)) {
+                    return Err(no_thread());
+                }
                 let p = rayon::ThreadPoolBuilder::new()
                     .num_threads(num_threads)
                     .build()

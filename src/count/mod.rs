@@ -85,11 +85,15 @@ pub fn count_inputs(
     read: ReadOptions,
     progress: &Progress,
 ) -> Result<(WordCounts, StatsSummary)> {
+    let threads = options.num_threads.max(1);
+    let room = crate::hugemem::headroom(threads);
+    if !crate::hugemem::probe(room) {
+        return Err(Error::out_of_memory::<u8>("starting the work", room));
+    }
     let (info, runs) = corpus::plan(inputs);
     progress.reset(runs.iter().map(Run::size_on_disk).sum());
     let stats = Stats::default();
     let reader = Reader::new(&info, read, specials, &stats);
-    let threads = options.num_threads.max(1);
     let kind = pretokenizer.kind();
     let job = Job {
         reader: &reader,

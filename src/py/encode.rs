@@ -12,7 +12,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::inputs::{inputs_of, stats_dict};
-use super::progress::run_with_progress;
+use super::progress::{check_room, run_with_progress};
 use super::text::text_of;
 use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
@@ -498,6 +498,7 @@ impl PyEncoder {
         file_bos: Option<u32>,
         file_eos: Option<u32>,
     ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
+        check_room()?;
         let options = file_options(
             num_threads,
             errors,
@@ -542,6 +543,7 @@ impl PyEncoder {
         file_bos: Option<u32>,
         file_eos: Option<u32>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        check_room()?;
         let options = file_options(
             num_threads,
             errors,

@@ -11,6 +11,17 @@ use crate::progress::{run_watched, Progress};
 
 const POLL: Duration = Duration::from_millis(100);
 
+/// A `MemoryError` where a threaded job could not even start: too little memory for
+/// its threads and the small allocations that abort where they fail
+/// ([`crate::hugemem::headroom`]). Called before the job's arguments are converted.
+pub fn check_room() -> PyResult<()> {
+    let room = crate::hugemem::headroom(crate::pool::default_threads() + 1);
+    match crate::hugemem::probe(room) {
+        true => Ok(()),
+        false => Err(crate::error::Error::out_of_memory::<u8>("starting the work", room).into()),
+    }
+}
+
 /// `callback(done, total)` is called while the job runs and once at the end.
 pub fn run_with_progress<T, F>(py: Python<'_>, callback: Option<Py<PyAny>>, work: F) -> PyResult<T>
 where

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use super::inputs::{inputs_of, stats_dict};
-use super::progress::run_with_progress;
+use super::progress::{check_room, run_with_progress};
 use crate::corpus::{BadRecords, ReadOptions, SpecialPolicy, Utf8Policy};
 use crate::count::{self, CountOptions, WordCounts};
 use crate::pretokenize::Pretokenizer;
@@ -162,6 +162,7 @@ fn count_pretokens<'py>(
     special_in_text: Option<&str>,
     bad_records: &str,
 ) -> PyResult<(PyWordCounts, Bound<'py, PyDict>)> {
+    check_room()?;
     let specials = SpecialMatcher::new(&special_tokens)?;
     let pretokenizer = Pretokenizer::new(pattern)?;
     let options = CountOptions {

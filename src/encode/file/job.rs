@@ -90,13 +90,17 @@ pub(super) fn encode_all(
     output: &Path,
     sink: &mut impl Sink,
 ) -> Result<StatsSummary> {
-    let (info, runs) = corpus::plan(inputs);
-    progress.reset(runs.iter().map(Run::size_on_disk).sum());
     let threads = if options.num_threads == 0 {
         crate::pool::default_threads()
     } else {
         options.num_threads
     };
+    let room = crate::hugemem::headroom(threads + 1);
+    if !crate::hugemem::probe(room) {
+        return Err(Error::out_of_memory::<u8>("starting the work", room));
+    }
+    let (info, runs) = corpus::plan(inputs);
+    progress.reset(runs.iter().map(Run::size_on_disk).sum());
     let stats = Stats::default();
     let read = ReadOptions {
         utf8: options.utf8,
