@@ -178,10 +178,7 @@ def write_dataset(
             after_each_file=end_id,
             special_in_text=special_in_text,
             bad_records=bad_records,
-            record_bos=framing.record_bos,
-            record_eos=framing.record_eos,
-            file_bos=framing.file_bos,
-            file_eos=framing.file_eos,
+            **framing.native(),
         )
         completed = True
     finally:

@@ -172,6 +172,15 @@ class Framing:
     file_eos: int | None = None
     notes: tuple[str, ...] = ()
 
+    def native(self) -> dict[str, int | None]:
+        """The ids as the native encoders take them."""
+        return {
+            "record_bos": self.record_bos,
+            "record_eos": self.record_eos,
+            "file_bos": self.file_bos,
+            "file_eos": self.file_eos,
+        }
+
 
 def resolve_framing(
     tok: Tokenizer, eos: str | None, bos: str | None, inputs: Sources, cli: bool = False
@@ -275,10 +284,7 @@ def encode_file_counts(
             after_each_file=end_id,
             special_in_text=special_in_text,
             bad_records=bad_records,
-            record_bos=framing.record_bos,
-            record_eos=framing.record_eos,
-            file_bos=framing.file_bos,
-            file_eos=framing.file_eos,
+            **framing.native(),
         )
         completed = True
     finally:

@@ -112,20 +112,7 @@ def run(args: argparse.Namespace) -> int:
         flag = _DATASET_FLAGS[next(iter(given))]
         raise ValueError(f"{flag} is for a dataset folder, and --out {args.out} ends in .npy")
     t0 = time.perf_counter()
-    result = encode_file_counts(
-        args.inputs,
-        args.out,
-        tok,
-        dtype=args.dtype,
-        num_threads=args.threads,
-        progress=not args.quiet,
-        errors=args.errors,
-        after_each_file=args.after_each_file,
-        eos=None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
-        bos=args.bos,
-        cli=True,
-        **format_options(args),
-    )
+    result = encode_file_counts(args.inputs, args.out, tok, **_encode_options(args))
     dt = max(time.perf_counter() - t0, 1e-9)
     # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
     n, total = result.tokens, result.bytes
@@ -140,25 +127,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _encode_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options a .npy and a dataset folder share, from the command line."""
+    return {
+        "dtype": args.dtype,
+        "num_threads": args.threads,
+        "progress": not args.quiet,
+        "errors": args.errors,
+        "after_each_file": args.after_each_file,
+        "eos": None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
+        "bos": args.bos,
+        "cli": True,
+        **format_options(args),
+    }
+
+
 def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> int:
     from bpekit.dataset_writer import write_dataset
 
     t0 = time.perf_counter()
-    result = write_dataset(
-        args.inputs,
-        args.out,
-        tok,
-        dtype=args.dtype,
-        num_threads=args.threads,
-        progress=not args.quiet,
-        errors=args.errors,
-        after_each_file=args.after_each_file,
-        eos=None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
-        bos=args.bos,
-        cli=True,
-        **layout,
-        **format_options(args),
-    )
+    result = write_dataset(args.inputs, args.out, tok, **layout, **_encode_options(args))
     dt = max(time.perf_counter() - t0, 1e-9)
     m = result.manifest
     if result.done_before:
