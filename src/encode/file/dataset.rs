@@ -154,6 +154,16 @@ impl DatasetWriter {
         Ok(())
     }
 
+    /// A whole document, from input `input`.
+    fn whole(&mut self, input: usize, ids: &[u32]) -> std::io::Result<()> {
+        self.end()?;
+        let n = self.documents;
+        self.documents += 1;
+        self.tokens += ids.len() as u64;
+        let split = self.split_of(n);
+        self.splits[split].whole(n, input, ids)
+    }
+
     /// Ids of the open document (one is begun if none is open).
     fn push(&mut self, input: usize, ids: &[u32]) -> std::io::Result<()> {
         if ids.is_empty() {
@@ -193,11 +203,20 @@ impl Sink for DatasetWriter {
         }
         let ids = &encoded.ids;
         if text {
+            // Special ids are few and usually the vocabulary's last: most ids are told
+            // apart by one comparison.
+            let least = self.specials.first().copied().unwrap_or(u32::MAX);
             let mut start = 0;
             for (i, id) in ids.iter().enumerate() {
-                if self.specials.binary_search(id).is_ok() {
-                    self.push(input, &ids[start..=i])?;
-                    self.end()?;
+                if *id >= least && self.specials.binary_search(id).is_ok() {
+                    match self.current {
+                        // A document from an earlier item ends here.
+                        Some(_) => {
+                            self.push(input, &ids[start..=i])?;
+                            self.end()?;
+                        }
+                        None => self.whole(input, &ids[start..=i])?,
+                    }
                     start = i + 1;
                 }
             }
@@ -205,9 +224,7 @@ impl Sink for DatasetWriter {
         } else {
             let mut start = 0;
             for &end in &encoded.record_ends {
-                self.begin(input)?;
-                self.push(input, &ids[start..end])?;
-                self.end()?;
+                self.whole(input, &ids[start..end])?;
                 start = end;
             }
         }

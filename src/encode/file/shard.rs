@@ -215,6 +215,25 @@ impl Shards {
         Ok(())
     }
 
+    /// A whole document at once: written straight to a shard, where [`Shards::push`]
+    /// keeps a document that may still move in memory until it ends. Records and most
+    /// of a text file's documents come whole; the copy through `waiting` took 9% of a
+    /// 2-thread dataset encode of en (116 MB) over a single `.npy`.
+    pub(super) fn whole(&mut self, document: u64, input: usize, ids: &[u32]) -> io::Result<()> {
+        self.begin(document, input)?;
+        if self.movable {
+            let tokens = self.open.as_ref().map_or(0, |o| o.tokens);
+            if tokens + ids.len() as u64 > self.shard_tokens {
+                self.finish_shard()?;
+                self.start_shard(false)?;
+            }
+            self.place_waiting()?;
+        }
+        self.write(ids)?;
+        self.in_doc = false;
+        Ok(())
+    }
+
     /// Ids of the open document.
     pub(super) fn push(&mut self, ids: &[u32]) -> io::Result<()> {
         if !self.movable {
@@ -322,10 +341,14 @@ mod tests {
         let lengths = [3u32, 5, 2, 10, 0, 4];
         let mut next = 0u32;
         for (n, &len) in lengths.iter().enumerate() {
-            shards.begin(n as u64, 0).unwrap();
             let ids: Vec<u32> = (next..next + len).collect();
             next += len;
+            if n % 2 == 0 {
+                shards.whole(n as u64, 0, &ids).unwrap();
+                continue;
+            }
             // In two pushes, as documents spanning chunks arrive.
+            shards.begin(n as u64, 0).unwrap();
             let half = ids.len() / 2;
             shards.push(&ids[..half]).unwrap();
             shards.push(&ids[half..]).unwrap();
