@@ -28,6 +28,9 @@ where
     T: Send,
     F: FnOnce(&Progress) -> Result<T> + Send,
 {
+    // A long job starts a watcher thread and its own: with no room for them, a
+    // MemoryError now, not an abort at whichever small allocation fails first.
+    check_room()?;
     let progress = Progress::new();
     let report = |progress: &Progress| -> PyResult<()> {
         Python::attach(|py| {
