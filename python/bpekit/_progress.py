@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 
@@ -67,3 +69,17 @@ class ProgressBar:
             return
         self.stream.write("\n")
         self.stream.flush()
+
+
+@contextmanager
+def progress_bar(enabled: bool, desc: str, unit: str = "bytes") -> Iterator[ProgressBar | None]:
+    """A ``ProgressBar`` for a native call while the block runs (``None`` when not
+    ``enabled``), closed as completed only when the block ends without an error."""
+    bar = ProgressBar(desc, unit=unit) if enabled else None
+    completed = False
+    try:
+        yield bar
+        completed = True
+    finally:
+        if bar is not None:
+            bar.close(completed)

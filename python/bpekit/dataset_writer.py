@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bpekit._atomic import atomic_write
-from bpekit._progress import ProgressBar
+from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
 from bpekit.datasets import (
@@ -160,9 +160,7 @@ def write_dataset(
         stats = {"documents": totals["documents"], "skipped": totals["skipped"], "skipped_examples": []}
         return Written(done, {**stats, "bytes": totals["bytes"]}, framing, sources.files, True)
     atomic_write(root / MANIFEST, _dump(manifest))
-    bar = ProgressBar("encoding", unit="bytes") if progress else None
-    completed = False
-    try:
+    with progress_bar(progress, "encoding") as bar:
         written = tok._core.encode_dataset(
             sources.sources,
             str(root),
@@ -180,10 +178,6 @@ def write_dataset(
             bad_records=bad_records,
             **framing.native(),
         )
-        completed = True
-    finally:
-        if bar is not None:
-            bar.close(completed)
     stats = sources.stats(written["stats"])
     _hash_shards(root, [s for shards in written["splits"].values() for s in shards], num_threads)
     splits = {}

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from bpekit._progress import ProgressBar
+from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
 from bpekit.sources import Sources, check_special_in_text, resolve, warn_skipped
@@ -270,9 +270,7 @@ def encode_file_counts(
     sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
     framing = resolve_framing(tok, eos, bos, sources, cli)
     out = os.fspath(output)
-    bar = ProgressBar("encoding", unit="bytes") if progress else None
-    completed = False
-    try:
+    with progress_bar(progress, "encoding") as bar:
         n_tokens, n_bytes, native = tok._core.encode_files(
             sources.sources,
             out,
@@ -286,10 +284,6 @@ def encode_file_counts(
             bad_records=bad_records,
             **framing.native(),
         )
-        completed = True
-    finally:
-        if bar is not None:
-            bar.close(completed)
     return Encoded(n_tokens, n_bytes, sources.stats(native), sources.files, framing)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from bpekit import _core
 from bpekit._core import WordCounts
 from bpekit._paths import PathArg
-from bpekit._progress import ProgressBar
+from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
 from bpekit.sources import check_special_in_text, resolve, warn_skipped
@@ -33,10 +33,6 @@ __all__ = ["WordCounts", "count_pretokens", "count_with_stats", "train_bpe", "tr
 # A path, a list of paths and sources, a dataset or an iterable of documents: see
 # ``bpekit.sources``.
 Inputs = PathArg | Iterable[Any]
-
-
-def _bar(enabled: bool, desc: str, unit: str) -> ProgressBar | None:
-    return ProgressBar(desc, unit=unit) if enabled else None
 
 
 def _check_special_tokens(special_tokens: Sequence[str] | None) -> list[str]:
@@ -137,9 +133,7 @@ def count_with_stats(
     if chunk_size < 0:
         raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
     inputs = resolve(paths, format=format, text_field=text_field, bad_records=bad_records)
-    bar = _bar(progress, "counting", "bytes")
-    completed = False
-    try:
+    with progress_bar(progress, "counting", "bytes") as bar:
         counts, native = _core.count_pretokens(
             inputs.sources,
             specials,
@@ -151,10 +145,6 @@ def count_with_stats(
             special_in_text=special_in_text,
             bad_records=bad_records,
         )
-        completed = True
-    finally:
-        if bar is not None:
-            bar.close(completed)
     stats = inputs.stats(native)
     stats["files"] = inputs.files
     return counts, stats
@@ -221,14 +211,8 @@ def train_from_counts(
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
-    bar = _bar(progress, "merging", "merges")
-    completed = False
-    try:
+    with progress_bar(progress, "merging", "merges") as bar:
         vocab, merges = _core.train_from_counts(counts, vocab_size, specials, progress=bar)
-        completed = True
-    finally:
-        if bar is not None:
-            bar.close(completed)
     return vocab, merges
 
 
