@@ -38,6 +38,10 @@ def gpt2() -> bpekit.Tokenizer:
     return bpekit_encoding("gpt2")
 
 
+# What an error of a bad record adds: how to go on past it.
+SKIP_HINT = '; pass bad_records="skip" (--bad-records skip) to leave such records out'
+
+
 def encoded(inputs: Any, tok: Any, out: Path, **options: Any) -> list[int]:
     """The ids that ``encode_file`` writes (and checks the count it returns)."""
     n = bpekit.encode_file(inputs, out, tok, **options)
@@ -315,7 +319,7 @@ def test_cli_train_flags(tmp_path: Path, capsys) -> None:
     ]
     status, _, err = run_cli(capsys, *args, "--format", "jsonl", "--text-field", "meta.body")
     assert status == 2
-    assert err == f"bpekit train: error: {path}: line 2 (byte 32): no field 'meta.body'\n"
+    assert err == f"bpekit train: error: {path}: line 2 (byte 32): no field 'meta.body'{SKIP_HINT}\n"
     more = ["--format", "jsonl", "--text-field", "meta.body", "--bad-records", "skip"]
     status, out, err = run_cli(capsys, *args, *more)
     assert status == 0, err
@@ -431,7 +435,9 @@ def test_cli_encode_skips_bad_records_and_says_so(tmp_path: Path, capsys) -> Non
     status, _, err = run_cli(capsys, *args)
     assert (
         status == 2
-        and err == f"bpekit encode: error: {path}: line 2 (byte 14): field 'text' is a number, not a string\n"
+        and err
+        == f"bpekit encode: error: {path}: line 2 (byte 14): field 'text' is a number, not a string"
+        f"{SKIP_HINT}\n"
     )
     status, stdout, err = run_cli(capsys, *args, "--bad-records", "skip")
     assert status == 0 and err == ""
@@ -481,5 +487,5 @@ def test_cli_inspect_of_zst_text_and_format_flags(tmp_path: Path, capsys, gpt2) 
     assert (
         status == 2
         and out == ""
-        and err == f"bpekit inspect: error: {nested}: line 1 (byte 0): no field 'text'\n"
+        and err == f"bpekit inspect: error: {nested}: line 1 (byte 0): no field 'text'{SKIP_HINT}\n"
     )

@@ -39,10 +39,12 @@ impl From<Error> for PyErr {
             Error::InvalidUtf8 { .. } => PyValueError::new_err(format!(
                 "{msg}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway"
             )),
-            Error::InvalidArgument(_)
-            | Error::Format { .. }
-            | Error::Regex(_)
-            | Error::BadRecord(_) => PyValueError::new_err(msg),
+            Error::BadRecord(_) => PyValueError::new_err(format!(
+                "{msg}; pass bad_records=\"skip\" (--bad-records skip) to leave such records out"
+            )),
+            Error::InvalidArgument(_) | Error::Format { .. } | Error::Regex(_) => {
+                PyValueError::new_err(msg)
+            }
         }
     }
 }

@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
     args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
-    given = {k: getattr(args, k) for k in _DATASET_FLAGS if getattr(args, k) not in (None, False)}
+    # Compared by identity: `--shard-tokens 0` is given (and refused), not 0 == False.
+    given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None and v is not False}
     if args.out.suffix != ".npy":
         return _run_dataset(args, tok, given)
     if given:
