@@ -114,7 +114,7 @@ def test_a_rerun_returns_the_dataset_and_other_options_are_refused(tmp_path: Pat
     assert shard.stat().st_mtime_ns == before
     with pytest.raises(FileExistsError, match=r"ds: holds a dataset written with other shard_tokens; pass"):
         bpekit.encode_dataset(src, root, tok, shard_tokens=5)
-    m5 = bpekit.encode_dataset(src, root, tok, shard_tokens=5, overwrite=True)
+    m5 = bpekit.encode_dataset(src, root, tok, shard_tokens=5, resume=False)
     assert m5["shard_tokens"] == 5 and sorted(p.name for p in (root / "train").iterdir()) == [
         "00000.idx.npy",
         "00000.npy",
@@ -126,31 +126,11 @@ def test_a_folder_with_other_files_is_refused(tmp_path: Path, tok) -> None:
     with pytest.raises(FileExistsError, match=r"holds other files \(notes\.txt\)"):
         bpekit.encode_dataset(iter(["x"]), tmp_path, tok)
     with pytest.raises(FileExistsError, match=r"holds other files"):
-        bpekit.encode_dataset(iter(["x"]), tmp_path, tok, overwrite=True)
+        bpekit.encode_dataset(iter(["x"]), tmp_path, tok, resume=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError, match="file: not a folder"):
         bpekit.encode_dataset(iter(["x"]), tmp_path / "file", tok)
-
-
-def test_an_interrupted_run_is_marked_and_needs_overwrite(tmp_path: Path, tok) -> None:
-    def docs():
-        for i in range(5000):
-            yield f"document number {i} " * 20
-            if i == 4000:
-                raise KeyError("stop here")
-
-    root = tmp_path / "ds"
-    with pytest.raises(KeyError, match="stop here"):
-        bpekit.encode_dataset(docs(), root, tok, shard_tokens=1000, num_threads=2)
-    manifest = json.loads((root / "manifest.json").read_text())
-    assert manifest["complete"] is False and "splits" not in manifest
-    # No shard is left half written: those there are whole.
-    assert not [p for p in (root / "train").iterdir() if p.name.startswith(".")]
-    with pytest.raises(FileExistsError, match="whose run did not finish; resuming it is not done yet"):
-        bpekit.encode_dataset(iter(["a"]), root, tok)
-    m = bpekit.encode_dataset(iter(["a"]), root, tok, overwrite=True)
-    assert m["complete"] and m["totals"]["documents"] == 1
 
 
 @pytest.mark.parametrize(

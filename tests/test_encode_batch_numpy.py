@@ -58,3 +58,16 @@ def test_eos_must_be_one_token(tok) -> None:
         tok.encode_batch_to_numpy(["a"], eos="two words")
     with pytest.raises(ValueError, match="eos id 50257 is not in the vocabulary of 50257 ids"):
         tok.encode_batch_to_numpy(["a"], eos=50257)
+
+
+def test_the_readme_datasets_map_example(tok) -> None:
+    datasets = pytest.importorskip("datasets", reason="Hugging Face datasets is not installed")
+    texts = ["first text", "", "Über naïve 東京 don't", "x" * 5000]
+
+    def tokenize(batch: dict) -> dict:
+        ids, offsets = tok.encode_batch_to_numpy(batch["text"], eos="<|endoftext|>")
+        return {"ids": [ids[a:b] for a, b in itertools.pairwise(offsets)]}
+
+    ds = datasets.Dataset.from_dict({"text": texts})
+    ds = ds.map(tokenize, batched=True, batch_size=3, remove_columns=["text"])
+    assert ds["ids"] == [[*tok.encode_ordinary(t), tok.eot_token] for t in texts]

@@ -191,8 +191,17 @@ class Encoder:
         record_eos: int | None = None,
         file_bos: int | None = None,
         file_eos: int | None = None,
+        resume: list[tuple[int, dict[str, Any] | None]] | None = None,
+        on_shard: Callable[[str, dict[str, Any]], None] | None = None,
+        checksums: bool = True,
     ) -> dict[str, Any]:
         """Writes the shards and their indexes into ``out_dir/train`` (and ``val``);
-        returns ``{"splits": {name: [shard, ...]}, "documents", "tokens", "stats"}``,
-        each shard ``{"file", "index", "tokens", "documents", "continues",
-        "first_document", "inputs"}``. The manifest is Python's."""
+        ``on_shard(split, shard)`` is called (from another thread) as each shard is
+        finished and hashed, each shard ``{"file", "index", "tokens", "documents",
+        "continues", "first_document", "inputs", "size", "sha256", "index_sha256",
+        "next"}`` (``next``: where the shard after it starts, to go on from; the
+        sha256 are None without ``checksums``). With
+        ``resume`` (``(kept, next)`` a split each) the run goes on after ``kept``
+        shards of an earlier one. Returns ``{"shards": [shard + "split", ...],
+        "documents", "stats"}``: this run's shards, and the whole dataset's counts.
+        The manifest is Python's."""

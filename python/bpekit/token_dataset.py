@@ -247,7 +247,9 @@ class TokenDataset:
             raise ValueError(f"{place}: 'continues' must be true or false, not {continues!r}")
         if continues and first:
             raise ValueError(f"{place}: the first shard of a split cannot continue a document")
-        sha256, index_sha256 = _field(info, "sha256", str, place), _field(info, "index_sha256", str, place)
+        # None where the dataset was written with checksums=False.
+        sha256 = _field(info, "sha256", str | None, place)
+        index_sha256 = _field(info, "index_sha256", str | None, place)
         shard = Shard(path, index, tokens, documents, continues, _little(dtype), 0, sha256, index_sha256)
         shard = replace(shard, offset=_check_ids_file(shard, fmt))  # the header's length, read
         _check_index_file(index, shard.parts + 1)
@@ -490,7 +492,7 @@ class TokenDataset:
 # -- files -------------------------------------------------------------------------
 
 
-def _field(d: dict[str, Any], key: str, kind: type, place: Any) -> Any:
+def _field(d: dict[str, Any], key: str, kind: Any, place: Any) -> Any:
     """``d[key]``, checked to be a ``kind`` (a count: an int, 0 or more)."""
     if key not in d:
         raise ValueError(f"{place}: no {key!r}; the manifest is damaged or not from bpekit")
@@ -500,7 +502,8 @@ def _field(d: dict[str, Any], key: str, kind: type, place: Any) -> Any:
     else:
         ok = isinstance(value, kind)
     if not ok:
-        want = "a count (a whole number, 0 or more)" if kind is int else f"a {kind.__name__}"
+        name = getattr(kind, "__name__", kind)
+        want = "a count (a whole number, 0 or more)" if kind is int else f"a {name}"
         raise ValueError(f"{place}: {key!r} is {value!r}, not {want}; the manifest is damaged")
     return value
 

@@ -124,6 +124,8 @@ pub struct Chunks<'a> {
     lines: Vec<bool>,
     /// Bytes in the sources after each one.
     after: Vec<usize>,
+    /// Where the first source's chunks start (0 unless a job goes on from there).
+    first_start: usize,
     state: Mutex<ChunksFound<'a>>,
 }
 
@@ -191,6 +193,7 @@ impl<'a> Chunks<'a> {
             threads: 1,
             lines: Vec::new(),
             after,
+            first_start: 0,
             state: Mutex::new(ChunksFound {
                 found: Vec::new(),
                 source: 0,
@@ -203,6 +206,13 @@ impl<'a> Chunks<'a> {
     /// bytes, so that no thread is left with a whole chunk when the others are done.
     pub fn tapered(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
+        self
+    }
+
+    /// Starts the first source's chunks at byte `at`, a chunk's start in an earlier cut
+    /// of it (a safe cut, or a line start): the bytes before it are not read.
+    pub(crate) fn starting_at(mut self, at: usize) -> Self {
+        self.first_start = at;
         self
     }
 
@@ -233,6 +243,10 @@ impl<'a> Chunks<'a> {
                     let bytes = self.sources.get(source)?.bytes();
                     let mut cuts = ChunkCuts::new(bytes, self.specials, self.target, self.kind);
                     cuts.lines = self.lines.get(source).copied().unwrap_or(false);
+                    if source == 0 && self.first_start > 0 {
+                        cuts.start = self.first_start.min(bytes.len());
+                        cuts.from = cuts.start.saturating_add(cuts.target);
+                    }
                     state.ranges.insert(cuts)
                 }
             };

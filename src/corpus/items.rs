@@ -104,7 +104,18 @@ fn push_sequential(runs: &mut Vec<Run>, i: usize, s: Sequential) {
 /// One unit of work.
 pub(crate) struct Item<'a> {
     pub(crate) input: usize,
+    /// Where it starts in its input: a byte offset (of the decompressed text), or a
+    /// feed's batch number. A job started there reads the rest of the input alike.
+    pub(crate) at: u64,
     pub(crate) body: Body<'a>,
+}
+
+/// Where a job starts reading, to go on with an earlier one: at an item start
+/// ([`Item::at`]) of input `input`; inputs before it are not read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Start {
+    pub(crate) input: usize,
+    pub(crate) at: u64,
 }
 
 pub(crate) enum Body<'a> {
@@ -203,10 +214,19 @@ impl<'a> MappedItems<'a> {
     }
 }
 
+impl MappedItems<'_> {
+    /// Starts the first source at byte `at` ([`Chunks::starting_at`]).
+    pub(crate) fn starting_at(mut self, at: usize) -> Self {
+        self.chunks = self.chunks.starting_at(at);
+        self
+    }
+}
+
 impl<'a> Items<'a> for MappedItems<'a> {
     fn get(&self, i: usize) -> Result<Option<Item<'a>>> {
         Ok(self.chunks.get(i).map(|(s, range)| Item {
             input: self.inputs[s],
+            at: range.start as u64,
             body: Body::Mapped {
                 source: &self.sources[s],
                 range,
@@ -239,6 +259,8 @@ impl<'a> Items<'a> for MappedItems<'a> {
 /// by the worker that asks: items made ahead of their asker wait in `ready`.
 pub(crate) struct SequentialItems<'i> {
     state: Mutex<SequentialState>,
+    /// Where the job starts: that input's bytes or batches before it are passed over.
+    start: Option<Start>,
     info: &'i [InputInfo],
     specials: &'i SpecialMatcher,
     kind: Kind,
@@ -260,7 +282,8 @@ struct SequentialState {
 
 enum Current {
     File(Stream, bool),
-    Feed(Box<dyn Feed>),
+    /// A feed and the batches taken from it.
+    Feed(Box<dyn Feed>, u64),
 }
 
 impl<'i> SequentialItems<'i> {
@@ -271,8 +294,10 @@ impl<'i> SequentialItems<'i> {
         kind: Kind,
         target: usize,
         progress: &'i Progress,
+        start: Option<Start>,
     ) -> Self {
         Self {
+            start,
             state: Mutex::new(SequentialState {
                 inputs: inputs.into_iter(),
                 current: None,
@@ -296,20 +321,33 @@ impl<'i> SequentialItems<'i> {
             let Some((input, current)) = &mut state.current else {
                 match state.inputs.next() {
                     None => return Ok(None),
-                    Some((i, Sequential::Feed(feed))) => {
-                        state.current = Some((i, Current::Feed(feed)));
+                    Some((i, Sequential::Feed(mut feed))) => {
+                        let mut taken = 0;
+                        if let Some(start) = self.start.filter(|s| s.input == i) {
+                            while taken < start.at && feed.next_batch()?.is_some() {
+                                taken += 1;
+                            }
+                        }
+                        state.current = Some((i, Current::Feed(feed, taken)));
                     }
                     Some((i, Sequential::File(path, c))) => {
                         let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
-                        state.current = Some((i, Current::File(Stream::open(&path, c)?, lines)));
+                        let mut stream = Stream::open(&path, c)?;
+                        if let Some(start) = self.start.filter(|s| s.input == i) {
+                            stream.pass_over(start.at, lines)?;
+                        }
+                        state.current = Some((i, Current::File(stream, lines)));
                     }
                 }
                 continue;
             };
             let input = *input;
+            let mut at = 0;
             let body = match current {
-                Current::Feed(feed) => {
+                Current::Feed(feed, taken) => {
                     let batch = feed.next_batch()?;
+                    at = *taken;
+                    *taken += 1;
                     if let Some(b) = &batch {
                         // A feed's size is not known ahead: its total grows with it.
                         let n = b.offsets.last().copied().unwrap_or(0) as u64;
@@ -344,11 +382,14 @@ impl<'i> SequentialItems<'i> {
                     if block.is_none() {
                         state.read_before += read;
                     }
+                    if let Some(b) = &block {
+                        at = b.offset;
+                    }
                     block.map(Body::Block)
                 }
             };
             match body {
-                Some(body) => return Ok(Some(Item { input, body })),
+                Some(body) => return Ok(Some(Item { input, at, body })),
                 None => state.current = None,
             }
         }

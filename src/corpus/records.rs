@@ -91,11 +91,24 @@ pub(crate) struct Doc<'b> {
     pub(crate) specials: bool,
 }
 
-/// Counts of one item, added to the job's [`Stats`] once.
-#[derive(Default)]
-struct Tally {
-    documents: u64,
-    bytes: u64,
+/// Counts of one item, added to the job's [`Stats`] once, and handed to the caller
+/// (a dataset's checkpoints add them up in input order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Record documents (a text file's chunks are not documents of their own).
+    pub documents: u64,
+    /// Bytes of text read (of documents, for records; decompressed).
+    pub bytes: u64,
+    /// Bad records skipped.
+    pub skipped: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, other: Tally) {
+        self.documents += other.documents;
+        self.bytes += other.bytes;
+        self.skipped += other.skipped;
+    }
 }
 
 /// Reads the documents of items (see the module docs).
@@ -187,7 +200,7 @@ impl<'j> Reader<'j> {
         source: &'a Source,
         range: Range<usize>,
         f: &mut impl FnMut(Doc<'a>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Tally> {
         let mut tally = Tally::default();
         let result = match &self.info[input].format {
             Some(Format::Jsonl(field)) => {
@@ -215,7 +228,7 @@ impl<'j> Reader<'j> {
             }
         };
         self.add(tally);
-        result
+        result.map(|()| tally)
     }
 
     /// Calls `f` with each document of a block or batch.
@@ -223,11 +236,11 @@ impl<'j> Reader<'j> {
         &self,
         item: &Item<'_>,
         f: &mut impl FnMut(Doc<'_>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Tally> {
         let input = item.input;
         let mut tally = Tally::default();
         let result = match &item.body {
-            Body::Mapped { source, range } => self.mapped(input, source, range.clone(), f),
+            Body::Mapped { source, range } => return self.mapped(input, source, range.clone(), f),
             Body::Block(block) => match &self.info[input].format {
                 Some(Format::Jsonl(field)) => {
                     let whole = simdutf8::basic::from_utf8(&block.bytes).ok();
@@ -251,7 +264,7 @@ impl<'j> Reader<'j> {
             Body::Batch(batch) => self.batch(input, batch, &mut tally, f),
         };
         self.add(tally);
-        result
+        result.map(|()| tally)
     }
 
     fn add(&self, tally: Tally) {
@@ -259,6 +272,9 @@ impl<'j> Reader<'j> {
             .documents
             .fetch_add(tally.documents, Ordering::Relaxed);
         self.stats.bytes.fetch_add(tally.bytes, Ordering::Relaxed);
+        self.stats
+            .skipped
+            .fetch_add(tally.skipped, Ordering::Relaxed);
     }
 
     /// A block of a text file as UTF-8, under the caller's policy.
@@ -316,12 +332,12 @@ impl<'j> Reader<'j> {
     }
 
     /// A record holding no document, at `place`: an error, or skipped and counted.
-    fn bad(&self, place: String, message: String) -> Result<()> {
+    fn bad(&self, place: String, message: String, tally: &mut Tally) -> Result<()> {
         let message = format!("{place}: {message}");
         match self.options.bad_records {
             BadRecords::Error => Err(Error::BadRecord(message)),
             BadRecords::Skip => {
-                self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                tally.skipped += 1;
                 if let Ok(mut examples) = self.stats.examples.lock() {
                     if examples.len() < EXAMPLES {
                         examples.push(message);
@@ -346,7 +362,7 @@ impl<'j> Reader<'j> {
         if policy == SpecialPolicy::Error {
             if let Some((at, token)) = self.first_special(&text) {
                 let message = format!("byte {at} of its text: {}", special_message(token));
-                return self.bad(place(), message);
+                return self.bad(place(), message, tally);
             }
         }
         tally.documents += 1;
@@ -401,7 +417,7 @@ impl<'j> Reader<'j> {
                     Ok(s) => Cow::Borrowed(s),
                     Err(e) => match self.options.utf8 {
                         Utf8Policy::Strict => {
-                            self.bad(place(e.valid_up_to()), "invalid UTF-8".into())?;
+                            self.bad(place(e.valid_up_to()), "invalid UTF-8".into(), tally)?;
                             continue;
                         }
                         Utf8Policy::Replace => {
@@ -415,22 +431,22 @@ impl<'j> Reader<'j> {
                 Cow::Borrowed(s) => match field_of(s, field) {
                     Ok(Found::Text(t)) => t,
                     Ok(other) => {
-                        self.bad(place(0), other.problem(field).unwrap_or_default())?;
+                        self.bad(place(0), other.problem(field).unwrap_or_default(), tally)?;
                         continue;
                     }
                     Err((message, at)) => {
-                        self.bad(place(at), format!("not JSON ({message})"))?;
+                        self.bad(place(at), format!("not JSON ({message})"), tally)?;
                         continue;
                     }
                 },
                 Cow::Owned(s) => match field_of(s, field) {
                     Ok(Found::Text(t)) => Cow::Owned(t.into_owned()),
                     Ok(other) => {
-                        self.bad(place(0), other.problem(field).unwrap_or_default())?;
+                        self.bad(place(0), other.problem(field).unwrap_or_default(), tally)?;
                         continue;
                     }
                     Err((message, _)) => {
-                        self.bad(place(0), format!("not JSON ({message})"))?;
+                        self.bad(place(0), format!("not JSON ({message})"), tally)?;
                         continue;
                     }
                 },
@@ -464,7 +480,7 @@ impl<'j> Reader<'j> {
                 Some(g) => format!("{name}: row group {g}, row {row}"),
                 None => format!("{name}: {} {row}", batch.unit),
             };
-            self.bad(place, message.clone())?;
+            self.bad(place, message.clone(), tally)?;
         }
         let whole = simdutf8::basic::from_utf8(&data[lo..hi]).ok();
         for (i, pair) in offsets.windows(2).enumerate() {
@@ -489,7 +505,7 @@ impl<'j> Reader<'j> {
                         Utf8Policy::Strict => {
                             let message =
                                 format!("invalid UTF-8 at byte {} of its text", err.valid_up_to());
-                            self.bad(place(), message)?;
+                            self.bad(place(), message, tally)?;
                             continue;
                         }
                         Utf8Policy::Replace => {

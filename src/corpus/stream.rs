@@ -143,6 +143,31 @@ impl Stream {
         }
     }
 
+    /// Reads past the first `at` bytes (a block's start in an earlier read of the same
+    /// file), so that the next block starts there.
+    pub(crate) fn pass_over(&mut self, at: u64, count_lines: bool) -> Result<()> {
+        const STEP: u64 = 1 << 20;
+        while self.offset < at {
+            let want = (at - self.offset).min(STEP) as usize;
+            self.fill(want)?;
+            let n = want.min(self.carry.len());
+            if n == 0 {
+                return Err(Error::invalid(format!(
+                    "{}: ends at byte {} of its text, before byte {at} where the earlier \
+                     run read on; was it changed?",
+                    self.path.display(),
+                    self.offset
+                )));
+            }
+            if count_lines {
+                self.line += memchr::memchr_iter(b'\n', &self.carry[..n]).count() as u64;
+            }
+            self.carry.drain(..n);
+            self.offset += n as u64;
+        }
+        Ok(())
+    }
+
     /// Reads until `carry` holds `want` bytes or the stream ends.
     fn fill(&mut self, want: usize) -> Result<()> {
         while !self.done && self.carry.len() < want {
@@ -221,6 +246,20 @@ mod tests {
             assert_eq!(joined, text, "{target}");
             assert_eq!(stream.read.get(), std::fs::metadata(&path).unwrap().len());
         }
+        // Gone on with from a line start: the blocks are the rest, their lines counted.
+        let at = text.len() / 3;
+        let at = at + text[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        stream.pass_over(at as u64, true).unwrap();
+        let block = stream.next_block(1 << 20, true, lines).unwrap().unwrap();
+        assert_eq!((block.offset, &block.bytes[..]), (at as u64, &text[at..]));
+        assert_eq!(
+            block.line,
+            memchr::memchr_iter(b'\n', &text[..at]).count() as u64
+        );
+        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        let e = stream.pass_over(text.len() as u64 + 1, true).unwrap_err();
+        assert!(e.to_string().contains("was it changed?"), "{e}");
         // A damaged file names itself.
         std::fs::write(&path, b"not zstd at all").unwrap();
         let mut stream = Stream::open(&path, Compression::Zstd).unwrap();

@@ -136,6 +136,7 @@ pub fn count_inputs(
                     kind,
                     target,
                     progress,
+                    None,
                 );
                 counts.add(&job.count_items(&items, threads, sized_for)?)?;
             }
@@ -251,9 +252,11 @@ impl Job<'_> {
                     match &item.body {
                         Body::Mapped { source, range } => {
                             self.reader
-                                .mapped(item.input, source, range.clone(), &mut count)?
+                                .mapped(item.input, source, range.clone(), &mut count)?;
                         }
-                        _ => self.reader.owned(&item, &mut count)?,
+                        _ => {
+                            self.reader.owned(&item, &mut count)?;
+                        }
                     }
                     if local.failed() {
                         return Err(oom());

@@ -36,8 +36,9 @@ pub(crate) mod vocab;
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
 pub use file::{
-    encode_dataset, encode_files, encode_inputs, DatasetOptions, DatasetSummary, FileOptions,
-    Marks, ShardFormat, ShardInfo,
+    encode_dataset, encode_files, encode_inputs, split_names, Checkpoint, DatasetOptions,
+    DatasetRun, DatasetSummary, FileOptions, Marks, OnShard, ShardFormat, ShardInfo, ShardStart,
+    SplitResume,
 };
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]

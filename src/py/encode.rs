@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
+use super::dataset::{report_to, resume_of, shard_dict};
 use super::inputs::{inputs_of, stats_dict};
 use super::progress::{check_room, run_with_progress};
 use super::text::text_of;
@@ -18,7 +19,7 @@ use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
 use crate::encode::{
-    encode_dataset, encode_inputs, DatasetOptions, FileOptions, Marks, ShardFormat,
+    encode_dataset, encode_inputs, DatasetOptions, DatasetRun, FileOptions, Marks, ShardFormat,
 };
 use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
@@ -518,8 +519,10 @@ impl PyEncoder {
     }
 
     /// Encodes the documents of `inputs` into the dataset folder `out_dir` (shards and
-    /// document indexes; the manifest is Python's); returns what was written.
-    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None))]
+    /// document indexes; the manifest is Python's, told of each shard by
+    /// `on_shard(split, shard)`); `resume`: `[(kept, next), ...]` a split each, to go
+    /// on from an earlier run. Returns the shards written, the documents and stats.
+    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None, resume = None, on_shard = None, checksums = true))]
     #[allow(clippy::too_many_arguments)]
     fn encode_dataset<'py>(
         &self,
@@ -542,6 +545,9 @@ impl PyEncoder {
         record_eos: Option<u32>,
         file_bos: Option<u32>,
         file_eos: Option<u32>,
+        resume: Option<Vec<(usize, Option<Bound<'py, PyDict>>)>>,
+        on_shard: Option<Py<PyAny>>,
+        checksums: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         check_room()?;
         let options = file_options(
@@ -560,31 +566,34 @@ impl PyEncoder {
             val_fraction,
             seed,
         };
+        let resume = resume_of(resume)?;
+        let report = report_to(on_shard);
         let inputs = inputs_of(inputs)?;
         let encoder = self.inner.clone();
         let summary = run_with_progress(py, progress, move |p| {
-            encode_dataset(&encoder, inputs, &out_dir, options, layout, p)
+            encode_dataset(
+                &encoder,
+                inputs,
+                &out_dir,
+                options,
+                layout,
+                p,
+                DatasetRun {
+                    resume,
+                    on_shard: report,
+                    skip_checksums: !checksums,
+                },
+            )
         })?;
-        let splits = PyDict::new(py);
-        for (name, shards) in &summary.splits {
-            let list = PyList::empty(py);
-            for shard in shards {
-                let d = PyDict::new(py);
-                d.set_item("file", &shard.file)?;
-                d.set_item("index", &shard.index)?;
-                d.set_item("tokens", shard.tokens)?;
-                d.set_item("documents", shard.documents)?;
-                d.set_item("continues", shard.continues)?;
-                d.set_item("first_document", shard.first_document)?;
-                d.set_item("inputs", shard.inputs.clone())?;
-                list.append(d)?;
-            }
-            splits.set_item(*name, list)?;
+        let shards = PyList::empty(py);
+        for shard in &summary.shards {
+            let d = shard_dict(py, shard)?;
+            d.set_item("split", shard.split)?;
+            shards.append(d)?;
         }
         let out = PyDict::new(py);
-        out.set_item("splits", splits)?;
+        out.set_item("shards", shards)?;
         out.set_item("documents", summary.documents)?;
-        out.set_item("tokens", summary.tokens)?;
         out.set_item("stats", stats_dict(py, &summary.stats)?)?;
         Ok(out)
     }

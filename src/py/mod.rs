@@ -3,6 +3,7 @@
 //! small `feed`), where releasing it would cost more than the work; long jobs report
 //! progress and honour Ctrl-C via `progress`.
 
+mod dataset;
 mod encode;
 mod errors;
 mod inputs;

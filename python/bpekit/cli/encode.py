@@ -56,7 +56,23 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "number and --seed (default: 0, no val/)",
     )
     ds.add_argument("--seed", type=int, default=None, help="seed of the val split (default: 0)")
-    ds.add_argument("--overwrite", action="store_true", help="replace a dataset already in the folder")
+    ds.add_argument(
+        "--overwrite",
+        action="store_const",
+        const=True,
+        default=None,
+        help="start over, replacing a dataset already in the folder (by default a run that was "
+        "cut short is gone on with, keeping its finished shards)",
+    )
+    ds.add_argument(
+        "--no-checksums",
+        dest="checksums",
+        action="store_const",
+        const=False,
+        default=None,
+        help="record no sha256 of the shards in the manifest (hashing costs ~10%% of an "
+        "encoding core; a resumed run then checks sizes only)",
+    )
     p.add_argument(
         "--dtype",
         choices=["uint16", "uint32"],
@@ -98,6 +114,7 @@ _DATASET_FLAGS = {
     "val_fraction": "--val-fraction",
     "seed": "--seed",
     "overwrite": "--overwrite",
+    "checksums": "--no-checksums",
 }
 
 
@@ -105,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
     args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
-    # Compared by identity: `--shard-tokens 0` is given (and refused), not 0 == False.
-    given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None and v is not False}
+    # Every flag's default is None: `--shard-tokens 0` is given (and refused).
+    given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None}
     if args.out.suffix != ".npy":
         return _run_dataset(args, tok, given)
     if given:
@@ -147,12 +164,17 @@ def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> 
     from bpekit.dataset_writer import write_dataset
 
     t0 = time.perf_counter()
-    result = write_dataset(args.inputs, args.out, tok, **layout, **_encode_options(args))
+    resume = not layout.pop("overwrite", None)
+    # The spec, where it gives this tokenizer, so that the manifest names its files.
+    spec = args.tokenizer if args.special_tokens is None else tok
+    result = write_dataset(args.inputs, args.out, spec, **layout, resume=resume, **_encode_options(args))
     dt = max(time.perf_counter() - t0, 1e-9)
     m = result.manifest
     if result.done_before:
         print(f"{args.out}: holds this dataset already (the same inputs and options); nothing to do")
     else:
+        if result.kept:
+            print(f"went on with an unfinished run: kept its {result.kept:,} finished shard(s)")
         total, n = m["totals"]["bytes"], m["totals"]["tokens"]
         print(
             f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "

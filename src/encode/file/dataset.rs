@@ -9,10 +9,12 @@
 
 use std::path::Path;
 
+use super::hasher::{Hasher, OnShard};
 use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
 use super::options::FileOptions;
+use super::resume::{self, Checkpoint, ShardStart, SplitResume};
 use super::shard::{ShardFormat, ShardInfo, Shards};
-use crate::corpus::{Input, StatsSummary};
+use crate::corpus::{Input, StatsSummary, Tally};
 use crate::encode::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -30,11 +32,34 @@ pub struct DatasetOptions {
 /// What a dataset encode wrote.
 #[derive(Debug)]
 pub struct DatasetSummary {
-    /// The shards of `train` and, when there is a validation split, `val`.
-    pub splits: Vec<(&'static str, Vec<ShardInfo>)>,
+    /// The shards this run wrote (after those of the run it went on from), in the
+    /// order they finished.
+    pub shards: Vec<ShardInfo>,
+    /// Documents of the whole dataset.
     pub documents: u64,
-    pub tokens: u64,
+    /// What was read, the run this one went on from included.
     pub stats: StatsSummary,
+}
+
+/// The splits a layout has: `train`, and `val` when `val_fraction > 0`.
+pub fn split_names(layout: &DatasetOptions) -> &'static [&'static str] {
+    match layout.val_fraction > 0.0 {
+        true => &["train", "val"],
+        false => &["train"],
+    }
+}
+
+/// How a dataset run relates to others: what it goes on from, who hears of its shards.
+#[derive(Default)]
+pub struct DatasetRun {
+    /// One per split, as [`split_names`] orders them: the run goes on after the shards
+    /// an earlier run of the same inputs and options finished ([`super::resume`]).
+    pub resume: Option<Vec<SplitResume>>,
+    /// Hears of each shard once it is finished and hashed.
+    pub on_shard: Option<OnShard>,
+    /// Leaves the shards unhashed (their sha256 empty): a run then resumes checking
+    /// sizes only.
+    pub skip_checksums: bool,
 }
 
 /// Encodes `inputs` into the dataset folder `root` (which exists), shard by shard.
@@ -45,7 +70,13 @@ pub fn encode_dataset(
     options: FileOptions,
     layout: DatasetOptions,
     progress: &Progress,
+    run: DatasetRun,
 ) -> Result<DatasetSummary> {
+    let DatasetRun {
+        resume,
+        on_shard,
+        skip_checksums,
+    } = run;
     check_options(encoder, &options)?;
     if !(0.0..1.0).contains(&layout.val_fraction) {
         return Err(Error::invalid(format!(
@@ -62,54 +93,57 @@ pub fn encode_dataset(
             layout.shard_tokens
         )));
     }
-    let names: &[&'static str] = match layout.val_fraction > 0.0 {
-        true => &["train", "val"],
-        false => &["train"],
-    };
+    let names = split_names(&layout);
+    let resume = resume.unwrap_or_else(|| vec![SplitResume::default(); names.len()]);
+    if resume.len() != names.len() {
+        return Err(Error::invalid(format!(
+            "resume: {} splits given, the layout has {}",
+            resume.len(),
+            names.len()
+        )));
+    }
+    if resume.iter().any(|r| r.next.is_none() && r.kept > 0) {
+        return Err(Error::invalid(
+            "resume: kept shards need the start of the next",
+        ));
+    }
     for name in names {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     }
-    let mut specials: Vec<u32> = encoder.specials().ids.clone();
-    specials.sort_unstable();
-    let mut writer = DatasetWriter {
-        splits: names
-            .iter()
-            .map(|name| {
-                Shards::new(
-                    root,
-                    name,
-                    layout.format,
-                    options.dtype_bytes,
-                    layout.shard_tokens,
-                )
-            })
-            .collect(),
-        layout,
-        options,
-        is_text: is_text_file(&inputs),
-        specials,
-        documents: 0,
-        current: None,
-        tokens: 0,
-        ended: 0,
-        started: false,
-        released: vec![0; inputs.len()],
-    };
-    let stats = encode_all(encoder, inputs, options, progress, root, &mut writer)?;
-    writer.end().map_err(|e| Error::io(root, e))?;
-    for shards in &mut writer.splits {
-        shards.finish().map_err(|e| Error::io(root, e))?;
+    let n_inputs = inputs.len();
+    let from = resume::from(&resume);
+    if from.input > n_inputs {
+        return Err(Error::invalid(format!(
+            "resume: input {} of {n_inputs} is where the earlier run went on",
+            from.input
+        )));
     }
+    let hasher = Hasher::start(root, !skip_checksums, on_shard).map_err(|e| Error::io(root, e))?;
+    let mut writer = DatasetWriter::new(encoder, root, &inputs, options, layout, &resume, &hasher);
+    writer.restore(&from);
+    let start = (from != Checkpoint::default()).then(|| from.start());
+    let outcome = encode_all(encoder, inputs, options, progress, root, &mut writer, start)
+        .and_then(|stats| {
+            writer.finish(n_inputs).map_err(|e| Error::io(root, e))?;
+            Ok(stats)
+        });
+    let (documents, read, is_text) = (writer.documents, writer.read, writer.is_text.clone());
+    // The shards' senders go with the writer: the hasher ends once they are gone.
+    drop(writer);
+    // A failed hash or report stops the writer at its next shard: it is the cause.
+    let shards = hasher.finish().map_err(|e| Error::io(root, e))?;
+    let read_now = outcome?;
+    let text_files = is_text.iter().filter(|&&t| t).count() as u64;
     Ok(DatasetSummary {
-        documents: writer.documents,
-        tokens: writer.tokens,
-        splits: names
-            .iter()
-            .copied()
-            .zip(writer.splits.into_iter().map(|s| s.done))
-            .collect(),
-        stats,
+        shards,
+        documents,
+        stats: StatsSummary {
+            documents: read.documents + text_files,
+            skipped: read.skipped,
+            examples: read_now.examples,
+            bytes: read.bytes,
+        },
     })
 }
 
@@ -124,14 +158,81 @@ struct DatasetWriter {
     documents: u64,
     /// The split of the open document.
     current: Option<usize>,
-    tokens: u64,
+    /// Tokens of the open document still to drop (`u64::MAX`: all of it): they are
+    /// in the shards of the run this one goes on from.
+    dropping: Option<u64>,
+    /// Per split, where its shards go on ([`SplitResume::start`]): what comes before
+    /// is dropped.
+    from: Vec<ShardStart>,
     /// Inputs before this one are ended; whether it has begun.
     ended: usize,
     started: bool,
     released: Vec<usize>,
+    /// Where the item being written starts, and what was read before it.
+    item: Checkpoint,
+    read: Tally,
 }
 
 impl DatasetWriter {
+    fn new(
+        encoder: &Encoder,
+        root: &Path,
+        inputs: &[Input],
+        options: FileOptions,
+        layout: DatasetOptions,
+        resume: &[SplitResume],
+        hasher: &Hasher,
+    ) -> Self {
+        let mut specials: Vec<u32> = encoder.specials().ids.clone();
+        specials.sort_unstable();
+        let splits = split_names(&layout)
+            .iter()
+            .zip(resume)
+            .map(|(name, r)| {
+                Shards::new(
+                    root,
+                    name,
+                    layout.format,
+                    options.dtype_bytes,
+                    layout.shard_tokens,
+                    r.kept,
+                    hasher.sender(),
+                )
+            })
+            .collect();
+        Self {
+            splits,
+            layout,
+            options,
+            is_text: is_text_file(inputs),
+            specials,
+            documents: 0,
+            current: None,
+            dropping: None,
+            from: resume.iter().map(SplitResume::start).collect(),
+            ended: 0,
+            started: false,
+            released: vec![0; inputs.len()],
+            item: Checkpoint::default(),
+            read: Tally::default(),
+        }
+    }
+
+    /// Takes up the state of checkpoint `c`, where the run starts reading.
+    fn restore(&mut self, c: &Checkpoint) {
+        self.documents = c.documents;
+        self.ended = c.input;
+        self.started = c.started;
+        self.read = c.read;
+        self.item = *c;
+        // A document open there began before every split's start: all of it is
+        // dropped ([`super::resume`]).
+        if c.open && c.documents > 0 {
+            self.current = Some(self.split_of(c.documents - 1));
+            self.dropping = Some(u64::MAX);
+        }
+    }
+
     /// The split of document `n`: `val` for a share `val_fraction` of the documents,
     /// by a hash of `n` and the seed.
     fn split_of(&self, n: u64) -> usize {
@@ -144,53 +245,137 @@ impl DatasetWriter {
         usize::from(unit < self.layout.val_fraction)
     }
 
-    fn begin(&mut self, input: usize) -> std::io::Result<()> {
+    /// Opens the next document; returns its split, or `None` when it (or its start)
+    /// is dropped, being in the shards of the run this one goes on from.
+    fn open(&mut self) -> std::io::Result<(u64, usize, Option<u64>)> {
         self.end()?;
         let n = self.documents;
         self.documents += 1;
         let split = self.split_of(n);
-        self.splits[split].begin(n, input)?;
+        self.splits[split].mark = self.item;
+        let from = self.from[split];
+        let drop = match n.cmp(&from.document) {
+            std::cmp::Ordering::Less => Some(u64::MAX),
+            std::cmp::Ordering::Equal if from.skip > 0 => Some(from.skip),
+            _ => None,
+        };
+        Ok((n, split, drop))
+    }
+
+    fn begin(&mut self, input: usize) -> std::io::Result<()> {
+        let (n, split, drop) = self.open()?;
         self.current = Some(split);
-        Ok(())
+        self.dropping = drop;
+        match drop {
+            None => self.splits[split].begin(n, input),
+            Some(_) => Ok(()),
+        }
     }
 
     /// A whole document, from input `input`.
     fn whole(&mut self, input: usize, ids: &[u32]) -> std::io::Result<()> {
-        self.end()?;
-        let n = self.documents;
-        self.documents += 1;
-        self.tokens += ids.len() as u64;
-        let split = self.split_of(n);
-        self.splits[split].whole(n, input, ids)
+        let (n, split, drop) = self.open()?;
+        match drop {
+            None => self.splits[split].whole(n, input, ids),
+            Some(u64::MAX) => Ok(()),
+            Some(skip) => {
+                let rest = usize::try_from(skip)
+                    .ok()
+                    .and_then(|s| ids.get(s..))
+                    .filter(|rest| !rest.is_empty())
+                    .ok_or_else(changed_input)?;
+                let shards = &mut self.splits[split];
+                shards.go_on_with(n, input, skip);
+                shards.push(rest)?;
+                shards.end()
+            }
+        }
     }
 
     /// Ids of the open document (one is begun if none is open).
-    fn push(&mut self, input: usize, ids: &[u32]) -> std::io::Result<()> {
+    fn push(&mut self, input: usize, mut ids: &[u32]) -> std::io::Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         if self.current.is_none() {
             self.begin(input)?;
         }
-        self.tokens += ids.len() as u64;
-        match self.current {
-            Some(split) => self.splits[split].push(ids),
-            None => Ok(()),
+        let Some(split) = self.current else {
+            return Ok(());
+        };
+        match self.dropping {
+            None => {}
+            Some(u64::MAX) => return Ok(()),
+            Some(left) if left >= ids.len() as u64 => {
+                self.dropping = Some(left - ids.len() as u64);
+                return Ok(());
+            }
+            Some(left) => {
+                ids = &ids[left as usize..];
+                self.dropping = None;
+                let written = self.from[split].skip;
+                self.splits[split].go_on_with(self.documents - 1, input, written);
+            }
         }
+        self.splits[split].push(ids)
     }
 
     fn end(&mut self) -> std::io::Result<()> {
-        match self.current.take() {
-            Some(split) => self.splits[split].end(),
-            None => Ok(()),
+        let Some(split) = self.current.take() else {
+            return Ok(());
+        };
+        match self.dropping.take() {
+            None => self.splits[split].end(),
+            Some(u64::MAX) => Ok(()),
+            // The document ended before the tokens the earlier run wrote of it.
+            Some(_) => Err(changed_input()),
         }
     }
+
+    /// Ends the last document and every split's last shard, once every input is.
+    fn finish(&mut self, n_inputs: usize) -> std::io::Result<()> {
+        self.end()?;
+        let end = ShardStart {
+            from: Checkpoint {
+                input: n_inputs,
+                at: 0,
+                documents: self.documents,
+                open: false,
+                started: false,
+                read: self.read,
+            },
+            document: self.documents,
+            skip: 0,
+        };
+        for shards in &mut self.splits {
+            shards.finish(end)?;
+        }
+        Ok(())
+    }
+}
+
+/// The inputs do not hold what the run that is gone on from read in them.
+fn changed_input() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "the inputs differ from those of the run being resumed; start over (resume=False, \
+         --overwrite)",
+    )
 }
 
 impl Sink for DatasetWriter {
     fn write(&mut self, encoded: &Encoded<'_>) -> std::io::Result<()> {
         let input = encoded.input;
         self.end_until(input)?;
+        self.item = Checkpoint {
+            input,
+            at: encoded.at,
+            documents: self.documents,
+            open: self.current.is_some(),
+            started: self.started,
+            read: self.read,
+        };
+        self.read.add(encoded.tally);
         let text = self.is_text[input];
         if !self.started {
             self.started = true;

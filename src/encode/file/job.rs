@@ -8,7 +8,7 @@ use super::options::FileOptions;
 use super::ordered::ordered_map;
 use crate::corpus::{
     self, Body, Doc, Format, Input, Items, MappedItems, ReadOptions, Reader, Run, SequentialItems,
-    Stats, StatsSummary,
+    Start, Stats, StatsSummary, Tally,
 };
 use crate::encode::encoder::Encoder;
 use crate::encode::engine::short_lines_for;
@@ -81,7 +81,9 @@ pub(super) trait Sink {
 const MAX_AUTO_CHUNK: usize = 1 << 20;
 
 /// Encodes the documents of `inputs` in order into `sink`, on the options' threads;
-/// returns what was read. `output` names the output in write errors.
+/// returns what was read. `output` names the output in write errors. With `start`, the
+/// job goes on from there: what comes before it is not read, and the sink is told of
+/// no input before it.
 pub(super) fn encode_all(
     encoder: &Encoder,
     inputs: Vec<Input>,
@@ -89,6 +91,7 @@ pub(super) fn encode_all(
     progress: &Progress,
     output: &Path,
     sink: &mut impl Sink,
+    start: Option<Start>,
 ) -> Result<StatsSummary> {
     let threads = if options.num_threads == 0 {
         crate::pool::default_threads()
@@ -99,8 +102,29 @@ pub(super) fn encode_all(
     if !crate::hugemem::probe(room) {
         return Err(Error::out_of_memory::<u8>("starting the work", room));
     }
-    let (info, runs) = corpus::plan(inputs);
+    let (info, mut runs) = corpus::plan(inputs);
+    if let Some(start) = start {
+        for run in &mut runs {
+            match run {
+                Run::Mapped(files) => files.retain(|(i, _)| *i >= start.input),
+                Run::Sequential(list) => list.retain(|(i, _)| *i >= start.input),
+            }
+        }
+        runs.retain(|run| match run {
+            Run::Mapped(files) => !files.is_empty(),
+            Run::Sequential(list) => !list.is_empty(),
+        });
+    }
     progress.reset(runs.iter().map(Run::size_on_disk).sum());
+    // A mapped file gone on with from a byte: the bytes before it count as done.
+    let mut mapped_start = start.filter(|s| {
+        runs.iter().any(|run| {
+            matches!(run, Run::Mapped(files) if files.first().is_some_and(|(i, _)| *i == s.input))
+        })
+    });
+    if let Some(s) = mapped_start {
+        progress.add(s.at);
+    }
     let stats = Stats::default();
     let read = ReadOptions {
         utf8: options.utf8,
@@ -131,13 +155,18 @@ pub(super) fn encode_all(
                 let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
                 let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
                 let cut = reader.cut_specials();
+                let first_at = mapped_start
+                    .take_if(|s| inputs.first() == Some(&s.input))
+                    .map_or(0, |s| usize::try_from(s.at).unwrap_or(usize::MAX));
                 let items =
-                    MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers);
+                    MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers)
+                        .starting_at(first_at);
                 job.run(&items, workers, sink).map_err(io_at(output))
             })?,
             Run::Sequential(list) => {
                 let cut = reader.cut_specials();
-                let items = SequentialItems::new(list, &info, cut, kind, chunk_size, progress);
+                let items =
+                    SequentialItems::new(list, &info, cut, kind, chunk_size, progress, start);
                 job.run(&items, threads, sink).map_err(io_at(output))?;
             }
         }
@@ -185,6 +214,10 @@ struct Job<'j> {
 /// One item's ids, and what the writer needs to know of it.
 pub(super) struct Encoded<'a> {
     pub(super) input: usize,
+    /// Where the item starts in its input ([`corpus::Start`]).
+    pub(super) at: u64,
+    /// What was read of it.
+    pub(super) tally: Tally,
     /// A mapped chunk's file and end, to release the bytes behind it once written.
     pub(super) mapped: Option<(&'a corpus::Source, usize)>,
     pub(super) ids: Vec<u32>,
@@ -255,20 +288,20 @@ impl Job<'_> {
                     }
                     Ok(())
                 };
-                let mapped = match &item.body {
+                let (mapped, tally) = match &item.body {
                     Body::Mapped { source, range } => {
-                        self.reader
-                            .mapped(item.input, source, range.clone(), &mut encode)?;
-                        Some((*source, range.end))
+                        let tally =
+                            self.reader
+                                .mapped(item.input, source, range.clone(), &mut encode)?;
+                        (Some((*source, range.end)), tally)
                     }
-                    _ => {
-                        self.reader.owned(&item, &mut encode)?;
-                        None
-                    }
+                    _ => (None, self.reader.owned(&item, &mut encode)?),
                 };
                 self.progress.add(item.progress_len());
                 Ok(Some(Encoded {
                     input: item.input,
+                    at: item.at,
+                    tally,
                     mapped,
                     ids,
                     record_ends,

@@ -14,21 +14,25 @@
 use std::path::{Path, PathBuf};
 
 mod dataset;
+mod hasher;
 mod job;
 mod npy;
 mod options;
 mod ordered;
 mod outfile;
+mod resume;
 mod shard;
 
 use crate::corpus::{Input, StatsSummary};
 use crate::encode::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-pub use dataset::{encode_dataset, DatasetOptions, DatasetSummary};
+pub use dataset::{encode_dataset, split_names, DatasetOptions, DatasetRun, DatasetSummary};
+pub use hasher::OnShard;
 use job::{check_options, encode_all, is_text_file, Encoded, Sink};
 pub use options::{FileOptions, Marks};
 use outfile::OutFile;
+pub use resume::{Checkpoint, ShardStart, SplitResume};
 pub use shard::{ShardFormat, ShardInfo};
 
 /// Encodes the text files `paths` in order into the `.npy` file `output`; returns the
@@ -153,7 +157,15 @@ fn write_npy(
         started: false,
         released: vec![0; inputs.len()],
     };
-    let stats = encode_all(encoder, inputs, options, progress, output, &mut writer)?;
+    let stats = encode_all(
+        encoder,
+        inputs,
+        options,
+        progress,
+        output,
+        &mut writer,
+        None,
+    )?;
     let count = writer.count;
     file.finish(&npy::header(descr, count)).map_err(io)?;
     Ok((count, stats))

@@ -10,9 +10,11 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
 
 use super::npy;
 use super::outfile::OutFile;
+use super::resume::{Checkpoint, ShardStart};
 use crate::atomic::AtomicFile;
 
 /// The byte layout of a shard.
@@ -70,9 +72,16 @@ impl ShardFormat {
 /// A finished shard.
 #[derive(Clone, Debug)]
 pub struct ShardInfo {
+    /// The split it belongs to ("train", "val").
+    pub split: &'static str,
     /// The shard's file and its index, relative to the dataset folder.
     pub file: String,
     pub index: String,
+    /// The file's size in bytes, and the sha256 of the file and of the index (hex;
+    /// empty until hashed).
+    pub size: u64,
+    pub sha256: String,
+    pub index_sha256: String,
     pub tokens: u64,
     /// Documents that start in the shard.
     pub documents: u64,
@@ -81,6 +90,9 @@ pub struct ShardInfo {
     /// The dataset-wide number of its first document, and the inputs it came from.
     pub first_document: u64,
     pub inputs: Vec<usize>,
+    /// Where the shard after it starts (after the last: the end of the input), for a
+    /// run that goes on from here ([`super::resume`]).
+    pub next: Option<ShardStart>,
 }
 
 struct Open {
@@ -101,7 +113,16 @@ pub(super) struct Shards {
     width: usize,
     shard_tokens: u64,
     open: Option<Open>,
-    pub(super) done: Vec<ShardInfo>,
+    /// Shards finished (those of an earlier run included).
+    finished: usize,
+    /// The last shard finished, until the next starts and says where that is.
+    pending: Option<ShardInfo>,
+    /// Where finished shards go (to be hashed and recorded).
+    out: Sender<ShardInfo>,
+    /// Where the open document began (the item it began in), set by the caller.
+    pub(super) mark: Checkpoint,
+    /// Tokens of the open document written so far, in this shard and those before.
+    doc_tokens: u64,
     /// The ids of the document being written that may still move to the next shard.
     waiting: Vec<u32>,
     /// Whether a document is open, and whether its ids wait in `waiting`.
@@ -113,12 +134,16 @@ pub(super) struct Shards {
 }
 
 impl Shards {
+    /// The shards of `split` after the first `first` (written by an earlier run), each
+    /// sent to `out` once finished and the next one started.
     pub(super) fn new(
         root: &Path,
         split: &'static str,
         format: ShardFormat,
         width: usize,
         shard_tokens: u64,
+        first: usize,
+        out: Sender<ShardInfo>,
     ) -> Self {
         Self {
             root: root.to_owned(),
@@ -127,7 +152,11 @@ impl Shards {
             width,
             shard_tokens: shard_tokens.max(1),
             open: None,
-            done: Vec::new(),
+            finished: first,
+            pending: None,
+            out,
+            mark: Checkpoint::default(),
+            doc_tokens: 0,
             waiting: Vec::new(),
             in_doc: false,
             movable: false,
@@ -142,10 +171,17 @@ impl Shards {
 
     /// Opens the next shard; `continues`: it starts with the rest of the open document.
     fn start_shard(&mut self, continues: bool) -> io::Result<()> {
-        let k = self.done.len();
-        let path = self.root.join(self.name(k, self.format.extension()));
-        let mut file = OutFile::create(&path)?;
-        file.write_bytes(&self.format.header(self.width, 0))?;
+        let k = self.finished;
+        let name = self.name(k, self.format.extension());
+        let start = ShardStart {
+            from: self.mark,
+            document: self.document,
+            skip: if continues { self.doc_tokens } else { 0 },
+        };
+        self.send_pending(start)?;
+        let mut file = OutFile::create(&self.root.join(&name)).map_err(|e| named(&name, e))?;
+        file.write_bytes(&self.format.header(self.width, 0))
+            .map_err(|e| named(&name, e))?;
         self.open = Some(Open {
             file,
             tokens: 0,
@@ -157,31 +193,55 @@ impl Shards {
         Ok(())
     }
 
+    /// Sends the shard finished last, now that the shard after it starts at `next`.
+    fn send_pending(&mut self, next: ShardStart) -> io::Result<()> {
+        match self.pending.take() {
+            Some(mut info) => {
+                info.next = Some(next);
+                self.out
+                    .send(info)
+                    .map_err(|_| io::Error::other("the shards' hasher stopped"))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Finishes the open shard: its ids, its header, its index.
     fn finish_shard(&mut self) -> io::Result<()> {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
-        let k = self.done.len();
-        open.file
-            .finish(&self.format.header(self.width, open.tokens))?;
+        let k = self.finished;
+        let file = self.name(k, self.format.extension());
+        let header = self.format.header(self.width, open.tokens);
+        let size = header.len() as u64 + open.tokens * self.width as u64;
+        open.file.finish(&header).map_err(|e| named(&file, e))?;
         let index = self.name(k, "idx.npy");
         let mut bytes = npy_u64_header(open.starts.len() as u64 + 1);
         for &s in open.starts.iter().chain([open.tokens].iter()) {
             bytes.extend_from_slice(&s.to_le_bytes());
         }
-        let file = AtomicFile::create(&self.root.join(&index), false)?;
-        io::Write::write_all(&mut file.file(), &bytes)?;
-        file.commit()?;
+        let write_index = || -> io::Result<()> {
+            let f = AtomicFile::create(&self.root.join(&index), false)?;
+            io::Write::write_all(&mut f.file(), &bytes)?;
+            f.commit()
+        };
+        write_index().map_err(|e| named(&index, e))?;
         let documents = open.starts.len() as u64 - u64::from(open.continues);
-        self.done.push(ShardInfo {
-            file: self.name(k, self.format.extension()),
+        self.finished += 1;
+        self.pending = Some(ShardInfo {
+            split: self.split,
+            file,
             index,
+            size,
+            sha256: String::new(),
+            index_sha256: String::new(),
             tokens: open.tokens,
             documents,
             continues: open.continues,
             first_document: open.first_document,
             inputs: open.inputs,
+            next: None,
         });
         Ok(())
     }
@@ -192,6 +252,7 @@ impl Shards {
         self.in_doc = true;
         self.document = document;
         self.input = input;
+        self.doc_tokens = 0;
         let full = self
             .open
             .as_ref()
@@ -232,6 +293,16 @@ impl Shards {
         self.write(ids)?;
         self.in_doc = false;
         Ok(())
+    }
+
+    /// Goes on with document `document`, of which `written` tokens are in the shards
+    /// of an earlier run: the next ids start a shard that continues it.
+    pub(super) fn go_on_with(&mut self, document: u64, input: usize, written: u64) {
+        self.in_doc = true;
+        self.movable = false;
+        self.document = document;
+        self.input = input;
+        self.doc_tokens = written;
     }
 
     /// Ids of the open document.
@@ -288,8 +359,11 @@ impl Shards {
                 .as_mut()
                 .ok_or_else(|| io::Error::other("no shard"))?;
             let room = (self.shard_tokens - open.tokens).min(ids.len() as u64) as usize;
-            open.file.write_ids(&ids[..room], self.width)?;
+            if let Err(e) = open.file.write_ids(&ids[..room], self.width) {
+                return Err(named(&self.name(self.finished, self.format.extension()), e));
+            }
             open.tokens += room as u64;
+            self.doc_tokens += room as u64;
             ids = &ids[room..];
         }
         Ok(())
@@ -304,11 +378,18 @@ impl Shards {
         Ok(())
     }
 
-    /// Closes the open document and the last shard.
-    pub(super) fn finish(&mut self) -> io::Result<()> {
+    /// Closes the open document and the last shard; `end`: the end of the input, where
+    /// a run going on from here has nothing left to write.
+    pub(super) fn finish(&mut self, end: ShardStart) -> io::Result<()> {
         self.end()?;
-        self.finish_shard()
+        self.finish_shard()?;
+        self.send_pending(end)
     }
+}
+
+/// `e`, naming the shard file `name` (relative to the dataset folder).
+fn named(name: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{name}: {e}"))
 }
 
 fn note_input(inputs: &mut Vec<usize>, input: usize) {
@@ -337,7 +418,8 @@ mod tests {
     fn documents_move_to_the_next_shard_or_fill_shards_in_turn() {
         let root = std::env::temp_dir().join(format!("bpekit-shards-{}", std::process::id()));
         std::fs::create_dir_all(root.join("train")).unwrap();
-        let mut shards = Shards::new(&root, "train", ShardFormat::Bin, 2, 6);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let mut shards = Shards::new(&root, "train", ShardFormat::Bin, 2, 6, 0, sender);
         let lengths = [3u32, 5, 2, 10, 0, 4];
         let mut next = 0u32;
         for (n, &len) in lengths.iter().enumerate() {
@@ -354,8 +436,10 @@ mod tests {
             shards.push(&ids[half..]).unwrap();
             shards.end().unwrap();
         }
-        shards.finish().unwrap();
-        let done = &shards.done;
+        shards.finish(ShardStart::default()).unwrap();
+        drop(shards);
+        let done: Vec<ShardInfo> = receiver.iter().collect();
+        assert!(done[..5].iter().all(|s| s.next.is_some()));
         let tokens: Vec<u64> = done.iter().map(|s| s.tokens).collect();
         assert_eq!(tokens, [3, 5, 2, 6, 4, 4]);
         let documents: Vec<u64> = done.iter().map(|s| s.documents).collect();
@@ -365,7 +449,7 @@ mod tests {
         let index = std::fs::read(root.join(&done[4].index)).unwrap();
         assert_eq!(u64s(&index), [0, 4, 4]);
         let mut all = Vec::new();
-        for shard in done {
+        for shard in &done {
             let bytes = std::fs::read(root.join(&shard.file)).unwrap();
             all.extend(
                 bytes
