@@ -198,6 +198,7 @@ class Tokenizer:
         self._default_allowed = default_allowed
         self._vocab: dict[int, bytes] | None = None
         self._merges: list[tuple[bytes, bytes]] | None = None
+        self._fingerprint: str | None = None
 
     # ---- construction -------------------------------------------------------------
 
@@ -591,7 +592,9 @@ class Tokenizer:
 
     # Fields that `_setup` rebuilds from the native encoder; the rest of `__dict__` (a
     # subclass's or a user's attributes) travels as it is.
-    _REBUILT = frozenset({"_core", "name", "_special_tokens", "_default_allowed", "_vocab", "_merges"})
+    _REBUILT = frozenset(
+        {"_core", "name", "_special_tokens", "_default_allowed", "_vocab", "_merges", "_fingerprint"}
+    )
 
     def __reduce__(
         self,
