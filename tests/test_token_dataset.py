@@ -614,6 +614,10 @@ def test_inspect_an_incomplete_dataset_and_its_errors(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "complete    no: the run writing it has not finished; re-run it to resume" in r.stdout
     assert "files       not checked: the dataset is incomplete" in r.stdout
+    shards = json.loads((tmp_path / "manifest.json").read_text())["splits"]["train"]["shards"]
+    tokens = sum(s["tokens"] for s in shards)
+    assert f"train       {len(shards)} shards finished so far, {tokens:,} tokens" in r.stdout
+    assert "total       not known until the run finishes" in r.stdout
     r = inspect(str(tmp_path), "--file", "x.txt")
     assert r.returncode == 2 and "is a token dataset folder; --file and --special-token describe" in r.stderr
     edit_manifest(tmp_path, lambda m: m.update(format_version=9))

@@ -51,6 +51,19 @@ def _tokenizer(entry: Any) -> str:
     return f"{entry.get('name', '?')}" + (f" ({'; '.join(said)})" if said else "")
 
 
+def _totals_line(totals: dict[str, Any]) -> str:
+    tokens, documents = _count(totals.get("tokens"), "token"), _count(totals.get("documents"), "document")
+    line = f"total       {tokens}, {documents}"
+    nbytes, ntokens = totals.get("bytes"), totals.get("tokens")
+    if isinstance(nbytes, int):
+        line += f", {nbytes:,} bytes of text"
+        if isinstance(ntokens, int) and ntokens:
+            line += f" ({nbytes / ntokens:.3f} bytes/token)"
+    if totals.get("skipped"):
+        line += f"; {_count(totals['skipped'], 'bad record')} skipped"
+    return line
+
+
 def summary(folder: Path, manifest: dict[str, Any]) -> list[str]:
     """The lines that describe a dataset from its manifest."""
     m = manifest
@@ -72,6 +85,12 @@ def summary(folder: Path, manifest: dict[str, Any]) -> list[str]:
     for name, split in splits.items():
         split = split if isinstance(split, dict) else {}
         shards = split.get("shards")
+        if not complete and isinstance(shards, list):
+            # An unfinished run's manifest lists the shards finished so far.
+            done = [s for s in shards if isinstance(s, dict)]
+            tokens = sum(s.get("tokens", 0) for s in done if isinstance(s.get("tokens"), int))
+            lines.append(f"{name:<11} {_count(len(done), 'shard')} finished so far, {tokens:,} tokens")
+            continue
         counts = [
             _count(split.get("tokens"), "token"),
             _count(split.get("documents"), "document"),
@@ -79,17 +98,11 @@ def summary(folder: Path, manifest: dict[str, Any]) -> list[str]:
         ]
         lines.append(f"{name:<11} {', '.join(counts)}")
     totals = m.get("totals") if isinstance(m.get("totals"), dict) else {}
-    line = (
-        f"total       {_count(totals.get('tokens'), 'token')}, {_count(totals.get('documents'), 'document')}"
-    )
-    nbytes, ntokens = totals.get("bytes"), totals.get("tokens")
-    if isinstance(nbytes, int):
-        line += f", {nbytes:,} bytes of text"
-        if isinstance(ntokens, int) and ntokens:
-            line += f" ({nbytes / ntokens:.3f} bytes/token)"
-    if totals.get("skipped"):
-        line += f"; {_count(totals['skipped'], 'bad record')} skipped"
-    lines.append(line)
+    if not complete:
+        lines.append("total       not known until the run finishes")
+        totals = None
+    if totals is not None:
+        lines.append(_totals_line(totals))
     inputs = m.get("inputs") if isinstance(m.get("inputs"), list) else []
     names = [str(i.get("name", "?")) if isinstance(i, dict) else "?" for i in inputs]
     shown = ", ".join(names[:3]) + (f", … ({len(names) - 3:,} more)" if len(names) > 3 else "")
