@@ -184,3 +184,28 @@ def test_the_command_writes_a_dataset_when_out_is_a_folder(tmp_path: Path, tok, 
     assert main([*args[:-2], "--shard-tokens", "0", "--overwrite"]) == 2
     assert "shard_tokens must be a positive int, not 0" in capsys.readouterr().err
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_long_documents_that_wait_for_their_shard_come_out_whole(tmp_path: Path, tok) -> None:
+    # Documents of over 2**20 ids wait for their shard in a scratch file, not in memory.
+    rng = np.random.default_rng(1)
+    pool = np.array(["the", "cat", "sat", "on", "mat", "über", "東京", "1999", "!!"])
+    docs = [
+        "a short one",
+        " ".join(rng.choice(pool, 1_300_000)),
+        "x y",
+        " ".join(rng.choice(pool, 2_100_000)),
+    ]
+    src = tmp_path / "long.txt"
+    src.write_text(EOT.join(docs) + EOT, encoding="utf-8")
+    m = bpekit.encode_dataset(src, tmp_path / "ds", tok, shard_tokens=3_500_000, num_threads=2)
+    bpekit.encode_file(src, tmp_path / "all.npy", tok)
+    want = bpekit.load_tokens(tmp_path / "all.npy")
+    shards = m["splits"]["train"]["shards"]
+    assert [s["documents"] for s in shards] == [3, 1]
+    got = np.concatenate([np.load(tmp_path / "ds" / s["file"]) for s in shards])
+    assert np.array_equal(got, want)
+    lengths = [len(tok.encode(d + EOT, allowed_special="all")) for d in docs]
+    assert index(tmp_path / "ds", shards[0]) == [0, lengths[0], lengths[0] + lengths[1], sum(lengths[:3])]
+    assert index(tmp_path / "ds", shards[1]) == [0, lengths[3]]
+    assert not list((tmp_path / "ds" / "train").glob("*scratch*"))

@@ -388,12 +388,10 @@ impl Sink for DatasetWriter {
         }
         let ids = &encoded.ids;
         if text {
-            // Special ids are few and usually the vocabulary's last: most ids are told
-            // apart by one comparison.
-            let least = self.specials.first().copied().unwrap_or(u32::MAX);
+            let specials = std::mem::take(&mut self.specials);
             let mut start = 0;
-            for (i, id) in ids.iter().enumerate() {
-                if *id >= least && self.specials.binary_search(id).is_ok() {
+            let mut split = || -> std::io::Result<()> {
+                for i in special_positions(ids, &specials) {
                     match self.current {
                         // A document from an earlier item ends here.
                         Some(_) => {
@@ -404,8 +402,11 @@ impl Sink for DatasetWriter {
                     }
                     start = i + 1;
                 }
-            }
-            self.push(input, &ids[start..])?;
+                self.push(input, &ids[start..])
+            };
+            let result = split();
+            self.specials = specials;
+            result?;
         } else {
             let mut start = 0;
             for &end in &encoded.record_ends {
@@ -445,10 +446,49 @@ impl Sink for DatasetWriter {
     }
 }
 
+/// Where the ids of `specials` (sorted) are in `ids`. Special ids are few and usually
+/// the vocabulary's last, so a block of ids whose largest is below the least special
+/// id holds none: the maximum vectorises, where a test of each id did not (that scan
+/// on the writer's thread took ~4% of a 2-thread dataset encode of 1 GB of text).
+fn special_positions<'a>(ids: &'a [u32], specials: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
+    const BLOCK: usize = 64;
+    let least = specials.first().copied().unwrap_or(u32::MAX);
+    ids.chunks(BLOCK).enumerate().flat_map(move |(b, block)| {
+        let any = block.iter().fold(0, |m, &id| m.max(id)) >= least;
+        let block = if any { block } else { &block[..0] };
+        block
+            .iter()
+            .enumerate()
+            .filter(move |&(_, id)| *id >= least && specials.binary_search(id).is_ok())
+            .map(move |(i, _)| b * BLOCK + i)
+    })
+}
+
 /// SplitMix64's finaliser: a strong mix of one 64-bit word.
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_positions_are_every_special_id() {
+        let specials = [1000, 1003];
+        let mut x = 12345u64;
+        for len in [0, 1, 63, 64, 65, 200, 1000] {
+            let ids: Vec<u32> = (0..len)
+                .map(|_| {
+                    x = mix(x);
+                    [1000, 1001, 1003, 7][(x % 4) as usize] * u32::from(x.is_multiple_of(5))
+                })
+                .collect();
+            let want: Vec<usize> = (0..len).filter(|&i| specials.contains(&ids[i])).collect();
+            assert_eq!(special_positions(&ids, &specials).collect::<Vec<_>>(), want);
+        }
+    }
 }

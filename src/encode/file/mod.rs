@@ -22,6 +22,7 @@ mod ordered;
 mod outfile;
 mod resume;
 mod shard;
+mod waiting;
 
 use crate::corpus::{Input, StatsSummary};
 use crate::encode::encoder::Encoder;

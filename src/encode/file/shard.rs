@@ -15,6 +15,7 @@ use std::sync::mpsc::Sender;
 use super::npy;
 use super::outfile::OutFile;
 use super::resume::{Checkpoint, ShardStart};
+use super::waiting::Waiting;
 use crate::atomic::AtomicFile;
 
 /// The byte layout of a shard.
@@ -124,7 +125,7 @@ pub(super) struct Shards {
     /// Tokens of the open document written so far, in this shard and those before.
     doc_tokens: u64,
     /// The ids of the document being written that may still move to the next shard.
-    waiting: Vec<u32>,
+    waiting: Waiting,
     /// Whether a document is open, and whether its ids wait in `waiting`.
     in_doc: bool,
     movable: bool,
@@ -157,7 +158,7 @@ impl Shards {
             out,
             mark: Checkpoint::default(),
             doc_tokens: 0,
-            waiting: Vec::new(),
+            waiting: Waiting::new(&root.join(split)),
             in_doc: false,
             movable: false,
             document: 0,
@@ -310,9 +311,9 @@ impl Shards {
         if !self.movable {
             return self.write(ids);
         }
-        self.waiting.extend_from_slice(ids);
+        self.waiting.push(ids)?;
         let tokens = self.open.as_ref().map_or(0, |o| o.tokens);
-        if tokens + self.waiting.len() as u64 > self.shard_tokens {
+        if tokens + self.waiting.len() > self.shard_tokens {
             // It does not fit what is left: it starts the next shard.
             self.finish_shard()?;
             self.start_shard(false)?;
@@ -330,10 +331,9 @@ impl Shards {
         open.starts.push(open.tokens);
         note_input(&mut open.inputs, self.input);
         self.movable = false;
-        let waiting = std::mem::take(&mut self.waiting);
-        let result = self.write(&waiting);
+        let mut waiting = std::mem::take(&mut self.waiting);
+        let result = waiting.drain(|ids| self.write(ids));
         self.waiting = waiting;
-        self.waiting.clear();
         result
     }
 
