@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import json
 import os
+import pickle
 import random
 import shutil
 import signal
@@ -340,3 +341,15 @@ def test_without_checksums_the_manifest_has_none_and_a_rerun_checks_sizes(
     assert len(ds) == m["totals"]["tokens"]
     assert main(["inspect", str(root), "--verify"]) == 0
     assert "written without sha256" in capsys.readouterr().out
+
+
+def test_the_tokenizer_is_told_by_what_it_encodes_with(tmp_path: Path, tok) -> None:
+    same = pickle.loads(pickle.dumps(tok))  # Built anew from its ranks.
+    assert same._core is not tok._core and same._core.fingerprint() == tok._core.fingerprint()
+    assert len(tok._core.fingerprint()) == 64
+    folder = tmp_path / "tok"
+    tok.save(folder)
+    saved = bpekit.load_tokenizer(folder)
+    assert bpekit.load_tokenizer(folder)._core.fingerprint() == saved._core.fingerprint()
+    other = bpekit.load_tokenizer(folder, special_tokens=["<|endoftext|>", "<|pad|>"])
+    assert other._core.fingerprint() != saved._core.fingerprint()

@@ -171,6 +171,9 @@ class Encoder:
         file_eos: int | None = None,
     ) -> tuple[int, int, Stats]:
         """Returns the tokens written, the text bytes read and the stats."""
+    def fingerprint(self) -> str:
+        """The sha256 (hex) of the pattern, special tokens, tokens by id and (where they
+        are not ranks) merges: one fingerprint, the same ids."""
     def encode_dataset(
         self,
         inputs: list[Source],

@@ -138,6 +138,49 @@ impl Encoder {
         recover_merges(&self.engine.bpe)
     }
 
+    /// The sha256 (hex) of what this encoder encodes with: its pattern, special tokens
+    /// and their ids, every token's bytes by id and, where they are not ranks, its
+    /// merges. Two encoders with one fingerprint give the same ids; a dataset records
+    /// it to tell whether it may go on with a tokenizer (5 ms for o200k_base, where the
+    /// same hash in Python took ~40 ms for GPT-2's 50K tokens).
+    pub fn fingerprint(&self) -> Result<String> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(self.pretokenizer().pattern().as_bytes());
+        let bpe = self.bpe();
+        field(&[u8::from(bpe.is_ranks())]);
+        let mut specials: Vec<(&String, &u32)> = self
+            .specials
+            .matcher
+            .tokens()
+            .iter()
+            .zip(&self.specials.ids)
+            .collect();
+        specials.sort_unstable();
+        for (name, id) in specials {
+            field(name.as_bytes());
+            field(&id.to_le_bytes());
+        }
+        for (id, bytes) in bpe.tokens() {
+            field(&id.to_le_bytes());
+            field(bytes);
+        }
+        // Ranks are the tokens' ids; recovering their merges would take ~0.2 s for
+        // o200k_base. So a tokenizer saved as vocab.json + merges.txt has another
+        // fingerprint than its ranks, and a dataset refuses to switch between them.
+        if !bpe.is_ranks() {
+            for (l, r) in self.merges()? {
+                field(&l.to_le_bytes());
+                field(&r.to_le_bytes());
+            }
+        }
+        Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// All special tokens of this encoder.
     pub fn specials(&self) -> &Specials {
         &self.specials

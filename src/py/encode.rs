@@ -463,6 +463,11 @@ impl PyEncoder {
         self.inner.bpe().is_ranks()
     }
 
+    /// The sha256 of what this encoder encodes with ([`Encoder::fingerprint`]).
+    fn fingerprint(&self) -> PyResult<String> {
+        Ok(self.inner.fingerprint()?)
+    }
+
     #[getter]
     fn pattern(&self) -> &str {
         self.inner.pretokenizer().pattern()
