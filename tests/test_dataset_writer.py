@@ -187,7 +187,7 @@ def test_the_command_writes_a_dataset_when_out_is_a_folder(tmp_path: Path, tok, 
 
 
 def test_long_documents_that_wait_for_their_shard_come_out_whole(tmp_path: Path, tok) -> None:
-    # Documents of over 2**20 ids wait for their shard in a scratch file, not in memory.
+    # Documents of a million ids and more wait whole for the shard they end up in.
     rng = np.random.default_rng(1)
     pool = np.array(["the", "cat", "sat", "on", "mat", "über", "東京", "1999", "!!"])
     docs = [
