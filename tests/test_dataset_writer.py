@@ -209,3 +209,24 @@ def test_long_documents_that_wait_for_their_shard_come_out_whole(tmp_path: Path,
     assert index(tmp_path / "ds", shards[0]) == [0, lengths[0], lengths[0] + lengths[1], sum(lengths[:3])]
     assert index(tmp_path / "ds", shards[1]) == [0, lengths[3]]
     assert not list((tmp_path / "ds" / "train").glob("*scratch*"))
+
+
+@pytest.mark.parametrize("val_fraction", [0.0, 0.4])
+def test_each_shard_says_which_documents_of_which_inputs_it_holds(tmp_path: Path, tok, val_fraction) -> None:
+    first = records_file(tmp_path, [f"record {i} " * (1 + i % 7) for i in range(40)])
+    text = tmp_path / "b.txt"
+    text.write_text(EOT.join("text document " * (1 + i % 30) for i in range(25)), encoding="utf-8")
+    m = bpekit.encode_dataset([first, text], tmp_path / "ds", tok, shard_tokens=50, val_fraction=val_fraction)
+    per_input: dict[int, list[int]] = {0: [], 1: []}
+    for split in m["splits"].values():
+        for s in split["shards"]:
+            spans = [(r["input"], *r["documents"]) for r in s["sources"]]
+            assert sum(end - first for _, first, end in spans) == s["documents"] + s["continues"]
+            assert s["inputs"] == list(dict.fromkeys(i for i, _, _ in spans))
+            for i, a, b in spans:
+                # A continued document is named by the shard it began in and by this one.
+                per_input[i] += [
+                    d for d in range(a, b) if not (s["continues"] and d == a and (i, a, b) == spans[0])
+                ]
+    assert sorted(per_input[0]) == list(range(40))
+    assert sorted(per_input[1]) == list(range(25))

@@ -201,7 +201,7 @@ class Encoder:
         """Writes the shards and their indexes into ``out_dir/train`` (and ``val``);
         ``on_shard(split, shard)`` is called (from another thread) as each shard is
         finished and hashed, each shard ``{"file", "index", "tokens", "documents",
-        "continues", "first_document", "inputs", "size", "sha256", "index_sha256",
+        "continues", "first_document", "inputs", "sources", "size", "sha256", "index_sha256",
         "next"}`` (``next``: where the shard after it starts, to go on from; the
         sha256 are None without ``checksums``). With
         ``resume`` (``(kept, next)`` a split each) the run goes on after ``kept``

@@ -37,8 +37,8 @@ pub use crate::specials::Specials;
 pub use encoder::Encoder;
 pub use file::{
     encode_dataset, encode_files, encode_inputs, split_names, Checkpoint, DatasetOptions,
-    DatasetRun, DatasetSummary, FileOptions, Marks, OnShard, ShardFormat, ShardInfo, ShardStart,
-    SplitResume,
+    DatasetRun, DatasetSummary, FileOptions, Marks, OnShard, Place, ShardFormat, ShardInfo,
+    ShardStart, SplitResume,
 };
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::corpus::Tally;
-use crate::encode::{Checkpoint, OnShard, ShardInfo, ShardStart, SplitResume};
+use crate::encode::{Checkpoint, OnShard, Place, ShardInfo, ShardStart, SplitResume};
 
 /// A shard as the manifest records it.
 pub fn shard_dict<'py>(py: Python<'py>, shard: &ShardInfo) -> PyResult<Bound<'py, PyDict>> {
@@ -17,6 +17,14 @@ pub fn shard_dict<'py>(py: Python<'py>, shard: &ShardInfo) -> PyResult<Bound<'py
     d.set_item("continues", shard.continues)?;
     d.set_item("first_document", shard.first_document)?;
     d.set_item("inputs", shard.inputs.clone())?;
+    let sources = pyo3::types::PyList::empty(py);
+    for &(input, first, end) in &shard.ranges {
+        let r = PyDict::new(py);
+        r.set_item("input", input)?;
+        r.set_item("documents", vec![first, end])?;
+        sources.append(r)?;
+    }
+    d.set_item("sources", sources)?;
     d.set_item("size", shard.size)?;
     // None where the run hashed nothing.
     let hex = |h: &String| (!h.is_empty()).then(|| h.clone());
@@ -41,6 +49,8 @@ fn start_dict<'py>(py: Python<'py>, s: &ShardStart) -> PyResult<Bound<'py, PyDic
     d.set_item("records_before", c.read.documents)?;
     d.set_item("bytes_before", c.read.bytes)?;
     d.set_item("skipped_before", c.read.skipped)?;
+    d.set_item("last_input", c.place.input)?;
+    d.set_item("last_input_document", c.place.document)?;
     d.set_item("document", s.document)?;
     d.set_item("skip", s.skip)?;
     Ok(d)
@@ -66,6 +76,10 @@ fn start_of(d: &Bound<'_, PyDict>) -> PyResult<ShardStart> {
                 documents: get(d, "records_before")?,
                 bytes: get(d, "bytes_before")?,
                 skipped: get(d, "skipped_before")?,
+            },
+            place: Place {
+                input: get(d, "last_input")?,
+                document: get(d, "last_input_document")?,
             },
         },
         document: get(d, "document")?,

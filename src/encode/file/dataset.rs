@@ -12,7 +12,7 @@ use std::path::Path;
 use super::hasher::{Hasher, OnShard};
 use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
 use super::options::FileOptions;
-use super::resume::{self, Checkpoint, ShardStart, SplitResume};
+use super::resume::{self, Checkpoint, Place, ShardStart, SplitResume};
 use super::shard::{ShardFormat, ShardInfo, Shards};
 use crate::corpus::{Input, StatsSummary, Tally};
 use crate::encode::encoder::Encoder;
@@ -171,6 +171,8 @@ struct DatasetWriter {
     /// Where the item being written starts, and what was read before it.
     item: Checkpoint,
     read: Tally,
+    /// The last document begun: its input, and its number among that input's.
+    place: Place,
 }
 
 impl DatasetWriter {
@@ -215,6 +217,7 @@ impl DatasetWriter {
             released: vec![0; inputs.len()],
             item: Checkpoint::default(),
             read: Tally::default(),
+            place: Place::default(),
         }
     }
 
@@ -225,6 +228,7 @@ impl DatasetWriter {
         self.started = c.started;
         self.read = c.read;
         self.item = *c;
+        self.place = c.place;
         // A document open there began before every split's start: all of it is
         // dropped ([`super::resume`]).
         if c.open && c.documents > 0 {
@@ -245,12 +249,18 @@ impl DatasetWriter {
         usize::from(unit < self.layout.val_fraction)
     }
 
-    /// Opens the next document; returns its split, or `None` when it (or its start)
-    /// is dropped, being in the shards of the run this one goes on from.
-    fn open(&mut self) -> std::io::Result<(u64, usize, Option<u64>)> {
+    /// Opens the next document, of input `input`: its number, split and what of it
+    /// to drop (all or its first tokens), being in the shards of the run this one goes
+    /// on from.
+    fn open(&mut self, input: usize) -> std::io::Result<(u64, usize, Option<u64>)> {
         self.end()?;
         let n = self.documents;
         self.documents += 1;
+        if input != self.place.input {
+            self.place = Place { input, document: 0 };
+        } else if n > 0 {
+            self.place.document += 1;
+        }
         let split = self.split_of(n);
         self.splits[split].mark = self.item;
         let from = self.from[split];
@@ -263,20 +273,21 @@ impl DatasetWriter {
     }
 
     fn begin(&mut self, input: usize) -> std::io::Result<()> {
-        let (n, split, drop) = self.open()?;
+        let (n, split, drop) = self.open(input)?;
         self.current = Some(split);
         self.dropping = drop;
         match drop {
-            None => self.splits[split].begin(n, input),
+            None => self.splits[split].begin(n, self.place),
             Some(_) => Ok(()),
         }
     }
 
     /// A whole document, from input `input`.
     fn whole(&mut self, input: usize, ids: &[u32]) -> std::io::Result<()> {
-        let (n, split, drop) = self.open()?;
+        let (n, split, drop) = self.open(input)?;
+        let place = self.place;
         match drop {
-            None => self.splits[split].whole(n, input, ids),
+            None => self.splits[split].whole(n, place, ids),
             Some(u64::MAX) => Ok(()),
             Some(skip) => {
                 let rest = usize::try_from(skip)
@@ -285,7 +296,7 @@ impl DatasetWriter {
                     .filter(|rest| !rest.is_empty())
                     .ok_or_else(changed_input)?;
                 let shards = &mut self.splits[split];
-                shards.go_on_with(n, input, skip);
+                shards.go_on_with(n, place, skip);
                 shards.push(rest)?;
                 shards.end()
             }
@@ -314,7 +325,8 @@ impl DatasetWriter {
                 ids = &ids[left as usize..];
                 self.dropping = None;
                 let written = self.from[split].skip;
-                self.splits[split].go_on_with(self.documents - 1, input, written);
+                let place = self.place;
+                self.splits[split].go_on_with(self.documents - 1, place, written);
             }
         }
         self.splits[split].push(ids)
@@ -343,6 +355,7 @@ impl DatasetWriter {
                 open: false,
                 started: false,
                 read: self.read,
+                place: self.place,
             },
             document: self.documents,
             skip: 0,
@@ -374,6 +387,7 @@ impl Sink for DatasetWriter {
             open: self.current.is_some(),
             started: self.started,
             read: self.read,
+            place: self.place,
         };
         self.read.add(encoded.tally);
         let text = self.is_text[input];

@@ -33,7 +33,7 @@ pub use hasher::OnShard;
 use job::{check_options, encode_all, is_text_file, Encoded, Sink};
 pub use options::{FileOptions, Marks};
 use outfile::OutFile;
-pub use resume::{Checkpoint, ShardStart, SplitResume};
+pub use resume::{Checkpoint, Place, ShardStart, SplitResume};
 pub use shard::{ShardFormat, ShardInfo};
 
 /// Encodes the text files `paths` in order into the `.npy` file `output`; returns the

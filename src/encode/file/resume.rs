@@ -25,6 +25,16 @@ pub struct Checkpoint {
     pub started: bool,
     /// What was read before it.
     pub read: Tally,
+    /// The last document begun before it.
+    pub place: Place,
+}
+
+/// A document's input, and its number among that input's documents (from 0: a
+/// record that holds one, or a text file's text up to a special token).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    pub input: usize,
+    pub document: u64,
 }
 
 impl Checkpoint {

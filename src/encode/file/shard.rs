@@ -14,7 +14,7 @@ use std::sync::mpsc::Sender;
 
 use super::npy;
 use super::outfile::OutFile;
-use super::resume::{Checkpoint, ShardStart};
+use super::resume::{Checkpoint, Place, ShardStart};
 use super::waiting::Waiting;
 use crate::atomic::AtomicFile;
 
@@ -91,6 +91,9 @@ pub struct ShardInfo {
     /// The dataset-wide number of its first document, and the inputs it came from.
     pub first_document: u64,
     pub inputs: Vec<usize>,
+    /// The documents its ids came from, by input: `(input, first, end)`, documents
+    /// `first..end` of that input (counted as [`Place`] counts them).
+    pub ranges: Vec<(usize, u64, u64)>,
     /// Where the shard after it starts (after the last: the end of the input), for a
     /// run that goes on from here ([`super::resume`]).
     pub next: Option<ShardStart>,
@@ -103,7 +106,7 @@ struct Open {
     starts: Vec<u64>,
     continues: bool,
     first_document: u64,
-    inputs: Vec<usize>,
+    ranges: Vec<(usize, u64, u64)>,
 }
 
 /// The shards of one split, written in order.
@@ -129,9 +132,9 @@ pub(super) struct Shards {
     /// Whether a document is open, and whether its ids wait in `waiting`.
     in_doc: bool,
     movable: bool,
-    /// The document's dataset-wide number and input.
+    /// The document's dataset-wide number and place.
     document: u64,
-    input: usize,
+    place: Place,
 }
 
 impl Shards {
@@ -162,7 +165,7 @@ impl Shards {
             in_doc: false,
             movable: false,
             document: 0,
-            input: 0,
+            place: Place::default(),
         }
     }
 
@@ -189,7 +192,7 @@ impl Shards {
             starts: Vec::new(),
             continues,
             first_document: self.document + u64::from(continues),
-            inputs: Vec::new(),
+            ranges: Vec::new(),
         });
         Ok(())
     }
@@ -241,18 +244,19 @@ impl Shards {
             documents,
             continues: open.continues,
             first_document: open.first_document,
-            inputs: open.inputs,
+            inputs: dedup_inputs(&open.ranges),
+            ranges: open.ranges,
             next: None,
         });
         Ok(())
     }
 
     /// Opens a document: `document`, the dataset-wide number, from input `input`.
-    pub(super) fn begin(&mut self, document: u64, input: usize) -> io::Result<()> {
+    pub(super) fn begin(&mut self, document: u64, place: Place) -> io::Result<()> {
         self.end()?;
         self.in_doc = true;
         self.document = document;
-        self.input = input;
+        self.place = place;
         self.doc_tokens = 0;
         let full = self
             .open
@@ -272,7 +276,7 @@ impl Shards {
         self.movable = open.tokens > 0;
         if !self.movable {
             open.starts.push(0);
-            note_input(&mut open.inputs, input);
+            note_place(&mut open.ranges, place);
         }
         Ok(())
     }
@@ -281,8 +285,8 @@ impl Shards {
     /// keeps a document that may still move in memory until it ends. Records and most
     /// of a text file's documents come whole; the copy through `waiting` took 9% of a
     /// 2-thread dataset encode of en (116 MB) over a single `.npy`.
-    pub(super) fn whole(&mut self, document: u64, input: usize, ids: &[u32]) -> io::Result<()> {
-        self.begin(document, input)?;
+    pub(super) fn whole(&mut self, document: u64, place: Place, ids: &[u32]) -> io::Result<()> {
+        self.begin(document, place)?;
         if self.movable {
             let tokens = self.open.as_ref().map_or(0, |o| o.tokens);
             if tokens + ids.len() as u64 > self.shard_tokens {
@@ -298,11 +302,11 @@ impl Shards {
 
     /// Goes on with document `document`, of which `written` tokens are in the shards
     /// of an earlier run: the next ids start a shard that continues it.
-    pub(super) fn go_on_with(&mut self, document: u64, input: usize, written: u64) {
+    pub(super) fn go_on_with(&mut self, document: u64, place: Place, written: u64) {
         self.in_doc = true;
         self.movable = false;
         self.document = document;
-        self.input = input;
+        self.place = place;
         self.doc_tokens = written;
     }
 
@@ -329,7 +333,7 @@ impl Shards {
             .as_mut()
             .ok_or_else(|| io::Error::other("no shard"))?;
         open.starts.push(open.tokens);
-        note_input(&mut open.inputs, self.input);
+        note_place(&mut open.ranges, self.place);
         self.movable = false;
         let mut waiting = std::mem::take(&mut self.waiting);
         let result = waiting.drain(|ids| self.write(ids));
@@ -352,7 +356,7 @@ impl Shards {
                     .as_mut()
                     .ok_or_else(|| io::Error::other("no shard"))?;
                 open.starts.push(0);
-                note_input(&mut open.inputs, self.input);
+                note_place(&mut open.ranges, self.place);
             }
             let open = self
                 .open
@@ -392,10 +396,19 @@ fn named(name: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{name}: {e}"))
 }
 
-fn note_input(inputs: &mut Vec<usize>, input: usize) {
-    if inputs.last() != Some(&input) {
-        inputs.push(input);
+/// Adds a document to a shard's ranges: the range of its input goes on, or one begins.
+fn note_place(ranges: &mut Vec<(usize, u64, u64)>, place: Place) {
+    match ranges.last_mut() {
+        Some((input, _, end)) if *input == place.input && *end == place.document => *end += 1,
+        _ => ranges.push((place.input, place.document, place.document + 1)),
     }
+}
+
+/// The inputs of `ranges`, each once, in order.
+fn dedup_inputs(ranges: &[(usize, u64, u64)]) -> Vec<usize> {
+    let mut inputs: Vec<usize> = ranges.iter().map(|r| r.0).collect();
+    inputs.dedup();
+    inputs
 }
 
 /// The `.npy` header of `len` little-endian uint64.
@@ -421,16 +434,20 @@ mod tests {
         let (sender, receiver) = std::sync::mpsc::channel();
         let mut shards = Shards::new(&root, "train", ShardFormat::Bin, 2, 6, 0, sender);
         let lengths = [3u32, 5, 2, 10, 0, 4];
+        let place = |n: usize| Place {
+            input: 0,
+            document: n as u64,
+        };
         let mut next = 0u32;
         for (n, &len) in lengths.iter().enumerate() {
             let ids: Vec<u32> = (next..next + len).collect();
             next += len;
             if n % 2 == 0 {
-                shards.whole(n as u64, 0, &ids).unwrap();
+                shards.whole(n as u64, place(n), &ids).unwrap();
                 continue;
             }
             // In two pushes, as documents spanning chunks arrive.
-            shards.begin(n as u64, 0).unwrap();
+            shards.begin(n as u64, place(n)).unwrap();
             let half = ids.len() / 2;
             shards.push(&ids[..half]).unwrap();
             shards.push(&ids[half..]).unwrap();
@@ -446,6 +463,9 @@ mod tests {
         assert_eq!(documents, [1, 1, 1, 1, 1, 1]);
         let continues: Vec<bool> = done.iter().map(|s| s.continues).collect();
         assert_eq!(continues, [false, false, false, false, true, false]);
+        let ranges: Vec<_> = done.iter().map(|s| s.ranges.clone()).collect();
+        assert_eq!(ranges[3], [(0, 3, 4)]);
+        assert_eq!(ranges[4], [(0, 3, 5)]);
         let index = std::fs::read(root.join(&done[4].index)).unwrap();
         assert_eq!(u64s(&index), [0, 4, 4]);
         let mut all = Vec::new();
