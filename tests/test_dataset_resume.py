@@ -82,11 +82,10 @@ def full_run(inputs: Any, root: Path, tok: Any, monkeypatch: pytest.MonkeyPatch,
         seen.update(json.loads(data).get("resume", {}))
         real(path, data)
 
-    monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", spy)
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(bpekit.dataset_writer, "atomic_write", spy)
+        patch.setattr(bpekit.dataset_writer._Recorder, "EVERY", 0.0)  # Every shard's.
         m = bpekit.encode_dataset(inputs, root, tok, **options)
-    finally:
-        monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", real)
     assert "resume" not in m
     (root.parent / f"{root.name}.starts.json").write_text(json.dumps(seen))
     return m
@@ -96,6 +95,7 @@ def cut_short(full: Path, root: Path, kept: list[int], leave_rest: bool) -> None
     """``root``: ``full`` as a run killed once it had recorded the first ``kept[k]``
     shards of split k (the later shards left in place, as whole files, or not)."""
     starts = json.loads((full.parent / f"{full.name}.starts.json").read_text())
+    assert all(len(starts[name]) >= n for name, n in zip(starts, kept, strict=False)), "a start is missing"
     shutil.copytree(full, root)
     m = json.loads((root / "manifest.json").read_text())
     m["resume"] = {}
@@ -121,7 +121,7 @@ def test_a_run_cut_short_after_any_shard_ends_as_an_uncut_one(
     assert min(counts) >= 2, counts
     want = files_of(full)
     rng = random.Random(str(options))
-    cuts = {tuple(rng.randrange(c + 1) for c in counts) for _ in range(8)}
+    cuts = {tuple(rng.randrange(c + 1) for c in counts) for _ in range(4)}
     cuts |= {tuple(0 for _ in counts), tuple(c - 1 for c in counts), tuple(counts)}
     for k, kept in enumerate(sorted(cuts)):
         root = tmp_path / f"cut{k}"
@@ -194,11 +194,13 @@ def test_a_failure_to_record_a_shard_stops_the_run_and_a_rerun_goes_on(
         real(path, data)
 
     monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", failing)
+    monkeypatch.setattr(bpekit.dataset_writer._Recorder, "EVERY", 0.0)  # After every shard.
     root = tmp_path / "ds"
     with pytest.raises(OSError, match=r"recording train/00003\.npy: .*No space left on device"):
         bpekit.encode_dataset(corpus, root, tok, shard_tokens=200)
     monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", real)
-    assert len(json.loads((root / "manifest.json").read_text())["splits"]["train"]["shards"]) == 3
+    # The failed run tried once more as it ended, and recorded the shard it had hashed.
+    assert len(json.loads((root / "manifest.json").read_text())["splits"]["train"]["shards"]) == 4
     assert bpekit.encode_dataset(corpus, root, tok, shard_tokens=200) == m
     assert files_of(root) == files_of(full)
 
@@ -207,7 +209,9 @@ RUN = textwrap.dedent(
     """
     import os, resource, signal, sys
     import bpekit
+    import bpekit.dataset_writer
     from conftest import bpekit_encoding
+    bpekit.dataset_writer._Recorder.EVERY = 0.0  # Each shard recorded as it finishes.
     limit = int(sys.argv[3])
     if limit:
         # A file larger than this fails to grow, as on a full disk (EFBIG, not SIGXFSZ).
@@ -353,3 +357,20 @@ def test_the_tokenizer_is_told_by_what_it_encodes_with(tmp_path: Path, tok) -> N
     assert bpekit.load_tokenizer(folder)._core.fingerprint() == saved._core.fingerprint()
     other = bpekit.load_tokenizer(folder, special_tokens=["<|endoftext|>", "<|pad|>"])
     assert other._core.fingerprint() != saved._core.fingerprint()
+
+
+def test_the_manifest_is_rewritten_at_most_so_often_and_once_more_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    manifest = {"shards": []}
+    recorder = bpekit.dataset_writer._Recorder(path, manifest)
+    with pytest.raises(KeyError), recorder:
+        for k in range(3):
+            manifest["shards"].append(k)
+            recorder.changed()  # Within EVERY seconds of the start: not yet written.
+        assert not path.exists()
+        raise KeyError("the run fails")
+    assert json.loads(path.read_text()) == {"shards": [0, 1, 2]}
+    recorder.written_at -= recorder.EVERY
+    manifest["shards"].append(3)
+    recorder.changed()
+    assert json.loads(path.read_text())["shards"] == [0, 1, 2, 3] and not recorder.dirty
