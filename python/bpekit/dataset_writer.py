@@ -67,8 +67,9 @@ def encode_dataset(
 
     ``out_dir`` must be empty, missing or hold a dataset. Each shard is written under
     no name and put in place when whole, and the manifest is rewritten (atomically)
-    as shards finish (after each, at most every 0.5 s). With ``resume=True`` (the default), a folder holding a dataset
-    written from the same inputs with the same options is gone on with: a finished one
+    as shards finish (after each, at most every 0.5 s). With ``resume=True`` (the
+    default), a folder holding a dataset written from the same inputs with the same
+    options is gone on with: a finished one
     is returned as it is, and a run that was cut short (Ctrl-C, a kill, a full disk)
     keeps every shard the manifest records whose size and sha256 check out and writes
     the rest, ending byte-identical to an uninterrupted run. A dataset of other inputs
