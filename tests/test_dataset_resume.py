@@ -374,3 +374,17 @@ def test_the_manifest_is_rewritten_at_most_so_often_and_once_more_on_failure(tmp
     manifest["shards"].append(3)
     recorder.changed()
     assert json.loads(path.read_text())["shards"] == [0, 1, 2, 3] and not recorder.dirty
+
+
+def test_a_finished_dataset_missing_a_shard_is_written_again(tmp_path: Path, tok, corpus: list[Path]) -> None:
+    root = tmp_path / "ds"
+    m = bpekit.encode_dataset(corpus, root, tok, shard_tokens=300)
+    want = files_of(root)
+    (root / m["splits"]["train"]["shards"][1]["file"]).unlink()
+    with pytest.raises(FileNotFoundError, match=r"00001\.npy: missing .*re-run the encode to write it again"):
+        bpekit.TokenDataset(root)
+    assert bpekit.encode_dataset(corpus, root, tok, shard_tokens=300) == m
+    assert files_of(root) == want
+    (root / m["splits"]["train"]["shards"][0]["file"]).write_bytes(b"cut")
+    assert bpekit.encode_dataset(corpus, root, tok, shard_tokens=300) == m
+    assert files_of(root) == want

@@ -335,7 +335,11 @@ def _prepare(root: Path, manifest: dict[str, Any], resume: bool, num_threads: in
             "pass resume=False (--overwrite) to start over"
         )
     if resume and old.get("complete"):
-        return _Done(old)
+        if _all_present(root, old):
+            return _Done(old)
+        # A shard gone or cut since: a finished manifest keeps no resume points, so
+        # the dataset is written again (what TokenDataset's error tells users to do).
+        resume = False
     kept = _kept_shards(root, old, names, num_threads) if resume else fresh.kept
     # Whatever is not kept goes: shards after the kept ones, temporary files.
     keep = {s[key] for shards in kept for s, _ in shards for key in ("file", "index")}
@@ -351,6 +355,21 @@ def _prepare(root: Path, manifest: dict[str, Any], resume: bool, num_threads: in
     if not any(kept):
         (root / MANIFEST).unlink()
     return _Fresh(kept)
+
+
+def _all_present(root: Path, manifest: dict[str, Any]) -> bool:
+    """Whether every shard and index a finished manifest lists is there, the shards
+    with their recorded sizes (``TokenDataset.verify`` checks their sha256)."""
+    for split in (manifest.get("splits") or {}).values():
+        for shard in split.get("shards", []):
+            try:
+                if (root / shard["file"]).stat().st_size != shard["size"] or not (
+                    root / shard["index"]
+                ).is_file():
+                    return False
+            except (OSError, KeyError, TypeError):
+                return False
+    return True
 
 
 def _kept_shards(
