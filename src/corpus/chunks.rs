@@ -106,6 +106,26 @@ impl Iterator for ChunkCuts<'_> {
     }
 }
 
+/// The byte ranges of about `target` bytes that the file at `path` is cut into for
+/// the workers of a distributed job: at safe cuts of `kind` and `specials` (the
+/// special tokens that are special in its text), or after newlines (`lines`, JSON
+/// lines). The ranges cover the file; reading each range alone reads exactly what
+/// reading the whole file reads. Only the bytes near each cut are read.
+pub fn file_ranges(
+    path: &std::path::Path,
+    lines: bool,
+    specials: &SpecialMatcher,
+    target: usize,
+    kind: Kind,
+) -> crate::error::Result<Vec<Range<u64>>> {
+    let source = Source::open(path)?;
+    let mut cuts = ChunkCuts::new(source.bytes(), specials, target, kind);
+    cuts.lines = lines;
+    let ranges = cuts.map(|r| r.start as u64..r.end as u64).collect();
+    source.check_intact()?;
+    Ok(ranges)
+}
+
 /// The chunks of several sources in order, as `(source index, byte range)`, found as
 /// they are asked for ([`ChunkCuts`] of each source in turn).
 ///
@@ -183,7 +203,7 @@ impl<'a> Chunks<'a> {
     ) -> Self {
         let mut after = vec![0; sources.len()];
         for i in (1..sources.len()).rev() {
-            after[i - 1] = after[i] + sources[i].bytes().len();
+            after[i - 1] = after[i] + sources[i].read_len();
         }
         Self {
             sources,
@@ -240,11 +260,19 @@ impl<'a> Chunks<'a> {
             let ranges = match &mut state.ranges {
                 Some(c) => c,
                 None => {
-                    let bytes = self.sources.get(source)?.bytes();
+                    // A window ends at a safe cut, so its bytes pre-tokenize as they
+                    // do in the whole file: cut them as if the file ended there.
+                    let s = self.sources.get(source)?;
+                    let window = s.window();
+                    let bytes = &s.bytes()[..window.end];
                     let mut cuts = ChunkCuts::new(bytes, self.specials, self.target, self.kind);
                     cuts.lines = self.lines.get(source).copied().unwrap_or(false);
-                    if source == 0 && self.first_start > 0 {
-                        cuts.start = self.first_start.min(bytes.len());
+                    let first = match source {
+                        0 => self.first_start.max(window.start),
+                        _ => window.start,
+                    };
+                    if first > 0 {
+                        cuts.start = first.min(bytes.len());
                         cuts.from = cuts.start.saturating_add(cuts.target);
                     }
                     state.ranges.insert(cuts)

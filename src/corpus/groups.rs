@@ -1,7 +1,6 @@
 //! Many input files, opened a bounded group at a time.
 
-use std::path::PathBuf;
-
+use super::items::MappedFile;
 use super::source::Source;
 use crate::error::Result;
 use crate::progress::Progress;
@@ -15,19 +14,21 @@ const GROUP_FILES: usize = 1024;
 /// file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
 
-/// Calls `work` with each group of a mapped run's `files` (`(input index, path)`):
+/// Calls `work` with each group of a mapped run's `files`:
 /// the group's sources, opened ([`Groups`]), and their input indices; then checks
 /// that none shrank while it was read ([`check_intact`]).
 pub(crate) fn each_group(
-    files: Vec<(usize, PathBuf)>,
+    files: Vec<MappedFile>,
     progress: &Progress,
     mut work: impl FnMut(&[Source], Vec<usize>) -> Result<()>,
 ) -> Result<()> {
-    let (index, paths): (Vec<usize>, Vec<PathBuf>) = files.into_iter().unzip();
     let mut done = 0;
-    for group in Groups::new(&paths, progress) {
+    for group in Groups::new(&files, progress) {
         let sources = group?;
-        let inputs = index[done..done + sources.len()].to_vec();
+        let inputs = files[done..done + sources.len()]
+            .iter()
+            .map(|f| f.input)
+            .collect();
         done += sources.len();
         work(&sources, inputs)?;
         check_intact(&sources)?;
@@ -46,15 +47,15 @@ pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {
 /// into memory stay bounded however many files there are. Each group moves the
 /// progress total from its files' sizes on disk to the bytes they hold (a pipe's).
 pub(crate) struct Groups<'a> {
-    paths: &'a [PathBuf],
+    files: &'a [MappedFile],
     next: usize,
     progress: &'a Progress,
 }
 
 impl<'a> Groups<'a> {
-    pub(crate) fn new(paths: &'a [PathBuf], progress: &'a Progress) -> Self {
+    pub(crate) fn new(files: &'a [MappedFile], progress: &'a Progress) -> Self {
         Self {
-            paths,
+            files,
             next: 0,
             progress,
         }
@@ -65,23 +66,26 @@ impl Iterator for Groups<'_> {
     type Item = Result<Vec<Source>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next >= self.paths.len() {
+        if self.next >= self.files.len() {
             return None;
         }
         let mut group = Vec::new();
         let mut read_bytes = 0;
-        while self.next < self.paths.len()
+        while self.next < self.files.len()
             && group.len() < GROUP_FILES
             && read_bytes < GROUP_READ_BYTES
         {
-            let path = &self.paths[self.next];
+            let file = &self.files[self.next];
             self.next += 1;
-            let source = match Source::open(path) {
+            let source = match Source::open_window(&file.path, file.range.clone()) {
                 Ok(s) => s,
                 Err(e) => return Some(Err(e)),
             };
-            let on_disk = source.on_disk;
-            let held = source.bytes().len() as u64;
+            let held = source.read_len() as u64;
+            let on_disk = match file.range {
+                Some(_) => held,
+                None => source.on_disk,
+            };
             let total = self.progress.total();
             self.progress
                 .set_total((total + held).saturating_sub(on_disk.min(total)));

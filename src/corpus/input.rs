@@ -2,6 +2,7 @@
 //! feeds of documents (Python iterables and Parquet batches, through the bindings).
 //! Each record of a record format (a JSON line, a row, an item) is one document.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::jsonl::FieldPath;
@@ -41,8 +42,17 @@ pub trait Feed: Send {
 
 /// One input of a job.
 pub enum Input {
-    File { path: PathBuf, format: Format },
-    Feed { name: String, feed: Box<dyn Feed> },
+    /// A file; `range`, when given, is the byte range of a plain file to read (a unit
+    /// of a distributed job, planned at a safe cut or a line start), not the whole.
+    File {
+        path: PathBuf,
+        format: Format,
+        range: Option<Range<u64>>,
+    },
+    Feed {
+        name: String,
+        feed: Box<dyn Feed>,
+    },
 }
 
 impl Input {
@@ -53,6 +63,7 @@ impl Input {
             .map(|p| Input::File {
                 path: p.clone(),
                 format: Format::Text,
+                range: None,
             })
             .collect()
     }

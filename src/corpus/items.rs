@@ -30,10 +30,28 @@ pub struct InputInfo {
 
 /// A run of inputs read the same way.
 pub(crate) enum Run {
-    /// Plain files, mapped: `(input index, path)`.
-    Mapped(Vec<(usize, PathBuf)>),
+    /// Plain files, mapped.
+    Mapped(Vec<MappedFile>),
     /// Compressed files and feeds, read in order.
     Sequential(Vec<(usize, Sequential)>),
+}
+
+/// A plain file of a job: its input index, its path, and the byte range to read
+/// (`None`: all of it).
+pub(crate) struct MappedFile {
+    pub(crate) input: usize,
+    pub(crate) path: PathBuf,
+    pub(crate) range: Option<Range<u64>>,
+}
+
+impl MappedFile {
+    /// The bytes to read, as far as can be known before opening it.
+    fn size_on_disk(&self) -> u64 {
+        match &self.range {
+            Some(r) => r.end.saturating_sub(r.start),
+            None => std::fs::metadata(&self.path).map_or(0, |m| m.len()),
+        }
+    }
 }
 
 pub(crate) enum Sequential {
@@ -55,11 +73,7 @@ impl Run {
     /// What a progress bar can know before reading: the files' sizes on disk.
     pub(crate) fn size_on_disk(&self) -> u64 {
         match self {
-            Run::Mapped(files) => files
-                .iter()
-                .filter_map(|(_, p)| std::fs::metadata(p).ok())
-                .map(|m| m.len())
-                .sum(),
+            Run::Mapped(files) => files.iter().map(MappedFile::size_on_disk).sum(),
             Run::Sequential(list) => list.iter().map(|(_, s)| s.size_on_disk()).sum(),
         }
     }
@@ -72,16 +86,27 @@ pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
     for (i, input) in inputs.into_iter().enumerate() {
         let name = input.name();
         match input {
-            Input::File { path, format } => {
+            Input::File {
+                path,
+                format,
+                range,
+            } => {
                 info.push(InputInfo {
                     name,
                     format: Some(format),
                 });
                 match Compression::of(&path) {
-                    Compression::None => match runs.last_mut() {
-                        Some(Run::Mapped(files)) => files.push((i, path)),
-                        _ => runs.push(Run::Mapped(vec![(i, path)])),
-                    },
+                    Compression::None => {
+                        let file = MappedFile {
+                            input: i,
+                            path,
+                            range,
+                        };
+                        match runs.last_mut() {
+                            Some(Run::Mapped(files)) => files.push(file),
+                            _ => runs.push(Run::Mapped(vec![file])),
+                        }
+                    }
                     c => push_sequential(&mut runs, i, Sequential::File(path, c)),
                 }
             }

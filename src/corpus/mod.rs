@@ -29,10 +29,12 @@ mod utf8;
 
 #[cfg(test)]
 pub(crate) use chunks::chunk_ranges;
-pub use chunks::Chunks;
 pub(crate) use chunks::{chunk_size, worker_count};
+pub use chunks::{file_ranges, Chunks};
 pub(crate) use cuts::last_cut;
 pub(crate) use groups::each_group;
+#[cfg(feature = "python")]
+pub(crate) use input::Compression;
 pub use input::{BadRecords, DocBatch, Feed, Format, Input, SpecialPolicy};
 pub(crate) use items::{plan, Body, InputInfo, Items, MappedItems, Run, SequentialItems, Start};
 pub use jsonl::FieldPath;

@@ -33,6 +33,13 @@ impl Bytes {
     }
 }
 
+fn bytes_len(bytes: &Bytes) -> usize {
+    match bytes {
+        Bytes::Mapped(m) => m.map.len(),
+        Bytes::Owned(v) => v.len(),
+    }
+}
+
 /// A mapped input file, registered with [`mapguard`](crate::mapguard) while it lives.
 struct Mapped {
     /// Declared before `map`, so it unregisters the mapping before it is unmapped.
@@ -49,6 +56,9 @@ pub struct Source {
     bytes: Bytes,
     /// The file's size on disk (0 for pipes), which progress totals start from.
     pub(super) on_disk: u64,
+    /// The bytes a job reads: the whole file, or the byte range a distributed job
+    /// planned for this worker ([`Source::open_window`]).
+    window: Range<usize>,
 }
 
 impl Source {
@@ -99,11 +109,47 @@ impl Source {
                 }
             }
         };
+        let window = 0..bytes_len(&bytes);
         Ok(Self {
             path: path.to_owned(),
             bytes,
             on_disk: meta.len(),
+            window,
         })
+    }
+
+    /// Maps `path` ([`Source::open`]) to read its bytes `range` only (all of them for
+    /// `None`). The range must lie in the file: one past its end means the file
+    /// changed since the range was planned, an error naming both.
+    pub fn open_window(path: &Path, range: Option<Range<u64>>) -> Result<Self> {
+        let mut source = Self::open(path)?;
+        if let Some(range) = range {
+            let len = source.bytes().len();
+            let fits = range.start <= range.end && range.end <= len as u64;
+            if !fits {
+                return Err(Error::io(
+                    path,
+                    std::io::Error::other(format!(
+                        "holds {len} bytes, not the bytes {}..{} planned to be read \
+                         (it changed since the run was planned)",
+                        range.start, range.end
+                    )),
+                ));
+            }
+            source.window = range.start as usize..range.end as usize;
+        }
+        Ok(source)
+    }
+
+    /// The byte range of the file a job reads: the whole file unless opened with
+    /// [`Source::open_window`].
+    pub(crate) fn window(&self) -> Range<usize> {
+        self.window.clone()
+    }
+
+    /// How many bytes a job reads from this source.
+    pub(crate) fn read_len(&self) -> usize {
+        self.window.len()
     }
 
     /// In-memory bytes, for tests.
@@ -112,6 +158,7 @@ impl Source {
         Self {
             path: path.into(),
             on_disk: bytes.len() as u64,
+            window: 0..bytes.len(),
             bytes: Bytes::Owned(bytes),
         }
     }

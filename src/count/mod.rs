@@ -108,7 +108,7 @@ pub fn count_inputs(
     for run in runs {
         match run {
             Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
-                let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                let total: usize = sources.iter().map(|s| s.read_len()).sum();
                 let chunk_size = match options.chunk_size {
                     0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
                     n => n,
@@ -173,7 +173,7 @@ pub fn count_sources(
     };
     let reader = Reader::new(&info, read, specials, &stats);
     let threads = options.num_threads.max(1);
-    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    let total: usize = sources.iter().map(|s| s.read_len()).sum();
     let chunk_size = match options.chunk_size {
         0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
         n => n,

@@ -6,6 +6,7 @@
 //! only while they pull: a batch of `str` items is copied (its UTF-8), an Arrow
 //! batch's text buffer is borrowed through the buffer protocol, not copied.
 
+use std::ops::Range;
 use std::path::PathBuf;
 
 use numpy::PyReadonlyArray1;
@@ -15,9 +16,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyString, PyTuple};
 
 use super::text::text_of;
-use crate::corpus::{DocBatch, Feed, FieldPath, Format, Input, StatsSummary};
+use crate::corpus::{
+    file_ranges as file_ranges_of, Compression, DocBatch, Feed, FieldPath, Format, Input,
+    SpecialPolicy, StatsSummary,
+};
 use crate::encode::Text;
 use crate::error::{Error, Result};
+use crate::pretokenize::Pretokenizer;
+use crate::specials::SpecialMatcher;
 
 /// `inputs` as the core's inputs.
 pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
@@ -32,10 +38,12 @@ pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
             "text" => Input::File {
                 path: tuple.get_item(1)?.extract::<PathBuf>()?,
                 format: Format::Text,
+                range: range_of(tuple, 2, k)?,
             },
             "jsonl" => Input::File {
                 path: tuple.get_item(1)?.extract::<PathBuf>()?,
                 format: Format::Jsonl(FieldPath::parse(&tuple.get_item(2)?.extract::<String>()?)?),
+                range: range_of(tuple, 3, k)?,
             },
             "str" | "arrow" => {
                 let name: String = tuple.get_item(1)?.extract()?;
@@ -55,6 +63,30 @@ pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
         out.push(input);
     }
     Ok(out)
+}
+
+/// The optional byte range `(start, end)` at `tuple[at]` of a file input: only a
+/// plain file's range can be read (a compressed file is read whole).
+fn range_of(tuple: &Bound<'_, PyTuple>, at: usize, k: usize) -> PyResult<Option<Range<u64>>> {
+    if tuple.len() <= at {
+        return Ok(None);
+    }
+    let Some((start, end)) = tuple.get_item(at)?.extract::<Option<(u64, u64)>>()? else {
+        return Ok(None);
+    };
+    let path: PathBuf = tuple.get_item(1)?.extract()?;
+    let compressed = Compression::of(&path) != Compression::None;
+    if start > end || compressed {
+        let why = match compressed {
+            true => "a compressed file is read whole",
+            false => "it ends before it starts",
+        };
+        return Err(PyValueError::new_err(format!(
+            "inputs[{k}]: {}: cannot read the bytes {start}..{end}: {why}",
+            path.display()
+        )));
+    }
+    Ok(Some(start..end))
 }
 
 /// What a job read, as the dict the Python API reports.
@@ -194,4 +226,43 @@ impl Feed for ArrowFeed {
             Ok(Some(batch))
         })
     }
+}
+
+/// The byte ranges of about `target` bytes that a plain file is cut into for the
+/// units of a distributed job: `format` is `"text"` (cut at safe cuts of `pattern`
+/// and, unless `special_in_text` is `"text"`, before `special_tokens`) or `"jsonl"`
+/// (cut after newlines). Returns `[(start, end), ...]` covering the file.
+#[pyfunction]
+#[pyo3(signature = (path, format, target, special_tokens, pattern = "gpt2", special_in_text = None))]
+fn file_ranges(
+    py: Python<'_>,
+    path: PathBuf,
+    format: &str,
+    target: usize,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    special_in_text: Option<&str>,
+) -> PyResult<Vec<(u64, u64)>> {
+    let lines = match format {
+        "text" => false,
+        "jsonl" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format must be \"text\" or \"jsonl\", not {other:?}"
+            )))
+        }
+    };
+    let policy = special_in_text.map(SpecialPolicy::parse).transpose()?;
+    let cut_at = match (lines, policy) {
+        (true, _) | (false, Some(SpecialPolicy::Text)) => Vec::new(),
+        _ => special_tokens,
+    };
+    let specials = SpecialMatcher::new(&cut_at)?;
+    let kind = Pretokenizer::new(pattern)?.kind();
+    let ranges = py.detach(|| file_ranges_of(&path, lines, &specials, target.max(1), kind))?;
+    Ok(ranges.into_iter().map(|r| (r.start, r.end)).collect())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(file_ranges, m)?)
 }

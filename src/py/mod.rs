@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     pretok::register(m)?;
+    inputs::register(m)?;
     train::register(m)?;
     encode::register(m)?;
     Ok(())

@@ -106,7 +106,7 @@ pub(super) fn encode_all(
     if let Some(start) = start {
         for run in &mut runs {
             match run {
-                Run::Mapped(files) => files.retain(|(i, _)| *i >= start.input),
+                Run::Mapped(files) => files.retain(|f| f.input >= start.input),
                 Run::Sequential(list) => list.retain(|(i, _)| *i >= start.input),
             }
         }
@@ -119,7 +119,7 @@ pub(super) fn encode_all(
     // A mapped file gone on with from a byte: the bytes before it count as done.
     let mut mapped_start = start.filter(|s| {
         runs.iter().any(|run| {
-            matches!(run, Run::Mapped(files) if files.first().is_some_and(|(i, _)| *i == s.input))
+            matches!(run, Run::Mapped(files) if files.first().is_some_and(|f| f.input == s.input))
         })
     });
     if let Some(s) = mapped_start {
@@ -152,7 +152,7 @@ pub(super) fn encode_all(
             // of every file in order, so the workers never wait between files.
             Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
                 // Counted from the bytes held, as a pipe's size on disk says nothing.
-                let held: usize = sources.iter().map(|s| s.bytes().len()).sum();
+                let held: usize = sources.iter().map(|s| s.read_len()).sum();
                 let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
                 let cut = reader.cut_specials();
                 let first_at = mapped_start
