@@ -24,10 +24,14 @@ ArrowBatch = tuple[Buffer, npt.NDArray[np.int32] | npt.NDArray[np.int64], int | 
 # The inputs of count_pretokens and Encoder.encode_files, read in order: a text file
 # (.gz / .zst by suffix), JSON lines with the dotted path of the text field, documents
 # pulled from an iterator of str, or batches of an Arrow string column. The name of the
-# last two is how messages name them.
+# last two is how messages name them. A plain file's (start, end) byte range, when
+# given, is the part read (a unit of a distributed job, planned by file_ranges).
+_Range = tuple[int, int] | None
 Source = (
     tuple[Literal["text"], str]
+    | tuple[Literal["text"], str, _Range]
     | tuple[Literal["jsonl"], str, str]
+    | tuple[Literal["jsonl"], str, str, _Range]
     | tuple[Literal["str"], str, Iterator[str]]
     | tuple[Literal["arrow"], str, Iterator[ArrowBatch]]
 )
@@ -62,6 +66,9 @@ class WordCounts:
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> WordCounts: ...
+    def __reduce__(self) -> tuple[Callable[[bytes], WordCounts], tuple[bytes]]: ...
+    @staticmethod
+    def _from_bytes(data: bytes) -> WordCounts: ...
 
 def count_pretokens(
     inputs: list[Source],
@@ -74,6 +81,14 @@ def count_pretokens(
     special_in_text: Literal["special", "text", "error"] | None = None,
     bad_records: Literal["error", "skip"] = "error",
 ) -> tuple[WordCounts, Stats]: ...
+def file_ranges(
+    path: str | PathLike[str],
+    format: Literal["text", "jsonl"],
+    target: int,
+    special_tokens: list[str],
+    pattern: str = "gpt2",
+    special_in_text: Literal["special", "text", "error"] | None = None,
+) -> list[tuple[int, int]]: ...
 def train_from_counts(
     counts: WordCounts,
     vocab_size: int,

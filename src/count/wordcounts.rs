@@ -239,27 +239,42 @@ impl WordCounts {
         let err = |e| Error::io(path, e);
         let file = AtomicFile::create(path, false).map_err(err)?;
         let mut w = BufWriter::new(file.file());
-        let mut write = || -> std::io::Result<()> {
-            w.write_all(MAGIC)?;
-            w.write_all(&VERSION.to_le_bytes())?;
-            write_blob(&mut w, self.pattern.as_bytes())?;
-            w.write_all(&(self.special_tokens.len() as u32).to_le_bytes())?;
-            for t in &self.special_tokens {
-                write_blob(&mut w, t.as_bytes())?;
-            }
-            w.write_all(&(self.len() as u64).to_le_bytes())?;
-            // Sorted so that equal counts give byte-identical files.
-            let mut words: Vec<_> = self.iter().collect();
-            words.sort_unstable();
-            for (word, count) in words {
-                w.write_all(&count.to_le_bytes())?;
-                write_blob(&mut w, word)?;
-            }
-            w.flush()
-        };
-        write().map_err(err)?;
+        self.write_to(&mut w).and_then(|_| w.flush()).map_err(err)?;
         drop(w);
         file.commit().map_err(err)
+    }
+
+    /// The bytes [`WordCounts::save`] writes (how counts travel between processes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to memory cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    /// Counts from the bytes of a saved file (see [`WordCounts::load`]); `name` names
+    /// them in errors.
+    pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Self> {
+        Self::read_from(bytes, Path::new(name))
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(MAGIC)?;
+        w.write_all(&VERSION.to_le_bytes())?;
+        write_blob(w, self.pattern.as_bytes())?;
+        w.write_all(&(self.special_tokens.len() as u32).to_le_bytes())?;
+        for t in &self.special_tokens {
+            write_blob(w, t.as_bytes())?;
+        }
+        w.write_all(&(self.len() as u64).to_le_bytes())?;
+        // Sorted so that equal counts give byte-identical files.
+        let mut words: Vec<_> = self.iter().collect();
+        words.sort_unstable();
+        for (word, count) in words {
+            w.write_all(&count.to_le_bytes())?;
+            write_blob(w, word)?;
+        }
+        Ok(())
     }
 
     /// Reads a file [`WordCounts::save`] wrote. A file that is not one, is cut
@@ -269,10 +284,12 @@ impl WordCounts {
     /// other writers may) has its counts added.
     pub fn load(path: &Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut r = Offset {
-            inner: BufReader::new(file),
-            at: 0,
-        };
+        Self::read_from(BufReader::new(file), path)
+    }
+
+    /// [`WordCounts::load`] of what `inner` reads; `path` names it in errors.
+    fn read_from(inner: impl Read, path: &Path) -> Result<Self> {
+        let mut r = Offset { inner, at: 0 };
         // A binary file has no lines to name.
         let bad = |message: String| Error::invalid(format!("{}: {message}", path.display()));
         // The end of the file in the middle of `what`, or a read error.

@@ -122,8 +122,9 @@ impl PyWordCounts {
     }
 
     /// Adds `other`'s counts in place (counts of shards).
-    fn update(&mut self, other: &Self) -> PyResult<()> {
-        self.inner.add(&other.inner)?;
+    fn update(&mut self, py: Python<'_>, other: &Self) -> PyResult<()> {
+        let (inner, other) = (&mut self.inner, &other.inner);
+        py.detach(|| inner.add(other))?;
         Ok(())
     }
 
@@ -142,6 +143,24 @@ impl PyWordCounts {
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         Ok(Self {
             inner: py.detach(|| WordCounts::load(&path))?,
+        })
+    }
+
+    /// Pickled as the bytes of a saved file, so that counts travel between processes
+    /// (a process pool's, Ray's) as `save` writes them.
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let from_bytes = py.get_type::<Self>().getattr("_from_bytes")?;
+        let bytes = py.detach(|| self.inner.to_bytes());
+        Ok((from_bytes, (PyBytes::new(py, &bytes),)))
+    }
+
+    #[staticmethod]
+    fn _from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: py.detach(|| WordCounts::from_bytes(data, "<pickled WordCounts>"))?,
         })
     }
 }
