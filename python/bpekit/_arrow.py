@@ -182,10 +182,13 @@ def _check_column(schema: pa.Schema, field: str, name: str) -> None:
 # --- Parquet -----------------------------------------------------------------------------
 
 
-def parquet_source(path: Path, field: str, bad_records: str, skipped: Skipped) -> Source:
-    """``("arrow", path, batches)`` for a Parquet file. Its footer is read now, so that a
-    file that is not Parquet, or has no column ``field``, is an error before any work;
-    its rows are read as the core pulls them."""
+def parquet_source(
+    path: Path, field: str, bad_records: str, skipped: Skipped, row_groups: tuple[int, int] | None = None
+) -> Source:
+    """``("arrow", path, batches)`` for a Parquet file (its row groups ``row_groups[0]``
+    to ``row_groups[1]`` only, when given: a unit of a distributed job). Its footer is
+    read now, so that a file that is not Parquet, or has no column ``field``, is an
+    error before any work; its rows are read as the core pulls them."""
     name = str(path)
     pa = _pyarrow(name)
     import pyarrow.parquet as pq
@@ -197,7 +200,13 @@ def parquet_source(path: Path, field: str, bad_records: str, skipped: Skipped) -
     except pa.ArrowException as e:
         raise ValueError(f"{name}: not a valid Parquet file ({e})") from None
     _check_column(schema, field, name)
-    return ("arrow", name, _parquet_batches(path, metadata, field, bad_records, skipped))
+    groups = range(*(row_groups or (0, metadata.num_row_groups)))
+    if groups.stop > metadata.num_row_groups:
+        raise ValueError(
+            f"{name}: holds {metadata.num_row_groups} row groups, not the row groups "
+            f"{groups.start}..{groups.stop} planned to be read (it changed since the run was planned)"
+        )
+    return ("arrow", name, _parquet_batches(path, metadata, field, bad_records, skipped, groups))
 
 
 def _rows_per_batch(metadata: Any, group: int, column: str) -> int:
@@ -213,7 +222,7 @@ def _rows_per_batch(metadata: Any, group: int, column: str) -> int:
 
 
 def _parquet_batches(
-    path: Path, metadata: Any, field: str, bad_records: str, skipped: Skipped
+    path: Path, metadata: Any, field: str, bad_records: str, skipped: Skipped, groups: range
 ) -> Iterator[Batch]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -223,7 +232,7 @@ def _parquet_batches(
     group = -1
     try:
         with pq.ParquetFile(path, metadata=metadata) as pf:
-            for group in range(metadata.num_row_groups):
+            for group in groups:
                 first = 0
                 rows = _rows_per_batch(metadata, group, field)
                 for record_batch in pf.iter_batches(batch_size=rows, row_groups=[group], columns=[field]):

@@ -65,6 +65,7 @@ __all__ = [
     "check_text_field",
     "file_format",
     "resolve",
+    "resolve_files",
     "warn_skipped",
 ]
 
@@ -228,6 +229,43 @@ def resolve(
         else:
             _add_iterable(out, item, format, text_field, bad_records)
     if not out.sources:
+        raise ValueError("no inputs given")
+    return out
+
+
+def resolve_files(inputs: Any, *, format: str | None = None) -> list[tuple[Path, str]]:
+    """The files that ``inputs`` name, with the format each is read in: what a
+    distributed job plans its units from. Documents that only this process holds (an
+    iterator, a Hugging Face dataset) cannot be read by other machines: a ``TypeError``
+    says to write them to files first.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_text("")
+    >>> [(p.name, f) for p, f in resolve_files(d)]
+    [('a.jsonl', 'jsonl')]
+    """
+    format = check_format(format)
+    out: list[tuple[Path, str]] = []
+    in_list = isinstance(inputs, list | tuple)
+    for item in _items(inputs):
+        if _is_path(item):
+            out.extend((p, file_format(p, format)) for p in _paths(item, in_list))
+            continue
+        kind = _hf_kind(item)
+        if kind is None:
+            items = iter(item)
+            first = next(items, _END)
+            if isinstance(first, os.PathLike):  # Path("d").glob("*.txt")
+                for path_item in itertools.chain([first], items):
+                    out.extend((p, file_format(p, format)) for p in _paths(path_item, True))
+                continue
+            kind = type(item).__name__
+        raise TypeError(
+            f"a distributed job reads files that every worker can open, not a {kind}: write its "
+            "documents to files first (JSON lines or Parquet)"
+        )
+    if not out:
         raise ValueError("no inputs given")
     return out
 

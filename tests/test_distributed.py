@@ -1,0 +1,286 @@
+"""Distributed counting and training equal one machine's, on every backend.
+
+The corpus mixes every input kind a plan cuts differently: a plain text file with
+special tokens (byte ranges at safe cuts), a ``.gz`` text file (whole), JSON lines (byte
+ranges after newlines) and Parquet (runs of row groups), planned into 16 or more
+units. Ray runs locally with 2 CPUs, started once for the module; the two-node cluster
+runs in a subprocess of its own, as a process joins one Ray at a time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, data_path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpekit
+import bpekit.distributed as dist
+from bpekit.distributed.plan import plan_units
+from bpekit.distributed.work import CountSpec, count_unit, unit_files
+
+EOT = "<|endoftext|>"
+UNIT_BYTES = 24_000
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    d = tmp_path_factory.mktemp("corpus")
+    botchan = data_path("corpora", "botchan_en.txt").read_text(encoding="utf-8")
+    paragraphs = botchan.split("\n\n")
+    text = "".join(p + ("\n\n" if i % 7 else EOT) for i, p in enumerate(paragraphs))
+    (d / "a.txt").write_text(text, encoding="utf-8")
+    russian = data_path("multilingual", "fortunes_ru.txt").read_bytes()[:150_000]
+    (d / "b.txt.gz").write_bytes(gzip.compress(russian.decode("utf-8", "ignore").encode()))
+    lines = data_path("corpora", "c4_sample.jsonl").read_text(encoding="utf-8").splitlines()[:250]
+    (d / "c.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    genesis = data_path("multilingual", "genesis_multilingual.jsonl").read_text(encoding="utf-8")
+    texts = [json.loads(line)["text"] for line in genesis.splitlines() if line.strip()]
+    pq.write_table(pa.table({"text": texts}), d / "d.parquet", row_group_size=3)
+    return [d / "a.txt", d / "b.txt.gz", d / "c.jsonl", d / "d.parquet"]
+
+
+@pytest.fixture(scope="module")
+def one_machine(corpus: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict]:
+    counts, stats = bpekit.training.count_with_stats(corpus, [EOT])
+    path = tmp_path_factory.mktemp("single") / "counts.wc"
+    counts.save(path)
+    return path.read_bytes(), stats
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def saved(counts: bpekit.WordCounts, path: Path) -> bytes:
+    counts.save(path)
+    return path.read_bytes()
+
+
+def same_stats(stats: dict, single: dict) -> None:
+    for key in ("documents", "bytes", "skipped", "files"):
+        assert stats[key] == single[key], key
+
+
+def test_the_plan_has_units_of_every_kind(corpus: list[Path]) -> None:
+    plan = plan_units(corpus, special_tokens=[EOT], unit_bytes=UNIT_BYTES)
+    assert len(plan.units) >= 16
+    kinds = {(u.format, u.range is None) for u in plan.units}
+    assert kinds == {("text", False), ("text", True), ("jsonl", False), ("parquet", False)}
+    # Byte ranges cover each file, in order, with no gap.
+    for k, (path, fmt, size, _) in enumerate(plan.files):
+        ranges = [u.range for u in plan.units if u.input == k]
+        if fmt in ("text", "jsonl") and not path.endswith(".gz"):
+            assert ranges[0][0] == 0 and ranges[-1][1] == size
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local_pool_counts_equal_one_machine(corpus, one_machine, tmp_path: Path, workers: int) -> None:
+    counts, stats = dist.count_with_stats(
+        corpus, [EOT], backend="local", workers=workers, unit_bytes=UNIT_BYTES
+    )
+    assert stats["units"] >= 16
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+    same_stats(stats, one_machine[1])
+
+
+def test_ray_counts_and_training_equal_one_machine(corpus, one_machine, ray_local, tmp_path: Path) -> None:
+    counts, stats = dist.count_with_stats(corpus, [EOT], unit_bytes=UNIT_BYTES)
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+    same_stats(stats, one_machine[1])
+    assert dist.train_bpe(corpus, 600, [EOT], unit_bytes=UNIT_BYTES) == bpekit.train_bpe(corpus, 600, [EOT])
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_worker_killed_mid_unit_is_retried(
+    corpus, one_machine, tmp_path: Path, backend: str, request
+) -> None:
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
+    marker = tmp_path / "crashed"
+    counts = dist.count_pretokens(
+        corpus,
+        [EOT],
+        backend=backend,
+        workers=2,
+        unit_bytes=UNIT_BYTES,
+        _crash_once=(5, str(marker)),
+    )
+    assert marker.exists()  # the worker did die once
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+
+
+def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    options = {"backend": "local", "workers": 2, "unit_bytes": UNIT_BYTES, "work_dir": work}
+    counts, stats = dist.count_with_stats(corpus, [EOT], **options)
+    n = stats["units"]
+    assert stats["kept"] == 0 and saved(counts, tmp_path / "1.wc") == one_machine[0]
+    # The driver died before some units ended: their files are missing, or one was
+    # cut short, or damaged in place (same size, other bytes).
+    for i in (0, 7):
+        for f in unit_files(work, i):
+            f.unlink()
+    wc, _ = unit_files(work, 3)
+    wc.write_bytes(wc.read_bytes()[:-5])
+    wc, _ = unit_files(work, 4)
+    data = bytearray(wc.read_bytes())
+    data[-1] ^= 1
+    wc.write_bytes(bytes(data))
+    counts, stats = dist.count_with_stats(corpus, [EOT], **options)
+    assert stats["kept"] == n - 4
+    assert saved(counts, tmp_path / "2.wc") == one_machine[0]
+    same_stats(stats, one_machine[1])
+    # Another run's folder is refused, naming what differs.
+    with pytest.raises(ValueError, match=r"holds the work of another run \(options"):
+        dist.count_pretokens(corpus, [EOT], **options, pattern="cl100k")
+
+
+def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) -> None:
+    """A driver SIGKILLed after its first results; rerun, it counts only the rest."""
+    work = tmp_path / "work"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import bpekit.distributed as dist
+        from bpekit.distributed import backends
+
+        class DiesAfterThree(backends.LocalBackend):
+            def run(self, fn, tasks):
+                for n, result in enumerate(super().run(fn, tasks)):
+                    yield result
+                    if n == 2:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+        dist.open_backend = lambda address, backend, workers: DiesAfterThree(2)
+        dist.count_pretokens({[str(p) for p in corpus]!r}, [{EOT!r}], work_dir={str(work)!r},
+                             backend="local", unit_bytes={UNIT_BYTES})
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
+    done = len(list(work.glob("unit-*.json")))
+    counts, stats = dist.count_with_stats(
+        corpus, [EOT], work_dir=work, backend="local", workers=2, unit_bytes=UNIT_BYTES
+    )
+    assert 3 <= stats["kept"] == done < stats["units"]
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+
+
+def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = tmp_path / "cluster.wc"
+    script = textwrap.dedent(
+        f"""
+        import ray
+        from ray.cluster_utils import Cluster
+        import bpekit, bpekit.distributed as dist
+
+        cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, log_to_driver=False)
+        cluster.wait_for_nodes()
+        assert len(ray.nodes()) == 2
+        corpus = {[str(p) for p in corpus]!r}
+        counts = dist.count_pretokens(corpus, [{EOT!r}], address=cluster.address, unit_bytes={UNIT_BYTES})
+        counts.save({str(out)!r})
+        assert dist.train_bpe(corpus, 400, [{EOT!r}], unit_bytes={UNIT_BYTES}) == bpekit.train_bpe(
+            corpus, 400, [{EOT!r}]
+        )
+        ray.shutdown()
+        cluster.shutdown()
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=180, env=env)
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    assert out.read_bytes() == one_machine[0]
+
+
+def test_errors_are_the_inputs_and_are_not_retried(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n' * 3 + "not json\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl.*line 4"):
+        dist.count_pretokens(bad, backend="local", workers=1, unit_bytes=10)
+    with pytest.raises(TypeError, match="not a generator: write its documents to files first"):
+        dist.count_pretokens((t for t in ["a", "b"]), backend="local")
+    with pytest.raises(ValueError, match='backend must be "ray" or "local"'):
+        dist.count_pretokens(bad, backend="spark")
+    # A file that shrank between the plan and its unit's task.
+    text = tmp_path / "t.txt"
+    text.write_text("some words\n" * 100)
+    plan = plan_units(text, unit_bytes=300)
+    text.write_text("some words\n")
+    spec = CountSpec((), "gpt2", "strict", None, "error", "text")
+    with pytest.raises(OSError, match=r"t\.txt: holds 11 bytes, not the bytes 0\.\.30\d planned to be read"):
+        count_unit(plan.units[0], spec)
+
+
+def test_word_counts_pickle_as_saved_files(tmp_path: Path) -> None:
+    counts = bpekit.WordCounts([(b" low", 3), (b"er", 2)], pattern="cl100k")
+    again = pickle.loads(pickle.dumps(counts))
+    assert again == counts and again.pattern == counts.pattern
+    assert saved(again, tmp_path / "a.wc") == saved(counts, tmp_path / "b.wc")
+
+
+SPECIALS = ["<|endoftext|>", "<|x|>"]
+PIECES = st.sampled_from(
+    ["a", "b", " ", "  ", "\n", "\n\n", "\r\n", "1", "23", "é", "日本", "'s", "!", " .", *SPECIALS]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.lists(PIECES, max_size=60).map("".join), unit=st.integers(1, 40))
+def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int) -> None:
+    """Any text, planned into units of any size: the units' counts add up to the whole
+    file's, and their bytes to its bytes."""
+    path = tmp_path_factory.mktemp("h") / "t.txt"
+    path.write_bytes(text.encode())
+    spec = CountSpec(tuple(SPECIALS), "gpt2", "strict", None, "error", "text")
+    plan = plan_units(path, special_tokens=SPECIALS, unit_bytes=unit)
+    total = bpekit.WordCounts()
+    read = 0
+    for u in plan.units:
+        result = count_unit(u, spec)
+        total.update(result.counts)
+        read += result.stats["bytes"]
+    whole = bpekit.count_pretokens(path, SPECIALS)
+    assert total.to_dict() == whole.to_dict()
+    assert read == len(text.encode())
+
+
+def test_cli_train_on_ray_writes_what_one_machine_writes(corpus, ray_local, tmp_path: Path, capsys) -> None:
+    from bpekit.cli import main
+
+    common = ["train", *map(str, corpus), "--vocab-size", "400", "--special-token", EOT, "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "one")]) == 0
+    ray_run = [*common, "--out", str(tmp_path / "ray"), "--ray", "--work-dir", str(tmp_path / "w")]
+    assert main(ray_run) == 0
+    assert "counted in 4 units on Ray\n" in capsys.readouterr().out
+    for name in ("vocab.json", "merges.txt"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    assert main(ray_run) == 0  # a rerun finds every unit done
+    assert "counted in 4 units on Ray, 4 kept from an earlier run" in capsys.readouterr().out
+    assert main([*common, "--out", str(tmp_path / "x"), "--work-dir", str(tmp_path / "w")]) == 2
+    assert "--work-dir keeps the units of a --ray run; give --ray too" in capsys.readouterr().err
