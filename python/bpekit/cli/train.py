@@ -26,7 +26,37 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=str, required=True, help="folder for vocab.json and merges.txt")
     add_common_options(p)
+    add_distributed_options(p)
     return p
+
+
+def add_distributed_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that can run on Ray (``bpekit.distributed``)."""
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="count on Ray, in units spread over its workers: alone, on a Ray started here for the run; "
+        "'auto' or an address joins a running cluster (--threads is then each task's threads, default 1)",
+    )
+    p.add_argument(
+        "--work-dir",
+        default=None,
+        metavar="DIR",
+        help="with --ray: keep each unit's result in DIR, a folder every worker can reach; a rerun "
+        "after a failure keeps the units done",
+    )
+
+
+def distributed_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bpekit.distributed``'s keyword arguments for ``--ray``, or None without it."""
+    if getattr(args, "ray", None) is None:
+        if getattr(args, "work_dir", None) is not None:
+            raise ValueError("--work-dir keeps the units of a --ray run; give --ray too")
+        return None
+    return {"address": args.ray or None, "work_dir": args.work_dir, "num_threads": args.threads or 1}
 
 
 def vocab_size_arg(text: str) -> int:
@@ -161,15 +191,29 @@ def train_and_summarize(
     check_out_folder(out)
     progress = not args.quiet
     t0 = time.perf_counter()
-    counts, stats = count_with_stats(
-        inputs,
-        special_tokens,
-        pattern=args.pattern,
-        num_threads=args.threads,
-        errors=args.errors,
-        progress=progress,
-        **format_options(args),
-    )
+    distributed = distributed_options(args)
+    if distributed is None:
+        counts, stats = count_with_stats(
+            inputs,
+            special_tokens,
+            pattern=args.pattern,
+            num_threads=args.threads,
+            errors=args.errors,
+            progress=progress,
+            **format_options(args),
+        )
+    else:
+        from bpekit import distributed as dist
+
+        counts, stats = dist.count_with_stats(
+            inputs,
+            special_tokens,
+            pattern=args.pattern,
+            errors=args.errors,
+            progress=progress,
+            **distributed,
+            **format_options(args),
+        )
     # The bytes of text read: a compressed file's decompressed, a record's text.
     total_bytes = stats["bytes"]
     t1 = time.perf_counter()
@@ -189,10 +233,13 @@ def train_and_summarize(
         f"{total_bytes / 1e6:,.1f} MB"
     )
     print(f"  {documents_line(stats)}")
+    if distributed is not None:
+        kept = f", {stats['kept']:,} kept from an earlier run" if stats["kept"] else ""
+        print(f"  counted in {stats['units']:,} units on Ray{kept}")
     print(f"  counting   {count_s:8.3f} s   {total_bytes / 1e6 / max(count_s, 1e-9):,.1f} MB/s")
     print(f"  merging    {merge_s:8.3f} s   {len(merges) / max(merge_s, 1e-9):,.0f} merges/s")
     print(f"  writing    {t3 - t2:8.3f} s")
-    print(f"  peak memory {peak_rss_mib():,.0f} MiB")
+    print(f"  peak memory {peak_rss_mib():,.0f} MiB{' (this process)' * (distributed is not None)}")
     print(f"  unique pre-tokens {len(counts):,}   pre-token occurrences {counts.total:,}")
     longest = sorted(vocab.values(), key=lambda b: (-len(b), b))[:5]
     print("  longest tokens: " + ", ".join(_show(b) for b in longest))
