@@ -82,3 +82,29 @@ def test_most_common_takes_counters_n() -> None:
     assert counts.most_common(1) == [(b"c", 5)]
     # As collections.Counter: a negative n gives nothing (it raised OverflowError).
     assert counts.most_common(-1) == []
+
+
+def test_counts_sent_as_bytes_add_in_place_or_change_nothing() -> None:
+    """What a distributed driver does with each unit's counts: ``_add_bytes`` of
+    ``_to_bytes`` adds exactly; damaged bytes, a total past 2**64-1 or another
+    pattern are errors that leave the sum as it was."""
+    a = bpekit.WordCounts([(b" low", 3), (b"er", 2)])
+    b = bpekit.WordCounts([(b" low", 1), (b"est", 4)])
+    total = bpekit.WordCounts()
+    total._add_bytes(a._to_bytes())
+    total._add_bytes(b._to_bytes())
+    assert total == a + b and total.pattern == a.pattern
+    data = b._to_bytes()
+    for damaged, why in [
+        (data[:-1], "cut short in word record 1 of 2"),
+        (data + b"x", "1 byte\\(s\\) after its 2 word records"),
+        (b"BPEKITWX" + data[8:], "bad magic"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            total._add_bytes(damaged)
+    huge = bpekit.WordCounts([(b"x", 2**64 - 5)])
+    with pytest.raises(OverflowError, match="pass 2\\*\\*64-1"):
+        total._add_bytes(huge._to_bytes())
+    with pytest.raises(ValueError, match="different patterns"):
+        total._add_bytes(bpekit.WordCounts([(b"x", 1)], pattern="cl100k")._to_bytes())
+    assert total == a + b

@@ -239,26 +239,91 @@ impl WordCounts {
         let err = |e| Error::io(path, e);
         let file = AtomicFile::create(path, false).map_err(err)?;
         let mut w = BufWriter::new(file.file());
-        self.write_to(&mut w).and_then(|_| w.flush()).map_err(err)?;
+        self.write_to(&mut w, true)
+            .and_then(|_| w.flush())
+            .map_err(err)?;
         drop(w);
         file.commit().map_err(err)
     }
 
-    /// The bytes [`WordCounts::save`] writes (how counts travel between processes).
+    /// The bytes of a saved file, the words in no particular order (how counts travel
+    /// between processes: sorting is for files that must compare equal byte for
+    /// byte, and took a third of the time of sending a unit's counts).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.bytes.len() + 12 * self.len() + 64);
         // Writing to memory cannot fail.
-        let _ = self.write_to(&mut out);
+        let _ = self.write_to(&mut out, false);
         out
     }
 
-    /// Counts from the bytes of a saved file (see [`WordCounts::load`]); `name` names
+    /// Counts from the bytes of a saved file ([`WordCounts::to_bytes`]); `name` names
     /// them in errors.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Self> {
-        Self::read_from(bytes, Path::new(name))
+        let mut counts = Self::default();
+        counts.add_bytes(bytes, name)?;
+        Ok(counts)
     }
 
-    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+    /// Adds the counts held in the bytes of a saved file, read in place: no
+    /// `WordCounts` is built for them (what a driver adding many units' counts does).
+    /// Errors (not such bytes, cut short, a total past `u64::MAX`) change nothing.
+    pub fn add_bytes(&mut self, bytes: &[u8], name: &str) -> Result<()> {
+        let bad = |what: String| Error::invalid(format!("{name}: {what}"));
+        let (header, n, records) = parse_header(bytes).map_err(|e| bad(e.to_string()))?;
+        // A first pass checks every record and the total, so that the second cannot
+        // fail half way.
+        let mut total = 0u64;
+        let mut at = 0;
+        for i in 0..n {
+            let (count, _, next) = parse_record(records, at)
+                .ok_or_else(|| bad(format!("cut short in word record {i} of {n}")))?;
+            total = total
+                .checked_add(count)
+                .ok_or_else(|| bad("its counts add up past 2**64-1".into()))?;
+            at = next;
+        }
+        if at != records.len() {
+            return Err(bad(format!(
+                "{} byte(s) after its {n} word records",
+                records.len() - at
+            )));
+        }
+        if !self.is_empty() && n > 0 && self.pattern != header.0 {
+            return Err(Error::invalid(format!(
+                "cannot add counts made with different patterns: {:?} and {:?}",
+                self.pattern, header.0
+            )));
+        }
+        if self
+            .checked_total()
+            .and_then(|t| t.checked_add(total))
+            .is_none()
+        {
+            return Err(Error::Overflow(format!(
+                "adding these word counts would make the total count pass 2**64-1: {} + {total}",
+                show_total(self.checked_total())
+            )));
+        }
+        if self.is_empty() {
+            self.pattern = header.0;
+        }
+        for t in header.1 {
+            if !self.special_tokens.contains(&t) {
+                self.special_tokens.push(t);
+            }
+        }
+        self.reserve((n as usize).min(records.len() / 12), 0);
+        let mut at = 0;
+        while let Some((count, word, next)) = parse_record(records, at) {
+            self.add_word(word, count)?;
+            at = next;
+        }
+        Ok(())
+    }
+
+    /// Writes the file's bytes; `sorted`: the words in byte order, so that equal counts
+    /// give byte-identical files.
+    fn write_to(&self, w: &mut impl Write, sorted: bool) -> std::io::Result<()> {
         w.write_all(MAGIC)?;
         w.write_all(&VERSION.to_le_bytes())?;
         write_blob(w, self.pattern.as_bytes())?;
@@ -267,9 +332,10 @@ impl WordCounts {
             write_blob(w, t.as_bytes())?;
         }
         w.write_all(&(self.len() as u64).to_le_bytes())?;
-        // Sorted so that equal counts give byte-identical files.
         let mut words: Vec<_> = self.iter().collect();
-        words.sort_unstable();
+        if sorted {
+            words.sort_unstable();
+        }
         for (word, count) in words {
             w.write_all(&count.to_le_bytes())?;
             write_blob(w, word)?;
@@ -425,6 +491,50 @@ impl std::fmt::Debug for WordCounts {
             .field("special_tokens", &self.special_tokens)
             .finish()
     }
+}
+
+/// A saved file's pattern and special tokens.
+type Header = (String, Vec<String>);
+
+/// A saved file's header, the number of words and the bytes of the word records.
+fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[u8]), String> {
+    let rest = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or("not a bpekit word-counts file (bad magic)")?;
+    let (version, mut rest) = take_u32(rest).ok_or("cut short in the header")?;
+    if version != VERSION {
+        return Err(format!("unsupported word-counts version {version}"));
+    }
+    let text = |rest: &mut &[u8]| -> std::result::Result<String, String> {
+        let (n, after) = take_u32(rest).ok_or("cut short in the header")?;
+        let blob = after.get(..n as usize).ok_or("cut short in the header")?;
+        *rest = &after[n as usize..];
+        String::from_utf8(blob.to_vec()).map_err(|_| "a header string is not UTF-8".to_string())
+    };
+    let pattern = text(&mut rest)?;
+    let (k, after) = take_u32(rest).ok_or("cut short in the header")?;
+    rest = after;
+    let mut specials = Vec::new();
+    for _ in 0..k {
+        specials.push(text(&mut rest)?);
+    }
+    let n = rest.get(..8).ok_or("cut short in the header")?;
+    let n = u64::from_le_bytes(n.try_into().map_err(|_| "cut short in the header")?);
+    Ok(((pattern, specials), n, &rest[8..]))
+}
+
+fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let b = bytes.get(..4)?;
+    Some((u32::from_le_bytes(b.try_into().ok()?), &bytes[4..]))
+}
+
+/// The record at `at` of `records`: `(count, word, where the next starts)`, or `None`
+/// where the bytes end first.
+fn parse_record(records: &[u8], at: usize) -> Option<(u64, &[u8], usize)> {
+    let count = u64::from_le_bytes(records.get(at..at + 8)?.try_into().ok()?);
+    let n = u32::from_le_bytes(records.get(at + 8..at + 12)?.try_into().ok()?) as usize;
+    let word = records.get(at + 12..(at + 12).checked_add(n)?)?;
+    Some((count, word, at + 12 + n))
 }
 
 fn write_blob(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {

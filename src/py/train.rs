@@ -163,6 +163,20 @@ impl PyWordCounts {
             inner: py.detach(|| WordCounts::from_bytes(data, "<pickled WordCounts>"))?,
         })
     }
+
+    /// The bytes pickling sends (a saved file's, words unsorted).
+    fn _to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| self.inner.to_bytes());
+        PyBytes::new(py, &bytes)
+    }
+
+    /// Adds the counts of `_to_bytes`'s bytes, read in place (a distributed driver adds
+    /// each unit's so, without building its `WordCounts`).
+    fn _add_bytes(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.add_bytes(data, "<counts of a unit>"))?;
+        Ok(())
+    }
 }
 
 /// Returns `(counts, stats)`; see `bpekit.count_pretokens`.
