@@ -263,7 +263,7 @@ def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int) -> No
     read = 0
     for u in plan.units:
         result = count_unit(u, spec)
-        total.update(result.counts)
+        total._add_bytes(result.counts)
         read += result.stats["bytes"]
     whole = bpekit.count_pretokens(path, SPECIALS)
     assert total.to_dict() == whole.to_dict()
@@ -284,3 +284,17 @@ def test_cli_train_on_ray_writes_what_one_machine_writes(corpus, ray_local, tmp_
     assert "counted in 4 units on Ray, 4 kept from an earlier run" in capsys.readouterr().out
     assert main([*common, "--out", str(tmp_path / "x"), "--work-dir", str(tmp_path / "w")]) == 2
     assert "--work-dir keeps the units of a --ray run; give --ray too" in capsys.readouterr().err
+
+
+def test_a_script_without_a_main_guard_runs_once(corpus, tmp_path: Path) -> None:
+    """The local workers are no spawned copies of the driver: a script calling the API
+    at its top level (no ``if __name__ == "__main__":``) runs once, not once per worker."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import bpekit.distributed as dist\n"
+        f"counts = dist.count_pretokens({str(corpus[0])!r}, backend='local', workers=2, unit_bytes=30000)\n"
+        "print('counted', len(counts))\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("counted") == 1

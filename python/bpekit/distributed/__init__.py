@@ -165,17 +165,14 @@ def _gather(
     bar: ProgressBar | None,
     done_bytes: int,
     plan: Plan,
-) -> WordCounts | None:
+) -> WordCounts:
     """Runs the units of ``todo``; adds their counts (sent back) as they finish."""
-    total: WordCounts | None = None
+    total = WordCounts()
     size = sum(u.size for u in plan.units)
     for k, result in runner.run(count_unit, [(u, spec) for u in todo]):
         results[result.index] = result
         if result.counts is not None:
-            if total is None:
-                total = result.counts
-            else:
-                total.update(result.counts)
+            total._add_bytes(result.counts)
             result.counts = None
         done_bytes += todo[k].size
         if bar is not None:

@@ -10,14 +10,15 @@ units run again, up to ``max_retries`` times each.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import queue
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
+
+from bpekit.distributed import _wire
 
 __all__ = ["Backend", "LocalBackend", "RayBackend", "open_backend"]
 
@@ -49,80 +50,110 @@ def open_backend(address: str | None, backend: str, workers: int | None) -> Back
 
 
 class LocalBackend:
-    """A pool of worker processes on this machine, started by ``spawn`` (a forked copy
-    of a process running threads may hold their locks)."""
+    """Worker processes on this machine (``bpekit.distributed._worker``), one task at a
+    time each, kept for the backend's life. Each is fed by a thread of the driver; a
+    worker that dies is started again and its unit put back in the queue."""
 
     def __init__(self, workers: int | None = None, max_retries: int = MAX_RETRIES) -> None:
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers must be a positive int or None (one per core), not {workers!r}")
         self.workers = workers or os.cpu_count() or 1
         self.max_retries = max_retries
-        self._pool: ProcessPoolExecutor | None = None
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            self.workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_exit_with_parent,
-            initargs=(os.getpid(),),
-        )
+        self._procs: list[_Process | None] = [None] * self.workers
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
-        pending = list(range(len(tasks)))[::-1]  # popped from the end: in order
+        todo: queue.Queue[int] = queue.Queue()
+        for i in range(len(tasks)):
+            todo.put(i)
+        results: queue.Queue[tuple[int, bool, Any]] = queue.Queue()
         attempts = [0] * len(tasks)
-        running: dict[Future[Any], int] = {}
-        pool = self._pool = self._pool or self._new_pool()
+        stop = threading.Event()
+
+        def feed(slot: int) -> None:
+            while not stop.is_set():
+                try:
+                    i = todo.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                attempts[i] += 1
+                try:
+                    proc = self._procs[slot] = self._procs[slot] or _Process()
+                    ok, value = proc.call(fn, tasks[i])
+                except (EOFError, OSError):
+                    self._kill(slot)
+                    if attempts[i] > self.max_retries:
+                        why = f"unit {i}: its worker died {attempts[i]} times (killed? out of memory?)"
+                        results.put((i, False, RuntimeError(why)))
+                        return
+                    todo.put(i)
+                    continue
+                results.put((i, ok, value))
+
+        threads = [threading.Thread(target=feed, args=(k,), daemon=True) for k in range(self.workers)]
+        for t in threads:
+            t.start()
+        finished = False
         try:
-            while pending or running:
-                # A bounded number in flight, so that a broken pool costs few reruns.
-                while pending and len(running) < 2 * self.workers:
-                    i = pending.pop()
-                    attempts[i] += 1
-                    running[pool.submit(fn, *tasks[i])] = i
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                broken = []
-                for future in done:
-                    i = running.pop(future)
-                    try:
-                        result = future.result()
-                    except BrokenProcessPool:
-                        broken.append(i)
-                        continue
-                    yield i, result
-                if broken:
-                    # Every unit in flight failed with the pool; each runs again.
-                    lost = broken + list(running.values())
-                    running.clear()
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    pool = self._pool = self._new_pool()
-                    for i in sorted(lost, reverse=True):
-                        if attempts[i] > self.max_retries:
-                            raise RuntimeError(
-                                f"unit {i}: its worker died {attempts[i]} times (killed, out of memory?)"
-                            )
-                        pending.append(i)
-                    pending.sort(reverse=True)
+            for _ in range(len(tasks)):
+                i, ok, value = results.get()
+                if not ok:
+                    raise value
+                yield i, value
+            finished = True
         finally:
-            for future in running:
-                future.cancel()
+            stop.set()
+            if not finished:  # stopped early: units still running are abandoned
+                for slot in range(self.workers):
+                    self._kill(slot)
+            for t in threads:
+                t.join()
+
+    def _kill(self, slot: int) -> None:
+        proc, self._procs[slot] = self._procs[slot], None
+        if proc is not None:
+            proc.kill()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for slot, proc in enumerate(self._procs):
+            if proc is not None:
+                proc.close()
+            self._procs[slot] = None
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Ends this pool worker once the driver is gone. A driver killed outright (SIGKILL,
-    the OOM killer) cannot shut its pool down, and its workers, each holding the task
-    queue open, would otherwise wait on it forever."""
+class _Process:
+    """One worker process and its two pipes."""
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
+    def __init__(self) -> None:
+        # The driver's import path, so that the worker finds what the driver imports.
+        path = os.pathsep.join(p for p in sys.path if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bpekit.distributed._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
 
-    threading.Thread(target=watch, name="bpekit-parent-watch", daemon=True).start()
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+        """``(True, fn(*args))`` or ``(False, the exception it raised)``, computed in the
+        worker; ``EOFError`` or ``OSError`` if the worker died."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        _wire.send(self.proc.stdin, (fn, args))
+        reply: tuple[bool, Any] = _wire.receive(self.proc.stdout)
+        return reply
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        """Ends the worker: it exits when its tasks end."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
 
 class RayBackend:
