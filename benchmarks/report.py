@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
-GROUPS = ["train", "count", "formats", "encode", "dataset", "pretokenize"]
+GROUPS = ["train", "count", "formats", "encode", "dataset", "scale", "pretokenize"]
 
 INTRO = """\
 # Benchmarks
@@ -32,9 +32,10 @@ benchmark scripts write; do not edit it by hand.
 
 `make bench` builds the extension, installs the peers into `.venv` (`pip install
 tiktoken tokenizers rustbpe gigatoken sentencepiece`), builds the corpora, runs every
-workload below but `dataset` and rewrites this page; it takes about 20 minutes on 2
-cores (`dataset` writes several GB: run `python benchmarks/dataset_compare.py` apart,
-then `python benchmarks/report.py`). Each workload's own command is under its table
+workload below but `dataset` and `scale` and rewrites this page; it takes about 20
+minutes on 2 cores (`dataset` writes several GB and `scale` reads up to 12 GB: run
+`python benchmarks/dataset_compare.py` and `python benchmarks/scale.py` apart, then
+`python benchmarks/report.py`). Each workload's own command is under its table
 (run it from the repository root inside `.venv`, then `python benchmarks/report.py`).
 The corpora are built by `benchmarks/corpora.py` from the data folder (`--data`, else
 `$BPEKIT_DATA`, else `../shared/data`) into `$BPEKIT_BENCH_DIR` (default
@@ -50,7 +51,9 @@ The corpora are built by `benchmarks/corpora.py` from the data folder (`--data`,
   Parquet files, built beside it by `benchmarks/formats_compare.py`;
 - for `dataset`, that JSONL file and `owt-1G`: 1 GB of OpenWebText-like text made by
   `../shared/bench/make_big.py owt 1G` (by `benchmarks/dataset_compare.py` when
-  missing, ~35 s).
+  missing, ~35 s);
+- for `scale`, `owt-0.1G`, `owt-1G`, `owt-12G` and `ts-2.2G`, made the same way by
+  `make_big.py` (by `benchmarks/scale.py` when missing, ~30 s per GB).
 
 To time another build of bpekit (before and after a change), point `PYTHONPATH` at its
 `python/` folder (with its built extension) and send the results elsewhere, e.g.

@@ -1,0 +1,521 @@
+"""Scaling (issue 26): counting, merging and encoding from 0.1 to 12 GB of text, in one
+process and on a local Ray, with each job's peak memory.
+
+    python benchmarks/scale.py                          # owt-0.1G, owt-1G, owt-12G, ts-2.2G
+    python benchmarks/scale.py --corpus owt-0.1G        # some of them (repeatable)
+    python benchmarks/scale.py --quick                  # a smoke test: ts-0.02G (~21 MB)
+
+Corpora: ``KIND-SIZE.txt`` in the bench folder (``$BPEKIT_BENCH_DIR``, default
+/tmp/bpekit_bench), made when missing by ``../shared/bench/make_big.py KIND SIZE`` (about
+30 s per GB): ``owt`` is OpenWebText-like text (``en.txt`` repeated with new word types
+spliced in, so that the distinct pre-tokens follow OpenWebText's Heaps' law: ~1.3 M at
+1 GB, ~6 M at 12 GB), ``ts`` TinyStories-like (~150 K distinct at 2.2 GB); documents are
+joined by ``<|endoftext|>``. make_big.py repeats whole copies of its base, so ``owt``
+is at least one copy of en.txt (~116 MB: ``owt-0.1G`` is en.txt byte for byte). Any ``owt-SIZE`` or
+``ts-SIZE`` that make_big.py takes may be named.
+
+Per corpus, the file is read through once (into the page cache, as far as it fits),
+then three jobs run, each in a fresh process, so that each peak RSS (the process's
+``ru_maxrss``: the interpreter, its imports and Ray's client included) is the job's own:
+
+  one process   ``bpekit.count_pretokens(path, ["<|endoftext|>"])`` (bpekit's default
+                threads: one per core), timed, then ``bpekit.train_from_counts(counts,
+                V, ["<|endoftext|>"])``, timed; V = 32,000 for owt, 10,000 for ts.
+  Ray local     ``ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)``
+                (timed apart: "Ray start" in the notes), then
+                ``bpekit.distributed.count_with_stats(path, ["<|endoftext|>"])`` (Ray
+                tasks of one CPU and one thread each over units of ``--unit-bytes``,
+                default the library's 256 MiB), timed, then ``train_from_counts`` on the
+                driver, timed. The counts must equal the one-process counts (distinct
+                pre-tokens, occurrences and the 100 most common, compared here); the
+                script exits with status 1 when they differ. The counting time includes
+                the first tasks' cold start (Ray's workers start and import bpekit).
+  encode        ``bpekit.encode_file(path, out.npy, bpekit.get_encoding("gpt2"))``
+                (default threads), timed, the tokenizer loaded before; the output is
+                written into the bench folder's ``scale-out/`` and removed. Encoding on
+                Ray is not built yet: the Ray row has none.
+
+Figures: seconds of each call; count MB/s: the file's bytes (10^6) per second of
+counting; "count vs one process": Ray's counting time over the one process's; "count
+B / distinct": the job's peak RSS at the end of counting (before merging) in bytes per
+distinct pre-token, the working set per pre-token type (the interpreter and imports
+included, which dominate for small corpora). The Ray workers are other processes: the
+driver's peak RSS leaves them out, so while Ray counts, a thread of the driver reads
+``/proc`` every 0.5 s for the processes below it (raylet, GCS, workers) and the notes
+give each worker's peak RSS (``VmHWM``; the largest of them) and the largest sum of the
+RSS of all of Ray's processes seen (shared pages, the object store's among them, count
+in each process that maps them).
+
+One run per figure; the machine is shared, so expect 10-25% noise. Progress goes to
+stderr. Writes ``--results``/scale.json (default benchmarks/results; ``--quick``: the
+bench folder's ``quick-results/``), rewritten after each corpus, so a long run that
+stops keeps the corpora done; ``report.py`` makes the table. ``PYTHONPATH=DIR`` times
+the bpekit in DIR (the jobs and Ray's workers inherit it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    RESULTS,
+    bench_dir,
+    command,
+    data_dir,
+    encodings_env,
+    peak_rss_mib,
+    tool_version,
+    write_result,
+)
+
+EOT = "<|endoftext|>"
+DEFAULT_CORPORA = ["owt-0.1G", "owt-1G", "owt-12G", "ts-2.2G"]
+QUICK_CORPORA = ["ts-0.02G"]
+VOCAB = {"owt": 32_000, "ts": 10_000}
+RAY_CPUS = 2
+TOP = 100  # the most common pre-tokens compared between the one-process and Ray counts
+SAMPLE_S = 0.5
+NAME = re.compile(r"^(owt|ts)-(\d+(?:\.\d+)?[KMG]?)$")
+MiB = 1 << 20
+# The log's clock starts with the parent; the jobs are told when (wall-clock seconds).
+T0 = float(os.environ.get("BPEKIT_SCALE_T0") or time.time())
+
+
+def log(message: str) -> None:
+    print(f"[{time.time() - T0:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+# --- The corpora ----------------------------------------------------------------------
+
+
+def corpus_file(name: str, bench: Path, make_big: Path) -> Path:
+    """``bench/NAME.txt``, made by make_big.py when missing."""
+    m = NAME.match(name)
+    if not m:
+        raise SystemExit(f"corpus {name!r}: use KIND-SIZE, KIND owt or ts, SIZE as make_big.py takes (1G)")
+    path = bench / f"{name}.txt"
+    if path.is_file():
+        return path
+    if not make_big.is_file():
+        raise SystemExit(f"{path} is missing and so is {make_big} to build it: use --make-big PATH")
+    log(f"building {path} with {make_big.name} {m.group(1)} {m.group(2)} ...")
+    t = time.perf_counter()
+    env = dict(os.environ, BPEKIT_BENCH_DIR=str(bench))
+    cmd = [sys.executable, str(make_big), m.group(1), m.group(2), str(path)]
+    subprocess.run(cmd, check=True, env=env, stdout=sys.stderr)
+    log(f"  built in {time.perf_counter() - t:.0f} s")
+    return path
+
+
+def read_through(path: Path) -> float:
+    """Reads ``path`` once (into the page cache); its seconds."""
+    t = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(16 * MiB)
+        while f.readinto(buf):
+            pass
+    return time.perf_counter() - t
+
+
+# --- Ray's processes ------------------------------------------------------------------
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below ``root``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _status_kib(pid: int) -> tuple[str, dict[str, int]] | None:
+    """A process's command line and ``VmRSS`` / ``VmHWM`` (KiB); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        with open(f"/proc/{pid}/status") as f:
+            status = f.read()
+    except OSError:
+        return None
+    kib = {}
+    for key in ("VmRSS", "VmHWM"):
+        if m := re.search(rf"^{key}:\s+(\d+) kB", status, re.M):
+            kib[key] = int(m.group(1))
+    return cmdline, kib
+
+
+class RaySampler(threading.Thread):
+    """Every ``period`` seconds while it runs: each Ray worker's ``VmHWM`` (the largest
+    seen per process) and the sum of the RSS of every process below this one."""
+
+    def __init__(self, period: float = SAMPLE_S) -> None:
+        super().__init__(daemon=True)
+        self.period, self.done = period, threading.Event()
+        self.worker_hwm: dict[int, int] = {}
+        self.total_peak = 0
+
+    def sample(self) -> None:
+        total = 0
+        for pid in _descendants(os.getpid()):
+            found = _status_kib(pid)
+            if found is None:
+                continue
+            cmdline, kib = found
+            total += kib.get("VmRSS", 0)
+            # Workers retitle themselves ray::IDLE, ray::count_unit...; ray::DashboardAgent
+            # and ray::RuntimeEnvAgent are Ray's own.
+            worker = cmdline.startswith("ray::") and not cmdline.endswith("Agent")
+            if worker or "default_worker.py" in cmdline:
+                self.worker_hwm[pid] = max(self.worker_hwm.get(pid, 0), kib.get("VmHWM", 0))
+        self.total_peak = max(self.total_peak, total)
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.sample()
+            self.done.wait(self.period)
+
+    def stop(self) -> dict:
+        self.done.set()
+        self.join()
+        self.sample()
+        hwm = sorted(self.worker_hwm.values())
+        return {
+            "workers": len(hwm),
+            "worker_peak_rss_mib": hwm[-1] / 1024 if hwm else None,
+            "ray_total_rss_mib": self.total_peak / 1024,
+        }
+
+
+# --- The jobs (each in a fresh process) -----------------------------------------------
+
+
+def _summary(counts) -> dict:
+    """What the parent compares of two counts."""
+    top = [[word.hex(), n] for word, n in counts.most_common(TOP)]
+    return {"distinct": len(counts), "occurrences": counts.total, "top": top}
+
+
+def _merge(counts, vocab_size: int) -> float:
+    import bpekit
+
+    t = time.perf_counter()
+    bpekit.train_from_counts(counts, vocab_size, [EOT])
+    return time.perf_counter() - t
+
+
+def single_job(spec: dict) -> dict:
+    import bpekit
+
+    t = time.perf_counter()
+    counts = bpekit.count_pretokens(spec["path"], [EOT])
+    count_s = time.perf_counter() - t
+    count_peak = peak_rss_mib()
+    log(f"  one process: counted in {count_s:.1f} s, {len(counts):,} distinct; merging ...")
+    merge_s = _merge(counts, spec["vocab_size"])
+    peak = peak_rss_mib()
+    log(f"  one process: merged in {merge_s:.1f} s")
+    return {
+        "count_s": count_s,
+        "merge_s": merge_s,
+        "count_peak_rss_mib": count_peak,
+        "peak_rss_mib": peak,
+        **_summary(counts),
+    }
+
+
+def ray_job(spec: dict) -> dict:
+    import ray
+
+    from bpekit.distributed import count_with_stats
+
+    t = time.perf_counter()
+    # address="local": a Ray of its own, even where another Ray runs on this machine (ray.init()
+    # would join that one).
+    ray.init(address="local", num_cpus=spec["cpus"], include_dashboard=False, log_to_driver=False)
+    init_s = time.perf_counter() - t
+    log(f"  Ray: started in {init_s:.1f} s; counting ...")
+    try:
+        sampler = RaySampler()
+        sampler.start()
+        t = time.perf_counter()
+        counts, stats = count_with_stats(spec["path"], [EOT], unit_bytes=spec["unit_bytes"])
+        count_s = time.perf_counter() - t
+        procs = sampler.stop()
+        count_peak = peak_rss_mib()
+        log(f"  Ray: counted in {count_s:.1f} s ({stats['units']} unit(s)); merging ...")
+        merge_s = _merge(counts, spec["vocab_size"])
+        peak = peak_rss_mib()
+        log(f"  Ray: merged in {merge_s:.1f} s")
+        summary = _summary(counts)
+    finally:
+        ray.shutdown()
+    return {
+        "init_s": init_s,
+        "count_s": count_s,
+        "merge_s": merge_s,
+        "units": stats["units"],
+        "count_peak_rss_mib": count_peak,
+        "peak_rss_mib": peak,
+        **procs,
+        **summary,
+    }
+
+
+def encode_job(spec: dict) -> dict:
+    import bpekit
+
+    tok = bpekit.get_encoding("gpt2")
+    out = Path(spec["out"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        t = time.perf_counter()
+        tokens = bpekit.encode_file(spec["path"], out, tok)
+        seconds = time.perf_counter() - t
+    finally:
+        out.unlink(missing_ok=True)
+    log(f"  encode: {tokens:,} tokens in {seconds:.1f} s")
+    return {"encode_s": seconds, "tokens": tokens, "peak_rss_mib": peak_rss_mib()}
+
+
+JOBS = {"single": single_job, "ray": ray_job, "encode": encode_job}
+
+
+def run_job(kind: str, spec: dict, env: dict) -> dict | None:
+    """``JOBS[kind](spec)`` in a fresh process (its stderr passed through); its last stdout
+    line is JSON. None when it failed."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, json.dumps(spec)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    if proc.returncode != 0:
+        log(f"  ! {kind} failed (exit {proc.returncode}) after {time.perf_counter() - t:.0f} s")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- One corpus -----------------------------------------------------------------------
+
+
+def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env: dict) -> tuple[list, list]:
+    """The table rows of one corpus and its problems."""
+    size = path.stat().st_size
+    kind = name.split("-", 1)[0]
+    spec = {"path": str(path), "vocab_size": VOCAB[kind]}
+    log(f"{name}: {path} ({size / 1e6:,.0f} MB), vocabulary {VOCAB[kind]:,}")
+    log(f"  read through in {read_through(path):.1f} s")
+    single = run_job("single", spec, env)
+    ray = run_job("ray", {**spec, "cpus": RAY_CPUS, "unit_bytes": args.unit_bytes}, env)
+    enc = run_job("encode", {**spec, "out": str(out_dir / "tokens.npy")}, env)
+    threads = os.cpu_count()
+    base = {"corpus": name, "mb": size / 1e6, "bytes": size, "vocab_size": VOCAB[kind]}
+    rows, problems = [], []
+
+    def row(run: str, found: dict | None) -> dict:
+        r = {**base, "run": run}
+        if found is None:
+            return {**r, "note": "failed"}
+        r.update({k: found.get(k) for k in ("count_s", "merge_s", "peak_rss_mib", "count_peak_rss_mib")})
+        r.update(distinct=found["distinct"], occurrences=found["occurrences"])
+        r["count_mbps"] = size / 1e6 / found["count_s"]
+        r["bytes_per_distinct"] = found["count_peak_rss_mib"] * MiB / found["distinct"]
+        return r
+
+    one = row(f"one process ({threads} threads)", single)
+    if single is None:
+        problems.append(f"{name}: the one-process job failed")
+    if enc is None:
+        problems.append(f"{name}: the encode job failed")
+        one["note"] = (one.get("note", "") + "; encode failed").lstrip("; ")
+    else:
+        one["encode_s"] = enc["encode_s"]
+        one["encode_peak_rss_mib"] = enc["peak_rss_mib"]
+        one["tokens"] = enc["tokens"]
+        note = f"encode: {enc['tokens']:,} tokens, {size / 1e6 / enc['encode_s']:,.1f} MB/s, "
+        note += f"peak RSS {enc['peak_rss_mib']:,.0f} MiB"
+        one["note"] = "; ".join(p for p in (one.get("note"), note) if p)
+    rows.append(one)
+
+    units = f"{ray['units']} unit{'s' if ray['units'] != 1 else ''}" if ray else "failed"
+    two = row(f"Ray local, {RAY_CPUS} CPUs ({units})", ray)
+    if ray is None:
+        problems.append(f"{name}: the Ray job failed")
+    else:
+        two["units"] = ray["units"]
+        two["init_s"] = ray["init_s"]
+        two["worker_peak_rss_mib"] = ray["worker_peak_rss_mib"]
+        two["ray_total_rss_mib"] = ray["ray_total_rss_mib"]
+        notes = [f"Ray start {ray['init_s']:.1f} s"]
+        if ray["worker_peak_rss_mib"] is not None:
+            notes.append(f"{ray['workers']} workers, each up to {ray['worker_peak_rss_mib']:,.0f} MiB")
+        notes.append(f"all Ray processes up to {ray['ray_total_rss_mib']:,.0f} MiB")
+        if single is not None:
+            two["vs_single"] = ray["count_s"] / single["count_s"]
+            keys = ("distinct", "occurrences", "top")
+            same = all(ray[k] == single[k] for k in keys)
+            two["same_counts"] = same
+            if same:
+                notes.append("counts equal the one process's")
+            else:
+                differ = ", ".join(k for k in keys if ray[k] != single[k])
+                notes.append(f"counts DIFFER from the one process's ({differ})")
+                problems.append(f"{name}: Ray's counts differ from the one process's ({differ})")
+        two["note"] = "; ".join(notes)
+    rows.append(two)
+    return rows, problems
+
+
+# --- The result -----------------------------------------------------------------------
+
+COLUMNS = [
+    {"key": "corpus", "name": "corpus", "kind": "text"},
+    {"key": "mb", "name": "MB", "kind": "num"},
+    {"key": "run", "name": "run", "kind": "text"},
+    {"key": "distinct", "name": "distinct pre-tokens", "kind": "int"},
+    {"key": "occurrences", "name": "pre-tokens", "kind": "int"},
+    {"key": "count_s", "name": "count s", "kind": "num"},
+    {"key": "count_mbps", "name": "count MB/s", "kind": "num"},
+    {"key": "merge_s", "name": "merge s", "kind": "num"},
+    {"key": "encode_s", "name": "encode s", "kind": "num"},
+    {"key": "peak_rss_mib", "name": "peak RSS", "kind": "mib"},
+    {"key": "bytes_per_distinct", "name": "count B / distinct", "kind": "int"},
+    {"key": "vs_single", "name": "count vs one process", "kind": "ratio"},
+    {"key": "note", "name": "notes", "kind": "text"},
+]
+
+
+def save(results: Path, rows: list[dict], cmd_args: list[str], quick: bool, unit_bytes: int) -> None:
+    threads = os.cpu_count()
+    text = (
+        "Per corpus, each job in a fresh process. one process: `count_pretokens` then "
+        f"`train_from_counts` ({threads} threads, bpekit's default); Ray local: `ray.init(num_cpus="
+        f"{RAY_CPUS})` (its start timed apart: in the notes), `bpekit.distributed.count_with_stats` (tasks "
+        "of one CPU over units of "
+        f"{unit_bytes / MiB:,.0f} MiB), then `train_from_counts` on the driver; encode: `encode_file` "
+        "to one `.npy` with gpt2 (one process, default threads; on Ray: not built yet). count MB/s: "
+        "the file's MB per second of counting. peak RSS: the job's process (the encode's in the notes; "
+        "Ray: the driver's, its workers in the notes, each worker's VmHWM and the largest sum of all "
+        "Ray processes' RSS, read from /proc every 0.5 s). count B / distinct: the peak RSS at the end "
+        "of counting, in bytes per distinct pre-token (interpreter and imports included). count vs "
+        "one process: Ray's counting time over the one process's; it includes the first tasks' "
+        "cold start on the fresh Ray (its workers start and import bpekit: 0.3 to 3.5 s in runs here, "
+        "which dominates on the small corpora), and a file of one unit or less is one task on one CPU."
+    )
+    table = {"heading": "Counting, merging and encoding by corpus size", "text": text}
+    table.update(columns=COLUMNS, rows=rows)
+    sizes = ", ".join(f"`{r['corpus']}` {r['mb']:,.0f} MB" for r in rows[::2])
+    write_result(
+        results,
+        "scale",
+        title="Scaling: counting, merging and encoding from 0.1 to 12 GB" + (" (--quick)" if quick else ""),
+        description=(
+            f"Training (pre-token counting, then the merge loop to 32,000 tokens for owt and 10,000 for "
+            f"ts) and gpt2 encoding of growing corpora ({sizes}), in one process and with the counting "
+            f"on a local Ray of {RAY_CPUS} CPUs. The corpora are made by `../shared/bench/make_big.py "
+            "KIND SIZE`: `owt` OpenWebText-like (en.txt repeated with new word types spliced in so that "
+            "the distinct pre-tokens grow as OpenWebText's do; `owt-0.1G` is one copy with none: `en` "
+            "byte for byte, 116 MB), `ts` TinyStories-like; documents joined by `<|endoftext|>`. One "
+            "run per figure. Built by `benchmarks/scale.py`; its docstring says exactly what each figure is."
+        ),
+        command=command("scale.py", cmd_args),
+        unit="s",
+        versions={"bpekit": tool_version("bpekit"), "ray": tool_version("ray")},
+        runs=1,
+        tables=[table],
+        rows=[],
+    )
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        print(json.dumps(JOBS[sys.argv[2]](json.loads(sys.argv[3]))))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--corpus",
+        action="append",
+        default=None,
+        metavar="KIND-SIZE",
+        help=f"a corpus, e.g. owt-0.1G (repeatable; default: {' '.join(DEFAULT_CORPORA)})",
+    )
+    p.add_argument("--quick", action="store_true", help=f"a smoke test: {' '.join(QUICK_CORPORA)}")
+    p.add_argument("--unit-bytes", type=int, default=None, help="Ray's units (default: the library's)")
+    p.add_argument("--data", default=None, help="data folder (default: $BPEKIT_DATA or ../shared/data)")
+    p.add_argument(
+        "--make-big", type=Path, default=None, help="make_big.py (default: ../shared/bench/ beside the data)"
+    )
+    p.add_argument("--results", type=Path, default=None, help="folder for scale.json (benchmarks/results)")
+    args = p.parse_args()
+    names = args.corpus or (QUICK_CORPORA if args.quick else DEFAULT_CORPORA)
+    if args.unit_bytes is None:
+        from bpekit.distributed.plan import DEFAULT_UNIT_BYTES
+
+        args.unit_bytes = DEFAULT_UNIT_BYTES
+    env = encodings_env(args.data)
+    env["BPEKIT_SCALE_T0"] = str(T0)
+    make_big = args.make_big or data_dir(args.data).parent / "bench" / "make_big.py"
+    bench = bench_dir()
+    results = args.results or (bench / "quick-results" if args.quick else RESULTS)
+    out_dir = bench / "scale-out"
+    cmd_args = ["--quick"] if args.quick else []
+    for name in names if args.corpus else []:
+        cmd_args += ["--corpus", name]
+    if "--unit-bytes" in sys.argv:
+        cmd_args += ["--unit-bytes", str(args.unit_bytes)]
+    log(f"corpora {', '.join(names)}; {os.cpu_count()} cores; results into {results}")
+
+    paths = {name: corpus_file(name, bench, make_big) for name in names}
+    rows: list[dict] = []
+    problems: list[str] = []
+    try:
+        for name in names:
+            t = time.perf_counter()
+            found, probs = measure(name, paths[name], args, out_dir, env)
+            rows += found
+            problems += probs
+            log(f"{name}: measured in {time.perf_counter() - t:.0f} s")
+            save(results, rows, cmd_args, args.quick, args.unit_bytes)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    log(f"done in {time.time() - T0:.0f} s (largest job: {children:,.0f} MiB)")
+    for r in rows:
+        figures = [f"{r['corpus']:9s} {r['run'][:36]:36s}"]
+        for key, what in (("count_s", "count"), ("merge_s", "merge"), ("encode_s", "encode")):
+            if r.get(key) is not None:
+                figures.append(f"{what} {r[key]:7.1f} s")
+        if r.get("peak_rss_mib") is not None:
+            figures.append(f"peak {r['peak_rss_mib']:7,.0f} MiB")
+        print("  " + "  ".join(figures), file=sys.stderr)
+    if problems:
+        print("\nFAILED:", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
