@@ -16,6 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &counts,
         vocab,
         &["<|endoftext|>".to_string()],
+        0,
         &Progress::new(),
     )?;
     eprintln!(

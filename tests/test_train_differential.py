@@ -108,3 +108,21 @@ def test_other_patterns_match_reference(tmp_path: Path, pattern: str) -> None:
     path.write_bytes(data)
     want = reference.train_bpe(path, 400, [], pattern=pattern)
     assert bpekit.train_bpe(path, 400, [], pattern=pattern, num_threads=2, chunk_size=5000) == want
+
+
+def test_large_merges_shared_by_threads_match_reference() -> None:
+    """Merges of thousands of words are split among threads by ranges of word ids: the
+    merges equal the reference's, whatever the threads. Words over a five-letter
+    alphabet make every early pair a posting of thousands of words (the native
+    trainer splits merges of 2,048 words or more), ties included."""
+    import random
+
+    rng = random.Random(26)
+    counts: dict[bytes, int] = {}
+    while len(counts) < 12_000:
+        word = bytes(rng.choice(b"abcde") for _ in range(rng.randint(2, 12)))
+        counts[word] = rng.choice([1, 1, 2, 3, 7, 40])
+    words = bpekit.WordCounts(list(counts.items()))
+    expected = reference.train_from_counts(counts, 256 + 60, [])
+    for threads in (1, 2, 3):
+        assert bpekit.train_from_counts(words, 256 + 60, num_threads=threads) == expected, threads

@@ -96,6 +96,7 @@ def train_from_counts(
     vocab_size: int,
     special_tokens: list[str],
     progress: _Progress = None,
+    num_threads: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]: ...
 
 class StreamEncoder:

@@ -201,6 +201,7 @@ def train_from_counts(
     special_tokens: Sequence[str] | None = None,
     *,
     progress: bool = False,
+    num_threads: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Runs the merge loop on ``counts``.
 
@@ -208,11 +209,16 @@ def train_from_counts(
     tokens in the order given, then one token per merge in creation order. Fewer
     merges are made when no pair is left to merge. A special token must be 2 bytes or
     more: one byte is a byte token already (see ``check_trainable_special_tokens``).
+    ``num_threads`` (default all cores) share the large merges, those of words by the
+    million that open a large corpus's training; the result does not depend on it.
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
+    num_threads = check_num_threads(num_threads)
     with progress_bar(progress, "merging", "merges") as bar:
-        vocab, merges = _core.train_from_counts(counts, vocab_size, specials, progress=bar)
+        vocab, merges = _core.train_from_counts(
+            counts, vocab_size, specials, progress=bar, num_threads=num_threads
+        )
     return vocab, merges
 
 
@@ -260,4 +266,4 @@ def train_bpe(
         special_in_text=special_in_text,
         bad_records=bad_records,
     )
-    return train_from_counts(counts, vocab_size, specials, progress=progress)
+    return train_from_counts(counts, vocab_size, specials, progress=progress, num_threads=num_threads)

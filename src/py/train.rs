@@ -219,16 +219,18 @@ fn count_pretokens<'py>(
 
 /// Returns `(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]])`.
 #[pyfunction]
-#[pyo3(signature = (counts, vocab_size, special_tokens, progress = None))]
+#[pyo3(signature = (counts, vocab_size, special_tokens, progress = None, num_threads = None))]
 fn train_from_counts<'py>(
     py: Python<'py>,
     counts: &PyWordCounts,
     vocab_size: usize,
     special_tokens: Vec<String>,
     progress: Option<Py<PyAny>>,
+    num_threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let threads = num_threads.unwrap_or(0);
     let trained = run_with_progress(py, progress, |p| {
-        train::train(&counts.inner, vocab_size, &special_tokens, p)
+        train::train(&counts.inner, vocab_size, &special_tokens, threads, p)
     })?;
     let vocab = PyDict::new(py);
     for (id, bytes) in trained.vocab.iter().enumerate() {

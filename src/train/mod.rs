@@ -14,7 +14,7 @@ use crate::ids::MAX_IDS;
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
 use queue::{Candidate, PairQueue, Tokens};
-use words::Words;
+use words::{Deltas, Words};
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
 /// bytes by value, then the special tokens in the order given, then the merges in
@@ -61,7 +61,22 @@ fn check_pair_counts(counts: &WordCounts) -> Result<()> {
 /// How often the loop reports progress and checks for cancellation.
 const REPORT_EVERY: usize = 64;
 
+/// Trains on `counts` on a pool of `num_threads` threads (0: all cores); the result
+/// does not depend on the thread count.
 pub fn train(
+    counts: &WordCounts,
+    vocab_size: usize,
+    special_tokens: &[String],
+    num_threads: usize,
+    progress: &Progress,
+) -> Result<Trained> {
+    crate::pool::run_in_pool(num_threads, || {
+        train_here(counts, vocab_size, special_tokens, progress)
+    })?
+}
+
+/// [`train`] on the calling thread's pool.
+fn train_here(
     counts: &WordCounts,
     vocab_size: usize,
     special_tokens: &[String],
@@ -118,6 +133,10 @@ pub fn train(
     // The loop may stop long before `wanted` (no pair left), so the list grows.
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted.min(1 << 16));
     let mut grown = Vec::new();
+    // One per thread, kept between merges for their tables' capacity.
+    let mut deltas: Vec<Deltas> = (0..rayon::current_num_threads())
+        .map(|_| Deltas::default())
+        .collect();
 
     while merges.len() < wanted {
         let Some(best) = pop_best(&mut queue, &pairs, &tokens) else {
@@ -133,11 +152,10 @@ pub fn train(
         grown.clear();
         words.merge(
             &postings,
-            a,
-            b,
-            new,
+            (a, b, new),
             merges.len() as u32,
             &mut pairs,
+            &mut deltas,
             &mut grown,
         );
         grown.sort_unstable();
@@ -225,6 +243,7 @@ mod tests {
             &counts,
             256 + 1 + 12,
             &["<|endoftext|>".into()],
+            0,
             &Progress::new(),
         )
         .unwrap();
@@ -252,11 +271,11 @@ mod tests {
         // (a, a) occurs 2**63 * 2 = 2**64 times: wrapped to 0, (b, c) won the merge.
         let pairs = [(b"aaa".to_vec(), 1 << 63), (b"bc".to_vec(), 1)];
         let counts = WordCounts::from_pairs(pairs, "t").unwrap();
-        let err = train(&counts, 257, &[], &Progress::new()).unwrap_err();
+        let err = train(&counts, 257, &[], 0, &Progress::new()).unwrap_err();
         assert!(matches!(err, Error::Overflow(_)), "{err:?}");
         // Up to the bound is fine: (a, b) occurs u64::MAX times.
         let counts = WordCounts::from_pairs([(b"ab".to_vec(), u64::MAX)], "t").unwrap();
-        let t = train(&counts, 257, &[], &Progress::new()).unwrap();
+        let t = train(&counts, 257, &[], 0, &Progress::new()).unwrap();
         assert_eq!(t.vocab[256], b"ab");
     }
 
@@ -264,7 +283,7 @@ mod tests {
     fn overlapping_runs_count_every_pair() {
         // "aaaa" holds (a,a) three times: one merge gives aa aa, the next aaaa.
         let counts = WordCounts::from_pairs([(b"aaaa".to_vec(), 1)], "t").unwrap();
-        let t = train(&counts, 258, &[], &Progress::new()).unwrap();
+        let t = train(&counts, 258, &[], 0, &Progress::new()).unwrap();
         assert_eq!(t.vocab[256], b"aa");
         assert_eq!(t.vocab[257], b"aaaa");
     }
@@ -272,8 +291,8 @@ mod tests {
     #[test]
     fn stops_when_no_pairs_remain_and_rejects_small_vocab() {
         let counts = WordCounts::from_pairs([(b"ab".to_vec(), 1)], "t").unwrap();
-        let t = train(&counts, 1000, &[], &Progress::new()).unwrap();
+        let t = train(&counts, 1000, &[], 0, &Progress::new()).unwrap();
         assert_eq!(t.merges.len(), 1);
-        assert!(train(&counts, 256, &["x".into()], &Progress::new()).is_err());
+        assert!(train(&counts, 256, &["x".into()], 0, &Progress::new()).is_err());
     }
 }

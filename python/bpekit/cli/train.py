@@ -217,7 +217,10 @@ def train_and_summarize(
     # The bytes of text read: a compressed file's decompressed, a record's text.
     total_bytes = stats["bytes"]
     t1 = time.perf_counter()
-    vocab, merges = train_from_counts(counts, vocab_size, special_tokens, progress=progress)
+    merge_threads = args.threads if distributed is None else None  # --ray: each task's threads
+    vocab, merges = train_from_counts(
+        counts, vocab_size, special_tokens, progress=progress, num_threads=merge_threads
+    )
     t2 = time.perf_counter()
     # Imported here: every command builds this module's parser, and the writer's
     # imports (json, tempfile) cost each `bpekit encode` start ~7 ms for nothing.
