@@ -14,6 +14,7 @@ ValueError: empty path given as an input; name a file or folder ('.' is the curr
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -45,3 +46,12 @@ def path_arg(text: str) -> Path:
 
         raise argparse.ArgumentTypeError("empty path; name a file or folder ('.' is the current folder)")
     return Path(text)
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of the file at ``path``, read 4 MiB at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bpekit._atomic import atomic_write
+from bpekit._paths import sha256_of
 from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
@@ -407,7 +407,7 @@ def _check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | N
             index = root / shard["index"]
             if shard["sha256"] is None:  # Written with checksums=False: the size must do.
                 return index.is_file()
-            return _sha256(path) == shard["sha256"] and _sha256(index) == shard["index_sha256"]
+            return sha256_of(path) == shard["sha256"] and sha256_of(index) == shard["index_sha256"]
         except (OSError, KeyError, TypeError):
             return False
 
@@ -481,7 +481,7 @@ def _tokenizer_identity(spec: Tokenizer | str | os.PathLike[str], tok: Tokenizer
         identity["path"] = str(folder.resolve())
         for name in ("vocab.json", "merges.txt", "bpekit.json"):
             if (folder / name).is_file():
-                identity["files"][name] = _sha256(folder / name)
+                identity["files"][name] = sha256_of(folder / name)
     return identity
 
 
@@ -497,14 +497,6 @@ def _mark(tok: Tokenizer, token_id: int | None) -> dict[str, Any] | None:
     if token_id is None:
         return None
     return {"token": tok.decode_single_token_bytes(token_id).decode("utf-8", "replace"), "id": token_id}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _dump(manifest: dict[str, Any]) -> bytes:

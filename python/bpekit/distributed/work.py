@@ -13,7 +13,6 @@ done; a rerun after the driver died keeps it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from bpekit import _core
 from bpekit._atomic import atomic_write
+from bpekit._paths import sha256_of
 from bpekit.distributed.plan import Unit
 from bpekit.sources import Skipped, Sources
 
@@ -88,7 +88,7 @@ def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
         return UnitCounts(unit.index, counts._to_bytes(), stats)
     wc, record = unit_files(spec.work_dir, unit.index)
     counts.save(wc)
-    entry = {"unit": unit.index, "size": wc.stat().st_size, "sha256": _sha256(wc), "stats": stats}
+    entry = {"unit": unit.index, "size": wc.stat().st_size, "sha256": sha256_of(wc), "stats": stats}
     atomic_write(record, json.dumps(entry).encode())
     return UnitCounts(unit.index, None, stats)
 
@@ -99,16 +99,8 @@ def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None
     wc, record = unit_files(work_dir, index)
     try:
         entry = json.loads(record.read_bytes())
-        if entry["unit"] != index or wc.stat().st_size != entry["size"] or _sha256(wc) != entry["sha256"]:
+        if entry["unit"] != index or wc.stat().st_size != entry["size"] or sha256_of(wc) != entry["sha256"]:
             return None
         return UnitCounts(index, None, entry["stats"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
