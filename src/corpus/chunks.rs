@@ -300,6 +300,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_window_reads_its_range_as_the_whole_file_cut_there() {
+        let specials = SpecialMatcher::new(&["<|endoftext|>".to_string()]).unwrap();
+        let text = b"one two<|endoftext|>three four\nfive<|endoftext|>six";
+        let path = std::env::temp_dir().join(format!("bpekit-window-{}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let ranges = file_ranges(&path, false, &specials, 8, Kind::Gpt2).unwrap();
+        // The ranges cover the file, each starting at a cut the workers' chunks use.
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
+        assert_eq!(ranges.last().map(|r| r.end), Some(text.len() as u64));
+        let whole = chunk_ranges(text, &specials, 8, Kind::Gpt2);
+        let cuts: Vec<usize> = whole.iter().map(|r| r.start).collect();
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+            assert!(cuts.contains(&(pair[1].start as usize)), "{ranges:?}");
+        }
+        // A window's chunks stay inside it, in file offsets.
+        for r in &ranges {
+            let source = Source::open_window(&path, Some(r.clone())).unwrap();
+            let sources = [source];
+            let chunks = Chunks::new(&sources, &specials, 3, Kind::Gpt2);
+            let got: Vec<_> = (0..).map_while(|i| chunks.get(i)).map(|(_, c)| c).collect();
+            assert_eq!(got.first().map(|c| c.start as u64), Some(r.start));
+            assert_eq!(got.last().map(|c| c.end as u64), Some(r.end));
+        }
+        // A range past the end: the file changed since it was planned.
+        let past = text.len() as u64 + 1;
+        let err = Source::open_window(&path, Some(0..past)).err().unwrap();
+        assert!(err.to_string().contains("planned to be read"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn chunks_cover_input_and_cut_before_specials() {
         let specials = SpecialMatcher::new(&["<|endoftext|>".to_string()]).unwrap();
         let text = b"aaaa<|endoftext|>bbbb<|endoftext|>cc";
