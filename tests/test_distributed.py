@@ -193,17 +193,31 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
     out = tmp_path / "cluster.wc"
     script = textwrap.dedent(
         f"""
+        import subprocess, sys
         import ray
         from ray.cluster_utils import Cluster
         import bpekit, bpekit.distributed as dist
 
         cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
         cluster.add_node(num_cpus=1)
+        corpus = {[str(p) for p in corpus]!r}
+        # address=None starts a Ray of its own for the run, though a cluster runs on
+        # this machine (a bare ray.init() joins it and refuses num_cpus). In a process
+        # of its own: Ray joins no other cluster once shut down in a process.
+        code = (
+            "import bpekit.distributed as d, sys; "
+            f"c = d.count_pretokens({{corpus!r}}, [{EOT!r}], unit_bytes={UNIT_BYTES}, workers=2); "
+            "c.save(sys.argv[1])"
+        )
+        alone = subprocess.run(
+            [sys.executable, "-c", code, {str(out)!r} + ".alone"], capture_output=True, text=True
+        )
+        assert alone.returncode == 0, alone.stderr[-2000:]
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
         assert len(ray.nodes()) == 2
-        corpus = {[str(p) for p in corpus]!r}
         counts = dist.count_pretokens(corpus, [{EOT!r}], address=cluster.address, unit_bytes={UNIT_BYTES})
+        assert counts == bpekit.WordCounts.load({str(out)!r} + ".alone")
         counts.save({str(out)!r})
         assert dist.train_bpe(corpus, 400, [{EOT!r}], unit_bytes={UNIT_BYTES}) == bpekit.train_bpe(
             corpus, 400, [{EOT!r}]

@@ -174,6 +174,9 @@ class RayBackend:
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
+                # "local" starts a Ray of its own even where a cluster runs on this
+                # machine (a bare ray.init() would join it, and refuse num_cpus).
+                address = "local"
                 options["num_cpus"] = workers or os.cpu_count() or 1
             ray.init(address=address, **options)
             self.started = True
