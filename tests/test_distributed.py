@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import bpekit
 import bpekit.distributed as dist
+from bpekit.distributed.backends import LocalBackend
 from bpekit.distributed.plan import plan_units
 from bpekit.distributed.work import CountSpec, count_unit, unit_files
 
@@ -241,6 +242,13 @@ def test_errors_are_the_inputs_and_are_not_retried(tmp_path: Path) -> None:
         dist.count_pretokens((t for t in ["a", "b"]), backend="local")
     with pytest.raises(ValueError, match='backend must be "ray" or "local"'):
         dist.count_pretokens(bad, backend="spark")
+    # A task that cannot be sent to a worker is an error, not a wait for ever.
+    backend = LocalBackend(1)
+    try:
+        with pytest.raises(Exception, match="pickle"):
+            list(backend.run(len, [(lambda: None,)]))
+    finally:
+        backend.close()
     # A file that shrank between the plan and its unit's task.
     text = tmp_path / "t.txt"
     text.write_text("some words\n" * 100)

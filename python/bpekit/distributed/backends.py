@@ -87,6 +87,10 @@ class LocalBackend:
                         return
                     todo.put(i)
                     continue
+                except Exception as e:  # a task or result that cannot be pickled
+                    self._kill(slot)
+                    results.put((i, False, e))
+                    return
                 results.put((i, ok, value))
 
         threads = [threading.Thread(target=feed, args=(k,), daemon=True) for k in range(self.workers)]
