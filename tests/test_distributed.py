@@ -153,6 +153,8 @@ def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> N
     assert stats["kept"] == n - 4
     assert saved(counts, tmp_path / "2.wc") == one_machine[0]
     same_stats(stats, one_machine[1])
+    with pytest.raises(NotADirectoryError, match="is a file; work_dir names a folder"):
+        dist.count_pretokens(corpus, [EOT], **{**options, "work_dir": corpus[0]})
     # Another run's folder is refused, naming what differs.
     with pytest.raises(ValueError, match=r"holds the work of another run \(options"):
         dist.count_pretokens(corpus, [EOT], **options, pattern="cl100k")

@@ -200,6 +200,8 @@ _NOT_COMPARED = ("work_dir", "crash_once", "num_threads")
 def _resume(work_dir: Path, plan: Plan, spec: CountSpec) -> dict[int, UnitCounts]:
     """The units of an earlier run of the same plan found done in ``work_dir``. A
     folder holding another run's work is refused, naming what differs."""
+    if work_dir.exists() and not work_dir.is_dir():
+        raise NotADirectoryError(f"{work_dir}: is a file; work_dir names a folder for the units' counts")
     work_dir.mkdir(parents=True, exist_ok=True)
     record = work_dir / "plan.json"
     job = {
