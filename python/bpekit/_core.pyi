@@ -226,3 +226,41 @@ class Encoder:
         shards of an earlier one. Returns ``{"shards": [shard + "split", ...],
         "documents", "stats"}``: this run's shards, and the whole dataset's counts.
         The manifest is Python's."""
+    def encode_unit(
+        self,
+        inputs: list[Source],
+        output: str,
+        dtype_bytes: int,
+        num_threads: int | None = None,
+        errors: str = "strict",
+        chunk_size: int = 0,
+        progress: _Progress = None,
+        special_in_text: Literal["special", "text", "error"] | None = None,
+        bad_records: Literal["error", "skip"] = "error",
+        record_bos: int | None = None,
+        record_eos: int | None = None,
+    ) -> tuple[int, int, dict[str, Any]]:
+        """Encodes one unit of a distributed dataset encode into the unit file
+        ``output`` (its items' ids, for ``assemble_dataset``); returns the tokens, the
+        text bytes read and the stats."""
+    def assemble_dataset(
+        self,
+        units: list[tuple[str, int]],
+        is_text: list[bool],
+        out_dir: str,
+        dtype_bytes: int,
+        format: Literal["npy", "bin", "llmc"] = "npy",
+        shard_tokens: int = 268435456,
+        val_fraction: float = 0.0,
+        seed: int = 0,
+        progress: _Progress = None,
+        after_each_file: int | None = None,
+        file_bos: int | None = None,
+        file_eos: int | None = None,
+        on_shard: Callable[[str, dict[str, Any]], None] | None = None,
+        checksums: bool = True,
+    ) -> dict[str, Any]:
+        """Writes ``out_dir``'s shards from the unit files ``units`` (``(path, first
+        input)``, in input order) as ``encode_dataset`` writes them from the inputs
+        they were encoded from; ``is_text``: whether each input is a text file.
+        Returns what ``encode_dataset`` returns."""

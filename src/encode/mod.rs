@@ -36,9 +36,9 @@ pub(crate) mod vocab;
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
 pub use file::{
-    encode_dataset, encode_files, encode_inputs, split_names, Checkpoint, DatasetOptions,
-    DatasetRun, DatasetSummary, FileOptions, Marks, OnShard, Place, ShardFormat, ShardInfo,
-    ShardStart, SplitResume,
+    assemble_dataset, encode_dataset, encode_files, encode_inputs, encode_unit, split_names,
+    Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions, Marks, OnShard,
+    Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
 };
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]

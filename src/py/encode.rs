@@ -19,7 +19,8 @@ use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
 use crate::encode::{
-    encode_dataset, encode_inputs, DatasetOptions, DatasetRun, FileOptions, Marks, ShardFormat,
+    assemble_dataset, encode_dataset, encode_inputs, encode_unit, Assembly, DatasetOptions,
+    DatasetRun, DatasetSummary, FileOptions, Marks, ShardFormat, UnitFile,
 };
 use crate::encode::{encode_texts, encode_wide, Encoder};
 use crate::specials::Specials;
@@ -590,18 +591,129 @@ impl PyEncoder {
                 },
             )
         })?;
-        let shards = PyList::empty(py);
-        for shard in &summary.shards {
-            let d = shard_dict(py, shard)?;
-            d.set_item("split", shard.split)?;
-            shards.append(d)?;
-        }
-        let out = PyDict::new(py);
-        out.set_item("shards", shards)?;
-        out.set_item("documents", summary.documents)?;
-        out.set_item("stats", stats_dict(py, &summary.stats)?)?;
-        Ok(out)
+        summary_dict(py, &summary)
     }
+
+    /// Encodes the documents of `inputs` (a unit of a distributed dataset encode) into
+    /// the unit file `output`, to be replayed by `assemble_dataset`; returns the number
+    /// of tokens, of text bytes read, and what was read.
+    #[pyo3(signature = (inputs, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_unit<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        output: PathBuf,
+        dtype_bytes: usize,
+        num_threads: Option<usize>,
+        errors: &str,
+        chunk_size: usize,
+        progress: Option<Py<PyAny>>,
+        special_in_text: Option<&str>,
+        bad_records: &str,
+        record_bos: Option<u32>,
+        record_eos: Option<u32>,
+    ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
+        check_room()?;
+        let options = file_options(
+            num_threads,
+            errors,
+            dtype_bytes,
+            chunk_size,
+            None,
+            special_in_text,
+            bad_records,
+            [record_bos, record_eos, None, None],
+        )?;
+        let inputs = inputs_of(inputs)?;
+        let encoder = self.inner.clone();
+        let (n, stats) = run_with_progress(py, progress, move |p| {
+            encode_unit(&encoder, inputs, &output, options, p)
+        })?;
+        Ok((n, stats.bytes, stats_dict(py, &stats)?))
+    }
+
+    /// Writes the dataset folder `out_dir` from the unit files `units`
+    /// (`[(path, first input), ...]`, in input order) as `encode_dataset` writes it from
+    /// the inputs they were encoded from; `is_text`: whether each input is a text file.
+    #[pyo3(signature = (units, is_text, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, progress = None, after_each_file = None, file_bos = None, file_eos = None, on_shard = None, checksums = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn assemble_dataset<'py>(
+        &self,
+        py: Python<'py>,
+        units: Vec<(PathBuf, usize)>,
+        is_text: Vec<bool>,
+        out_dir: PathBuf,
+        dtype_bytes: usize,
+        format: &str,
+        shard_tokens: u64,
+        val_fraction: f64,
+        seed: u64,
+        progress: Option<Py<PyAny>>,
+        after_each_file: Option<u32>,
+        file_bos: Option<u32>,
+        file_eos: Option<u32>,
+        on_shard: Option<Py<PyAny>>,
+        checksums: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        check_room()?;
+        let options = file_options(
+            None,
+            "strict",
+            dtype_bytes,
+            0,
+            after_each_file,
+            None,
+            "error",
+            [None, None, file_bos, file_eos],
+        )?;
+        let layout = DatasetOptions {
+            format: ShardFormat::parse(format)?,
+            shard_tokens,
+            val_fraction,
+            seed,
+        };
+        let assembly = Assembly {
+            units: units
+                .into_iter()
+                .map(|(path, first_input)| UnitFile { path, first_input })
+                .collect(),
+            is_text,
+        };
+        let report = report_to(on_shard);
+        let encoder = self.inner.clone();
+        let summary = run_with_progress(py, progress, move |p| {
+            assemble_dataset(
+                &encoder,
+                &assembly,
+                &out_dir,
+                options,
+                layout,
+                p,
+                DatasetRun {
+                    resume: None,
+                    on_shard: report,
+                    skip_checksums: !checksums,
+                },
+            )
+        })?;
+        summary_dict(py, &summary)
+    }
+}
+
+/// A dataset run's summary: its shards (with their splits), documents and stats.
+fn summary_dict<'py>(py: Python<'py>, summary: &DatasetSummary) -> PyResult<Bound<'py, PyDict>> {
+    let shards = PyList::empty(py);
+    for shard in &summary.shards {
+        let d = shard_dict(py, shard)?;
+        d.set_item("split", shard.split)?;
+        shards.append(d)?;
+    }
+    let out = PyDict::new(py);
+    out.set_item("shards", shards)?;
+    out.set_item("documents", summary.documents)?;
+    out.set_item("stats", stats_dict(py, &summary.stats)?)?;
+    Ok(out)
 }
 
 /// The options of a file or dataset encode, from the bindings' arguments;

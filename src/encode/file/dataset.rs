@@ -14,6 +14,7 @@ use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
 use super::options::FileOptions;
 use super::resume::{self, Checkpoint, Place, ShardStart, SplitResume};
 use super::shard::{ShardFormat, ShardInfo, Shards};
+use super::units::{replay, Assembly};
 use crate::corpus::{Input, StatsSummary, Tally};
 use crate::encode::encoder::Encoder;
 use crate::error::{Error, Result};
@@ -72,6 +73,77 @@ pub fn encode_dataset(
     progress: &Progress,
     run: DatasetRun,
 ) -> Result<DatasetSummary> {
+    let n_inputs = inputs.len();
+    let is_text = is_text_file(&inputs);
+    write_dataset(
+        encoder,
+        is_text,
+        root,
+        options,
+        layout,
+        run,
+        |writer, resume| {
+            let from = resume::from(resume);
+            if from.input > n_inputs {
+                return Err(Error::invalid(format!(
+                    "resume: input {} of {n_inputs} is where the earlier run went on",
+                    from.input
+                )));
+            }
+            writer.restore(&from);
+            let start = (from != Checkpoint::default()).then(|| from.start());
+            let stats = encode_all(encoder, inputs, options, progress, root, writer, start)?;
+            Ok(stats.examples)
+        },
+    )
+}
+
+/// Writes into the dataset folder `root` the items of the assembly's unit files
+/// ([`super::units`]), in order, as [`encode_dataset`] would have written the
+/// inputs they were encoded from. A run of units does not go on from an earlier one
+/// (`run.resume` must be `None`): the units are what is kept.
+pub fn assemble_dataset(
+    encoder: &Encoder,
+    assembly: &Assembly,
+    root: &Path,
+    options: FileOptions,
+    layout: DatasetOptions,
+    progress: &Progress,
+    run: DatasetRun,
+) -> Result<DatasetSummary> {
+    if run.resume.is_some() {
+        return Err(Error::invalid(
+            "a dataset assembled from units does not resume",
+        ));
+    }
+    let units = &assembly.units;
+    let mut total = 0;
+    for unit in units {
+        let meta = std::fs::metadata(&unit.path).map_err(|e| Error::io(&unit.path, e))?;
+        total += meta.len();
+    }
+    progress.reset(total);
+    let n_inputs = assembly.is_text.len();
+    let is_text = assembly.is_text.clone();
+    write_dataset(encoder, is_text, root, options, layout, run, |writer, _| {
+        replay(units, n_inputs, options.dtype_bytes, writer, progress)?;
+        writer.end_until(n_inputs).map_err(|e| Error::io(root, e))?;
+        Ok(Vec::new())
+    })
+}
+
+/// Checks the layout and resume, makes the splits' folders and runs `body` (which
+/// feeds the writer, and returns examples of skipped records) with the writer and
+/// its hasher; ends the shards.
+fn write_dataset(
+    encoder: &Encoder,
+    is_text: Vec<bool>,
+    root: &Path,
+    options: FileOptions,
+    layout: DatasetOptions,
+    run: DatasetRun,
+    body: impl FnOnce(&mut DatasetWriter, &[SplitResume]) -> Result<Vec<String>>,
+) -> Result<DatasetSummary> {
     let DatasetRun {
         resume,
         on_shard,
@@ -111,29 +183,19 @@ pub fn encode_dataset(
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     }
-    let n_inputs = inputs.len();
-    let from = resume::from(&resume);
-    if from.input > n_inputs {
-        return Err(Error::invalid(format!(
-            "resume: input {} of {n_inputs} is where the earlier run went on",
-            from.input
-        )));
-    }
+    let n_inputs = is_text.len();
     let hasher = Hasher::start(root, !skip_checksums, on_shard).map_err(|e| Error::io(root, e))?;
-    let mut writer = DatasetWriter::new(encoder, root, &inputs, options, layout, &resume, &hasher);
-    writer.restore(&from);
-    let start = (from != Checkpoint::default()).then(|| from.start());
-    let outcome = encode_all(encoder, inputs, options, progress, root, &mut writer, start)
-        .and_then(|stats| {
-            writer.finish(n_inputs).map_err(|e| Error::io(root, e))?;
-            Ok(stats)
-        });
+    let mut writer = DatasetWriter::new(encoder, root, is_text, options, layout, &resume, &hasher);
+    let outcome = body(&mut writer, &resume).and_then(|examples| {
+        writer.finish(n_inputs).map_err(|e| Error::io(root, e))?;
+        Ok(examples)
+    });
     let (documents, read, is_text) = (writer.documents, writer.read, writer.is_text.clone());
     // The shards' senders go with the writer: the hasher ends once they are gone.
     drop(writer);
     // A failed hash or report stops the writer at its next shard: it is the cause.
     let shards = hasher.finish().map_err(|e| Error::io(root, e))?;
-    let read_now = outcome?;
+    let examples = outcome?;
     let text_files = is_text.iter().filter(|&&t| t).count() as u64;
     Ok(DatasetSummary {
         shards,
@@ -141,7 +203,7 @@ pub fn encode_dataset(
         stats: StatsSummary {
             documents: read.documents + text_files,
             skipped: read.skipped,
-            examples: read_now.examples,
+            examples,
             bytes: read.bytes,
         },
     })
@@ -179,7 +241,7 @@ impl DatasetWriter {
     fn new(
         encoder: &Encoder,
         root: &Path,
-        inputs: &[Input],
+        is_text: Vec<bool>,
         options: FileOptions,
         layout: DatasetOptions,
         resume: &[SplitResume],
@@ -206,7 +268,8 @@ impl DatasetWriter {
             splits,
             layout,
             options,
-            is_text: is_text_file(inputs),
+            released: vec![0; is_text.len()],
+            is_text,
             specials,
             documents: 0,
             current: None,
@@ -214,7 +277,6 @@ impl DatasetWriter {
             from: resume.iter().map(SplitResume::start).collect(),
             ended: 0,
             started: false,
-            released: vec![0; inputs.len()],
             item: Checkpoint::default(),
             read: Tally::default(),
             place: Place::default(),

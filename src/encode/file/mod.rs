@@ -22,19 +22,23 @@ mod ordered;
 mod outfile;
 mod resume;
 mod shard;
+mod units;
 mod waiting;
 
 use crate::corpus::{Input, StatsSummary};
 use crate::encode::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-pub use dataset::{encode_dataset, split_names, DatasetOptions, DatasetRun, DatasetSummary};
+pub use dataset::{
+    assemble_dataset, encode_dataset, split_names, DatasetOptions, DatasetRun, DatasetSummary,
+};
 pub use hasher::OnShard;
 use job::{check_options, encode_all, is_text_file, Encoded, Sink};
 pub use options::{FileOptions, Marks};
 use outfile::OutFile;
 pub use resume::{Checkpoint, Place, ShardStart, SplitResume};
 pub use shard::{ShardFormat, ShardInfo};
+pub use units::{encode_unit, Assembly, UnitFile};
 
 /// Encodes the text files `paths` in order into the `.npy` file `output`; returns the
 /// token count.
