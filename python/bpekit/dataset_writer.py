@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,7 +35,7 @@ from bpekit.datasets import (
     _single_token_id,
     resolve_framing,
 )
-from bpekit.sources import check_special_in_text, resolve, warn_skipped
+from bpekit.sources import Sources, check_special_in_text, resolve, warn_skipped
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import Inputs
 
@@ -119,6 +120,99 @@ def write_dataset(
 ) -> Written:
     """``encode_dataset``, returning what the command line's summary reports (no
     warning for skipped records: the summary says it)."""
+    job = check_job(
+        tokenizer,
+        shard_tokens=shard_tokens,
+        shard_format=shard_format,
+        val_fraction=val_fraction,
+        seed=seed,
+        errors=errors,
+        special_in_text=special_in_text,
+        dtype=dtype,
+        after_each_file=after_each_file,
+        num_threads=num_threads,
+        chunk_size=chunk_size,
+        checksums=checksums,
+    )
+    sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
+    framing = resolve_framing(job.tok, eos, bos, sources, cli)
+    root = Path(os.fspath(out_dir))
+    manifest = dataset_manifest(
+        job,
+        tokenizer,
+        sources,
+        framing,
+        format=format,
+        text_field=text_field,
+        bad_records=bad_records,
+    )
+
+    def run(on_shard: Callable[..., None], resume_from: Any, bar: Any) -> dict[str, Any]:
+        return job.tok._core.encode_dataset(
+            sources.sources,
+            str(root),
+            _ID_BYTES[job.dtype_name],
+            format=shard_format,
+            shard_tokens=shard_tokens,
+            val_fraction=val_fraction,
+            seed=seed,
+            num_threads=job.num_threads,
+            errors=job.errors,
+            chunk_size=chunk_size,
+            progress=bar,
+            after_each_file=job.end_id,
+            special_in_text=job.special_in_text,
+            bad_records=bad_records,
+            resume=resume_from,
+            on_shard=on_shard,
+            checksums=checksums,
+            **framing.native(),
+        )
+
+    state = prepare_folder(root, manifest, resume, job.num_threads)
+    if isinstance(state, Done):
+        return Written(state.manifest, state.stats(), framing, sources.files, True)
+    done = write_shards(root, manifest, state, run, progress=progress)
+    stats = sources.stats(done.stats)
+    done.manifest["totals"]["skipped"] = stats["skipped"]
+    done.manifest["totals"]["bytes"] = stats["bytes"]
+    finish_manifest(root, done.manifest)
+    return Written(done.manifest, stats, framing, sources.files, False, done.kept)
+
+
+class Job(NamedTuple):
+    """A dataset encode's checked options."""
+
+    tok: Tokenizer
+    dtype_name: str
+    end_id: int | None  # after_each_file's id
+    errors: str
+    special_in_text: str | None
+    num_threads: int | None
+    shard_tokens: int
+    shard_format: str
+    val_fraction: float
+    seed: int
+    checksums: bool
+    after_each_file: str | None
+
+
+def check_job(
+    tokenizer: Tokenizer | str,
+    *,
+    shard_tokens: int,
+    shard_format: str,
+    val_fraction: float,
+    seed: int,
+    errors: str,
+    special_in_text: str | None,
+    dtype: str | None,
+    after_each_file: str | None,
+    num_threads: int | None,
+    chunk_size: int,
+    checksums: bool,
+) -> Job:
+    """Checks a dataset encode's options, before any input is read; loads the tokenizer."""
     errors = check_errors(errors)
     special_in_text = check_special_in_text(special_in_text)
     _check_layout(shard_tokens, shard_format, val_fraction, seed)
@@ -134,30 +228,55 @@ def write_dataset(
         if after_each_file is None
         else _single_token_id(tok, after_each_file, "to write after each file")
     )
-    sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
-    framing = resolve_framing(tok, eos, bos, sources, cli)
-    root = Path(os.fspath(out_dir))
-    manifest: dict[str, Any] = {
+    return Job(
+        tok,
+        dtype_name,
+        end_id,
+        errors,
+        special_in_text,
+        num_threads,
+        shard_tokens,
+        shard_format,
+        val_fraction,
+        seed,
+        checksums,
+        after_each_file,
+    )
+
+
+def dataset_manifest(
+    job: Job,
+    tokenizer: Tokenizer | str,
+    sources: Sources,
+    framing: Framing,
+    *,
+    format: str | None,
+    text_field: str,
+    bad_records: str,
+) -> dict[str, Any]:
+    """The manifest of a dataset not yet written: what it is encoded from and with."""
+    tok = job.tok
+    return {
         "format_version": FORMAT_VERSION,
         "bpekit_version": _version(),
         "complete": False,
         "tokenizer": _tokenizer_identity(tokenizer, tok),
-        "format": shard_format,
-        "dtype": dtype_name,
-        "shard_tokens": shard_tokens,
-        "val_fraction": val_fraction,
-        "seed": seed,
-        "checksums": checksums,
+        "format": job.shard_format,
+        "dtype": job.dtype_name,
+        "shard_tokens": job.shard_tokens,
+        "val_fraction": job.val_fraction,
+        "seed": job.seed,
+        "checksums": job.checksums,
         # What the documents end (begin) with: the records' marks where there are records.
         "eos": _mark(tok, framing.record_eos if sources.records else framing.file_eos),
         "bos": _mark(tok, framing.record_bos if sources.records else framing.file_bos),
         "options": {
             "format": format,
             "text_field": text_field,
-            "special_in_text": special_in_text,
+            "special_in_text": job.special_in_text,
             "bad_records": bad_records,
-            "errors": errors,
-            "after_each_file": after_each_file,
+            "errors": job.errors,
+            "after_each_file": job.after_each_file,
             "record_eos": framing.record_eos,
             "record_bos": framing.record_bos,
             "file_eos": framing.file_eos,
@@ -165,12 +284,34 @@ def write_dataset(
         },
         "inputs": [_describe(s) for s in sources.sources],
     }
-    state = _prepare(root, manifest, resume, num_threads)
-    if isinstance(state, _Done):
-        totals = state.manifest["totals"]
-        stats = {"documents": totals["documents"], "skipped": totals["skipped"], "skipped_examples": []}
-        return Written(state.manifest, {**stats, "bytes": totals["bytes"]}, framing, sources.files, True)
-    names = _split_names(val_fraction)
+
+
+class Shards(NamedTuple):
+    """What ``write_shards`` did: the manifest (finished but for being written), the
+    core's stats, and how many shards of an interrupted run it kept."""
+
+    manifest: dict[str, Any]
+    stats: dict[str, Any]
+    kept: int = 0
+
+
+def write_shards(
+    root: Path,
+    manifest: dict[str, Any],
+    state: Fresh,
+    run: Callable[[Callable[..., None], Any, Any], dict[str, Any]],
+    *,
+    progress: bool,
+    resumable: bool = True,
+    label: str = "encoding",
+) -> Shards:
+    """Writes the shards of the dataset ``manifest`` describes into ``root``, made ready
+    by ``prepare_folder``, with ``run(on_shard, resume_from, progress_bar)`` (a core
+    call that writes them and returns its summary), recording each finished shard in
+    the manifest on disk. A run that is not ``resumable`` records no place to go on
+    from. The caller completes the manifest's totals and writes it
+    (``finish_manifest``)."""
+    names = _split_names(manifest["val_fraction"])
     kept_by_split = dict(zip(names, state.kept, strict=True))
     splits = {name: {"shards": [shard for shard, _ in kept]} for name, kept in kept_by_split.items()}
     manifest["splits"] = splits
@@ -184,33 +325,14 @@ def write_dataset(
 
     def on_shard(split: str, shard: dict[str, Any]) -> None:
         # Called from the core's hasher thread, in the order the shards finish.
-        manifest["resume"][split].append(shard.pop("next"))
+        start = shard.pop("next")
+        manifest["resume"][split].append(start if resumable else None)
         splits[split]["shards"].append(shard)
         recorder.changed()
 
     resume_from = [(len(kept), kept[-1][1] if kept else None) for kept in state.kept]
-    with progress_bar(progress, "encoding") as bar, recorder:
-        written = tok._core.encode_dataset(
-            sources.sources,
-            str(root),
-            _ID_BYTES[dtype_name],
-            format=shard_format,
-            shard_tokens=shard_tokens,
-            val_fraction=val_fraction,
-            seed=seed,
-            num_threads=num_threads,
-            errors=errors,
-            chunk_size=chunk_size,
-            progress=bar,
-            after_each_file=end_id,
-            special_in_text=special_in_text,
-            bad_records=bad_records,
-            resume=resume_from if any(kept for kept in state.kept) else None,
-            on_shard=on_shard,
-            checksums=checksums,
-            **framing.native(),
-        )
-    stats = sources.stats(written["stats"])
+    with progress_bar(progress, label) as bar, recorder:
+        written = run(on_shard, resume_from if any(kept for kept in state.kept) else None, bar)
     if sum(len(split["shards"]) for split in splits.values()) != len(written["shards"]) + sum(
         len(k) for k in state.kept
     ):
@@ -218,16 +340,21 @@ def write_dataset(
     for split in splits.values():
         split["tokens"] = sum(s["tokens"] for s in split["shards"])
         split["documents"] = sum(s["documents"] for s in split["shards"])
+    stats = written["stats"]
     manifest["totals"] = {
         "tokens": sum(split["tokens"] for split in splits.values()),
         "documents": written["documents"],
         "bytes": stats["bytes"],
         "skipped": stats["skipped"],
     }
+    return Shards(manifest, stats, sum(len(k) for k in state.kept))
+
+
+def finish_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    """Marks the dataset finished and writes its manifest: the end of a run."""
     del manifest["resume"]
     manifest["complete"] = True
     atomic_write(root / MANIFEST, _dump(manifest))
-    return Written(manifest, stats, framing, sources.files, False, sum(len(k) for k in state.kept))
 
 
 class _Recorder:
@@ -293,13 +420,23 @@ def _check_layout(shard_tokens: int, shard_format: str, val_fraction: float, see
         raise ValueError(f"seed must be an int from 0 to 2**64 - 1, not {seed!r}")
 
 
-class _Done(NamedTuple):
+class Done(NamedTuple):
     """The folder holds the finished dataset asked for."""
 
     manifest: dict[str, Any]
 
+    def stats(self) -> dict[str, Any]:
+        """What was read, as the manifest's totals say."""
+        totals = self.manifest["totals"]
+        return {
+            "documents": totals["documents"],
+            "skipped": totals["skipped"],
+            "skipped_examples": [],
+            "bytes": totals["bytes"],
+        }
 
-class _Fresh(NamedTuple):
+
+class Fresh(NamedTuple):
     """The run writes the dataset; ``kept``: per split, the shards of an earlier run of
     the same inputs and options that it goes on after (none for a new dataset), each
     with where the shard after it starts."""
@@ -307,11 +444,14 @@ class _Fresh(NamedTuple):
     kept: list[list[tuple[dict[str, Any], dict[str, Any]]]]
 
 
-def _prepare(root: Path, manifest: dict[str, Any], resume: bool, num_threads: int | None) -> _Done | _Fresh:
+def prepare_folder(
+    root: Path, manifest: dict[str, Any], resume: bool, num_threads: int | None, keep: bool = True
+) -> Done | Fresh:
     """Makes ``root`` ready for the dataset ``manifest`` describes: a finished one there
-    already, the shards an interrupted run left to go on after, or an empty folder."""
+    already, the shards an interrupted run left to go on after (none unless ``keep``),
+    or an empty folder."""
     names = _split_names(manifest["val_fraction"])
-    fresh = _Fresh([[] for _ in names])
+    fresh = Fresh([[] for _ in names])
     if root.exists() and not root.is_dir():
         raise NotADirectoryError(f"{root}: not a folder; give the folder to write the dataset in")
     root.mkdir(parents=True, exist_ok=True)
@@ -336,11 +476,11 @@ def _prepare(root: Path, manifest: dict[str, Any], resume: bool, num_threads: in
         )
     if resume and old.get("complete"):
         if _all_present(root, old):
-            return _Done(old)
+            return Done(old)
         # A shard gone or cut since: a finished manifest keeps no resume points, so
         # the dataset is written again (what TokenDataset's error tells users to do).
         resume = False
-    kept = _kept_shards(root, old, names, num_threads) if resume else fresh.kept
+    kept = _kept_shards(root, old, names, num_threads) if resume and keep else fresh.kept
     # Whatever is not kept goes: shards after the kept ones, temporary files.
     keep = {s[key] for shards in kept for s, _ in shards for key in ("file", "index")}
     for split in ("train", "val"):
@@ -354,7 +494,7 @@ def _prepare(root: Path, manifest: dict[str, Any], resume: bool, num_threads: in
             folder.rmdir()
     if not any(kept):
         (root / MANIFEST).unlink()
-    return _Fresh(kept)
+    return Fresh(kept)
 
 
 def _all_present(root: Path, manifest: dict[str, Any]) -> bool:
