@@ -1,17 +1,14 @@
 """Distributed counting and training equal one machine's, on every backend.
 
-The corpus mixes every input kind a plan cuts differently: a plain text file with
-special tokens (byte ranges at safe cuts), a ``.gz`` text file (whole), JSON lines (byte
-ranges after newlines) and Parquet (runs of row groups), planned into 16 or more
-units. Ray runs locally with 2 CPUs, started once for the module; the two-node cluster
-runs in a subprocess of its own, as a process joins one Ray at a time.
+The corpus (``conftest.dist_corpus``) mixes every input kind a plan cuts differently,
+planned into 16 or more units. Ray runs locally with 2 CPUs, started once for the test
+session; the two-node cluster runs in a subprocess of its own, as a process joins one
+Ray at a time.
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
-import json
 import os
 import pickle
 import signal
@@ -21,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, data_path
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,22 +33,8 @@ UNIT_BYTES = 24_000
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
-    d = tmp_path_factory.mktemp("corpus")
-    botchan = data_path("corpora", "botchan_en.txt").read_text(encoding="utf-8")
-    paragraphs = botchan.split("\n\n")
-    text = "".join(p + ("\n\n" if i % 7 else EOT) for i, p in enumerate(paragraphs))
-    (d / "a.txt").write_text(text, encoding="utf-8")
-    russian = data_path("multilingual", "fortunes_ru.txt").read_bytes()[:150_000]
-    (d / "b.txt.gz").write_bytes(gzip.compress(russian.decode("utf-8", "ignore").encode()))
-    lines = data_path("corpora", "c4_sample.jsonl").read_text(encoding="utf-8").splitlines()[:250]
-    (d / "c.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    genesis = data_path("multilingual", "genesis_multilingual.jsonl").read_text(encoding="utf-8")
-    texts = [json.loads(line)["text"] for line in genesis.splitlines() if line.strip()]
-    pq.write_table(pa.table({"text": texts}), d / "d.parquet", row_group_size=3)
-    return [d / "a.txt", d / "b.txt.gz", d / "c.jsonl", d / "d.parquet"]
+def corpus(dist_corpus: list[Path]) -> list[Path]:
+    return dist_corpus
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +43,6 @@ def one_machine(corpus: list[Path], tmp_path_factory: pytest.TempPathFactory) ->
     path = tmp_path_factory.mktemp("single") / "counts.wc"
     counts.save(path)
     return path.read_bytes(), stats
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    if started:
-        ray.shutdown()
 
 
 def saved(counts: bpekit.WordCounts, path: Path) -> bytes:
@@ -192,6 +164,7 @@ def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) ->
 
 
 def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
+    """Counting, training and a dataset on a two-node cluster equal one machine's."""
     pytest.importorskip("ray")
     out = tmp_path / "cluster.wc"
     script = textwrap.dedent(
@@ -225,6 +198,11 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
         assert dist.train_bpe(corpus, 400, [{EOT!r}], unit_bytes={UNIT_BYTES}) == bpekit.train_bpe(
             corpus, 400, [{EOT!r}]
         )
+        # A dataset: the units' files come back to the driver from either node.
+        layout = dict(shard_tokens=9000, val_fraction=0.1)
+        dist.encode_dataset(corpus, {str(tmp_path)!r} + "/ray", "gpt2", address=cluster.address,
+                            unit_bytes={UNIT_BYTES}, **layout)
+        bpekit.encode_dataset(corpus, {str(tmp_path)!r} + "/one", "gpt2", **layout)
         ray.shutdown()
         cluster.shutdown()
         """
@@ -233,6 +211,11 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=180, env=env)
     assert run.returncode == 0, run.stderr.decode()[-3000:]
     assert out.read_bytes() == one_machine[0]
+    one = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*"))
+    assert one == sorted(p.relative_to(tmp_path / "ray") for p in (tmp_path / "ray").rglob("*"))
+    for name in one:
+        if (tmp_path / "one" / name).is_file():
+            assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
 
 
 def test_errors_are_the_inputs_and_are_not_retried(tmp_path: Path) -> None:

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from bpekit._paths import fspath
-from bpekit.cli.train import INPUTS_HELP, add_run_options, documents_line, format_options, peak_rss_mib
+from bpekit.cli.train import (
+    INPUTS_HELP,
+    add_distributed_options,
+    add_run_options,
+    distributed_options,
+    documents_line,
+    format_options,
+    peak_rss_mib,
+)
 from bpekit.datasets import RECORDS_DEFAULT, encode_file_counts
 from bpekit.encodings import load_tokenizer
 
@@ -105,6 +113,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="write this token before each document: each record and each text file (default: none)",
     )
     add_run_options(p)
+    add_distributed_options(p, "encode a dataset folder")
     return p
 
 
@@ -126,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
     given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None}
     if args.out.suffix != ".npy":
         return _run_dataset(args, tok, given)
+    if args.ray is not None:
+        raise ValueError(f"--ray writes a dataset folder, and --out {args.out} ends in .npy")
+    distributed_options(args)  # --work-dir without --ray is refused
     if given:
         flag = _DATASET_FLAGS[next(iter(given))]
         raise ValueError(f"{flag} is for a dataset folder, and --out {args.out} ends in .npy")
@@ -161,13 +173,20 @@ def _encode_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> int:
-    from bpekit.dataset_writer import write_dataset
-
     t0 = time.perf_counter()
     resume = not layout.pop("overwrite", None)
     # The spec, where it gives this tokenizer, so that the manifest names its files.
     spec = args.tokenizer if args.special_tokens is None else tok
-    result = write_dataset(args.inputs, args.out, spec, **layout, resume=resume, **_encode_options(args))
+    options = {**layout, "resume": resume, **_encode_options(args)}
+    distributed = distributed_options(args)
+    if distributed is None:
+        from bpekit.dataset_writer import write_dataset
+
+        result = write_dataset(args.inputs, args.out, spec, **options)
+    else:
+        from bpekit.distributed.dataset import write_dataset as write_distributed
+
+        result = write_distributed(args.inputs, args.out, spec, **{**options, **distributed})
     dt = max(time.perf_counter() - t0, 1e-9)
     m = result.manifest
     if result.done_before:
@@ -175,6 +194,10 @@ def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> 
     else:
         if result.kept:
             print(f"went on with an unfinished run: kept its {result.kept:,} finished shard(s)")
+        if distributed is not None:
+            kept = result.stats["kept"]
+            kept_note = f", {kept:,} kept from an earlier run" if kept else ""
+            print(f"encoded in {result.stats['units']:,} units on Ray{kept_note}")
         total, n = m["totals"]["bytes"], m["totals"]["tokens"]
         print(
             f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "

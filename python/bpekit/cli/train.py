@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def add_distributed_options(p: argparse.ArgumentParser) -> None:
+def add_distributed_options(p: argparse.ArgumentParser, verb: str = "count") -> None:
     """Options of the commands that can run on Ray (``bpekit.distributed``)."""
     p.add_argument(
         "--ray",
@@ -38,7 +38,7 @@ def add_distributed_options(p: argparse.ArgumentParser) -> None:
         const="",
         default=None,
         metavar="ADDRESS",
-        help="count on Ray, in units spread over its workers: alone, on a Ray started here for the run; "
+        help=f"{verb} on Ray, in units spread over its workers: alone, on a Ray started here for the run; "
         "'auto' or an address joins a running cluster (--threads is then each task's threads, default 1)",
     )
     p.add_argument(

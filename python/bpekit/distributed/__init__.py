@@ -23,7 +23,6 @@ True
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,15 +30,15 @@ from typing import Any
 
 import bpekit
 from bpekit import training
-from bpekit._atomic import atomic_write
 from bpekit._progress import ProgressBar
 from bpekit._utf8 import check_errors
 from bpekit.distributed.backends import Backend, open_backend
+from bpekit.distributed.dataset import encode_dataset
 from bpekit.distributed.plan import DEFAULT_UNIT_BYTES, Plan, plan_units
-from bpekit.distributed.work import CountSpec, UnitCounts, count_unit, kept_unit, unit_files
+from bpekit.distributed.work import CountSpec, UnitCounts, count_unit, kept_unit, resume_units, unit_files
 from bpekit.sources import check_bad_records, check_special_in_text, check_text_field, warn_skipped
 
-__all__ = ["count_pretokens", "count_with_stats", "train_bpe"]
+__all__ = ["count_pretokens", "count_with_stats", "encode_dataset", "train_bpe"]
 
 WordCounts = training.WordCounts
 
@@ -154,7 +153,8 @@ def count_with_stats(
         if bar is not None:
             bar.close(completed)
     assert total is not None
-    return total, _stats(plan, results, kept=len(plan.units) - len(todo))
+    unit_stats = {i: r.stats for i, r in results.items()}
+    return total, plan.stats(unit_stats, kept=len(plan.units) - len(todo))
 
 
 def _gather(
@@ -200,50 +200,13 @@ _NOT_COMPARED = ("work_dir", "crash_once", "num_threads")
 def _resume(work_dir: Path, plan: Plan, spec: CountSpec) -> dict[int, UnitCounts]:
     """The units of an earlier run of the same plan found done in ``work_dir``. A
     folder holding another run's work is refused, naming what differs."""
-    if work_dir.exists() and not work_dir.is_dir():
-        raise NotADirectoryError(f"{work_dir}: is a file; work_dir names a folder for the units' counts")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    record = work_dir / "plan.json"
     job = {
         "job": "count",
         "version": bpekit.__version__,
         "options": {k: v for k, v in vars(spec).items() if k not in _NOT_COMPARED},
         **plan.describe(),
     }
-    job = json.loads(json.dumps(job))  # tuples as lists, as read back
-    try:
-        old = json.loads(record.read_bytes())
-    except FileNotFoundError:
-        old = None
-    except ValueError:
-        raise ValueError(f"{record}: not a bpekit plan; give an empty or new work_dir") from None
-    if old is not None and old != job:
-        what = [k for k in job if old.get(k) != job[k]] or ["the job"]
-        raise ValueError(
-            f"{work_dir}: holds the work of another run ({', '.join(what)} differ); "
-            "give a new work_dir, or delete this one to start over"
-        )
-    if old is None:
-        atomic_write(record, json.dumps(job, indent=1).encode())
-    kept = (kept_unit(work_dir, u.index) for u in plan.units)
-    return {r.index: r for r in kept if r is not None}
-
-
-def _stats(plan: Plan, results: dict[int, UnitCounts], kept: int) -> dict[str, Any]:
-    """The units' stats added up as one count of the whole would give them. A text
-    file is one document, however many units read it."""
-    stats: dict[str, Any] = {"documents": 0, "skipped": 0, "skipped_examples": [], "bytes": 0}
-    for unit in plan.units:
-        s = results[unit.index].stats
-        stats["documents"] += s["documents"] - (unit.format == "text")
-        stats["skipped"] += s["skipped"]
-        stats["bytes"] += s["bytes"]
-        stats["skipped_examples"] = (stats["skipped_examples"] + list(s["skipped_examples"]))[:5]
-    stats["documents"] += plan.text_files
-    stats["files"] = len(plan.files)
-    stats["units"] = len(plan.units)
-    stats["kept"] = kept
-    return stats
+    return resume_units(work_dir, job, [u.index for u in plan.units], kept_unit)
 
 
 def _check_threads(num_threads: Any) -> int:

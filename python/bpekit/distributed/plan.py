@@ -78,6 +78,23 @@ class Plan:
     def text_files(self) -> int:
         return sum(1 for f in self.files if f[1] == "text")
 
+    def stats(self, unit_stats: dict[int, dict[str, Any]], kept: int) -> dict[str, Any]:
+        """The units' stats (by unit index) added up as one run over the whole would
+        give them, with ``"units"`` and ``"kept"``. A text file is one document,
+        however many units read it."""
+        stats: dict[str, Any] = {"documents": 0, "skipped": 0, "skipped_examples": [], "bytes": 0}
+        for unit in self.units:
+            s = unit_stats[unit.index]
+            stats["documents"] += s["documents"] - (unit.format == "text")
+            stats["skipped"] += s["skipped"]
+            stats["bytes"] += s["bytes"]
+            stats["skipped_examples"] = (stats["skipped_examples"] + list(s["skipped_examples"]))[:5]
+        stats["documents"] += self.text_files
+        stats["files"] = len(self.files)
+        stats["units"] = len(self.units)
+        stats["kept"] = kept
+        return stats
+
 
 def plan_units(
     inputs: Any,

@@ -1,6 +1,7 @@
 """The shard functions: what one task does with one unit. They know nothing of Ray or of
 process pools: plain functions of picklable arguments, run the same way by either
-backend, or called directly.
+backend, or called directly: ``count_unit`` counts a unit's pre-tokens, ``encode_unit``
+encodes it into a unit file that the driver replays into the dataset.
 
 A unit's counts come back as the bytes of a ``.wc`` file (words unsorted), which the
 driver adds in place (``WordCounts._add_bytes``): unpickling them into a ``WordCounts``
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,19 @@ from bpekit._paths import sha256_of
 from bpekit.distributed.plan import Unit
 from bpekit.sources import Skipped, Sources
 
-__all__ = ["CountSpec", "UnitCounts", "count_unit", "kept_unit", "unit_files"]
+__all__ = [
+    "CountSpec",
+    "EncodeSpec",
+    "UnitCounts",
+    "UnitEncoded",
+    "count_unit",
+    "encode_unit",
+    "kept_record",
+    "kept_unit",
+    "resume_units",
+    "save_record",
+    "unit_files",
+]
 
 
 @dataclass(frozen=True)
@@ -57,19 +72,44 @@ class UnitCounts:
     stats: dict[str, Any]
 
 
-def unit_files(work_dir: str | os.PathLike[str], index: int) -> tuple[Path, Path]:
-    """Where unit ``index`` keeps its counts and its record."""
+def unit_files(work_dir: str | os.PathLike[str], index: int, suffix: str = ".wc") -> tuple[Path, Path]:
+    """Where unit ``index`` keeps its result (counts: ``.wc``; ids: ``.ids``) and its
+    record."""
     base = Path(work_dir) / f"unit-{index:06d}"
-    return base.with_suffix(".wc"), base.with_suffix(".json")
+    return base.with_suffix(suffix), base.with_suffix(".json")
+
+
+def _crash_once(unit: Unit, crash_once: tuple[int, str] | None) -> None:
+    if crash_once is not None and crash_once[0] == unit.index:
+        marker = Path(crash_once[1])
+        if not marker.exists():
+            marker.touch()
+            os._exit(1)
+
+
+def save_record(record: Path, index: int, result: Path, **extra: Any) -> None:
+    """Records that unit ``index`` is done, with its result file's size and sha256
+    (what a rerun checks before keeping it). Written last, and atomically."""
+    entry = {"unit": index, "size": result.stat().st_size, "sha256": sha256_of(result), **extra}
+    atomic_write(record, json.dumps(entry).encode())
+
+
+def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> dict[str, Any] | None:
+    """Unit ``index``'s record from an earlier run, if it is there and its result file
+    has the size and sha256 it gives; else None."""
+    result, record = unit_files(work_dir, index, suffix)
+    try:
+        entry = json.loads(record.read_bytes())
+        if entry["unit"] != index or result.stat().st_size != entry["size"]:
+            return None
+        return entry if sha256_of(result) == entry["sha256"] else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
     """Counts the pre-tokens of one unit, as ``bpekit.count_pretokens`` counts them."""
-    if spec.crash_once is not None and spec.crash_once[0] == unit.index:
-        marker = Path(spec.crash_once[1])
-        if not marker.exists():
-            marker.touch()
-            os._exit(1)
+    _crash_once(unit, spec.crash_once)
     skipped = Skipped()
     source = unit.source(spec.text_field, spec.bad_records, skipped)
     counts, native = _core.count_pretokens(
@@ -88,19 +128,145 @@ def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
         return UnitCounts(unit.index, counts._to_bytes(), stats)
     wc, record = unit_files(spec.work_dir, unit.index)
     counts.save(wc)
-    entry = {"unit": unit.index, "size": wc.stat().st_size, "sha256": sha256_of(wc), "stats": stats}
-    atomic_write(record, json.dumps(entry).encode())
+    save_record(record, unit.index, wc, stats=stats)
     return UnitCounts(unit.index, None, stats)
 
 
 def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None:
-    """Unit ``index``'s result from an earlier run, if its record is there and its
+    """Unit ``index``'s counts from an earlier run, if its record is there and its
     ``.wc`` file has the size and sha256 the record gives; else None."""
-    wc, record = unit_files(work_dir, index)
+    entry = kept_record(work_dir, index, ".wc")
     try:
-        entry = json.loads(record.read_bytes())
-        if entry["unit"] != index or wc.stat().st_size != entry["size"] or sha256_of(wc) != entry["sha256"]:
-            return None
-        return UnitCounts(index, None, entry["stats"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return None if entry is None else UnitCounts(index, None, dict(entry["stats"]))
+    except (KeyError, TypeError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class EncodeSpec:
+    """What every encode task is told: the tokenizer (pickled: a worker builds it once
+    per ``fingerprint``), the reading options and marks of ``bpekit.encode_dataset``,
+    and where to keep the unit files (``work_dir``: a folder all workers see, or None
+    to send them back)."""
+
+    tokenizer: bytes
+    fingerprint: str
+    dtype_bytes: int
+    errors: str
+    special_in_text: str | None
+    bad_records: str
+    text_field: str
+    record_bos: int | None
+    record_eos: int | None
+    num_threads: int = 1
+    chunk_size: int = 0
+    work_dir: str | None = None
+    crash_once: tuple[int, str] | None = None
+
+
+@dataclass
+class UnitEncoded:
+    """A unit's result: its unit file's bytes (``None`` where it was saved in
+    ``work_dir``), its token count and what it read."""
+
+    index: int
+    data: bytes | None
+    tokens: int
+    stats: dict[str, Any]
+
+
+# The tokenizers this worker process has built, by fingerprint: a worker runs many
+# units, and building o200k's encoder takes ~0.1 s.
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def _tokenizer(spec: EncodeSpec) -> Any:
+    tok = _TOKENIZERS.get(spec.fingerprint)
+    if tok is None:
+        _TOKENIZERS.clear()
+        tok = _TOKENIZERS[spec.fingerprint] = pickle.loads(spec.tokenizer)
+    return tok
+
+
+def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
+    """Encodes one unit into a unit file (``_core.Encoder.encode_unit``): its items' ids,
+    which the driver replays into the dataset as ``bpekit.encode_dataset`` writes it."""
+    _crash_once(unit, spec.crash_once)
+    tok = _tokenizer(spec)
+    skipped = Skipped()
+    source = unit.source(spec.text_field, spec.bad_records, skipped)
+
+    def encode(path: Path) -> dict[str, Any]:
+        tokens, _, native = tok._core.encode_unit(
+            [source],
+            str(path),
+            spec.dtype_bytes,
+            num_threads=spec.num_threads,
+            errors=spec.errors,
+            chunk_size=spec.chunk_size,
+            progress=None,
+            special_in_text=spec.special_in_text,
+            bad_records=spec.bad_records,
+            record_bos=spec.record_bos,
+            record_eos=spec.record_eos,
+        )
+        return {"tokens": tokens, "stats": Sources([], skipped=skipped).stats(native)}
+
+    if spec.work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="bpekit-unit-") as folder:
+            path = Path(folder) / "unit.ids"
+            done = encode(path)
+            data = path.read_bytes()
+        return UnitEncoded(unit.index, data, done["tokens"], done["stats"])
+    ids, record = unit_files(spec.work_dir, unit.index, ".ids")
+    done = encode(ids)
+    save_record(record, unit.index, ids, **done)
+    return UnitEncoded(unit.index, None, done["tokens"], done["stats"])
+
+
+def resume_units(
+    work_dir: Path, job: dict[str, Any], indexes: list[int], keep: Any, fresh: bool = False
+) -> dict[int, Any]:
+    """The units of an earlier run of ``job`` (its options and plan, as JSON-able data)
+    found done in ``work_dir`` by ``keep(work_dir, index)``. A folder holding another
+    run's work is refused, naming what differs, unless ``fresh`` (the folder is this
+    job's own, and another run's work in it is cleared)."""
+    if work_dir.exists() and not work_dir.is_dir():
+        raise NotADirectoryError(f"{work_dir}: is a file; work_dir names a folder for the units' results")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    record = work_dir / "plan.json"
+    job = json.loads(json.dumps(job))  # tuples as lists, as read back
+    try:
+        old = json.loads(record.read_bytes())
+    except FileNotFoundError:
+        old = None
+    except ValueError:
+        if not fresh:
+            raise ValueError(f"{record}: not a bpekit plan; give an empty or new work_dir") from None
+        old = {}
+    if old is not None and old != job:
+        if not fresh:
+            what = [k for k in job if old.get(k) != job[k]] or ["the job"]
+            raise ValueError(
+                f"{work_dir}: holds the work of another run ({', '.join(what)} differ); "
+                "give a new work_dir, or delete this one to start over"
+            )
+        clear_units(work_dir)
+        old = None
+    if old is None:
+        atomic_write(record, json.dumps(job, indent=1).encode())
+    kept = {i: keep(work_dir, i) for i in indexes}
+    return {i: r for i, r in kept.items() if r is not None}
+
+
+def clear_units(work_dir: Path) -> None:
+    """Deletes the units' results and records and the plan from ``work_dir`` (no other
+    file), and the folder if that empties it."""
+    for path in work_dir.glob("unit-*"):
+        if path.suffix in (".wc", ".ids", ".json") and path.name[5:11].isdigit():
+            path.unlink(missing_ok=True)
+    (work_dir / "plan.json").unlink(missing_ok=True)
+    try:
+        work_dir.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,289 @@
+"""A dataset encoded by many workers, byte-identical to ``bpekit.encode_dataset``'s.
+
+The driver plans the input files into units (``plan``), the workers encode one unit
+each into a *unit file* of its ids (``work.encode_unit``), and the driver replays the
+unit files in input order into the same dataset writer that ``bpekit.encode_dataset``
+feeds (``_core.Encoder.assemble_dataset``): documents, their numbers, the val split and
+the shards come out as one machine writes them, whatever the units or workers.
+
+Unit files are as large as the dataset's shards. They are kept in ``work_dir`` (a
+folder every worker and the driver can reach: workers write there) or, without one, in
+``.<name>.units`` beside the dataset (workers send them back and the driver writes them
+there). A rerun after the driver died keeps every unit file whose size and sha256 its
+record gives, and encodes only the rest; once the dataset is written, the unit files
+are deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import bpekit
+from bpekit._atomic import atomic_write
+from bpekit._progress import ProgressBar
+from bpekit.dataset_writer import (
+    Done,
+    Written,
+    _fingerprint,
+    check_job,
+    dataset_manifest,
+    finish_manifest,
+    prepare_folder,
+    write_shards,
+)
+from bpekit.datasets import _ID_BYTES, RECORDS_DEFAULT, resolve_framing
+from bpekit.distributed.backends import open_backend
+from bpekit.distributed.plan import DEFAULT_UNIT_BYTES, Plan, plan_units
+from bpekit.distributed.work import (
+    EncodeSpec,
+    UnitEncoded,
+    clear_units,
+    encode_unit,
+    kept_record,
+    resume_units,
+    save_record,
+    unit_files,
+)
+from bpekit.sources import Sources, check_bad_records, check_text_field, resolve_files, warn_skipped
+from bpekit.tokenizer import Tokenizer
+
+__all__ = ["encode_dataset", "write_dataset"]
+
+
+def encode_dataset(
+    inputs: Any,
+    out_dir: str | os.PathLike[str],
+    tokenizer: Tokenizer | str,
+    *,
+    address: str | None = None,
+    backend: str = "ray",
+    workers: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    **options: Any,
+) -> dict[str, Any]:
+    """``bpekit.encode_dataset`` of files, encoded in units of about ``unit_bytes`` by
+    the workers of ``backend`` (``bpekit.distributed``'s doc says how they are
+    reached): the same dataset, byte for byte. ``options`` are ``encode_dataset``'s;
+    ``num_threads`` is each task's threads (Ray gives each task one CPU) and
+    ``resume`` also keeps the units done (see the module's doc). Returns the
+    manifest."""
+    written = write_dataset(
+        inputs,
+        out_dir,
+        tokenizer,
+        address=address,
+        backend=backend,
+        workers=workers,
+        work_dir=work_dir,
+        unit_bytes=unit_bytes,
+        **options,
+    )
+    warn_skipped(written.stats)
+    return written.manifest
+
+
+def write_dataset(
+    inputs: Any,
+    out_dir: str | os.PathLike[str],
+    tokenizer: Tokenizer | str,
+    *,
+    address: str | None = None,
+    backend: str = "ray",
+    workers: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    shard_tokens: int = 2**28,
+    shard_format: str = "npy",
+    val_fraction: float = 0.0,
+    seed: int = 0,
+    eos: str | None = RECORDS_DEFAULT,
+    bos: str | None = None,
+    format: str | None = None,
+    text_field: str = "text",
+    special_in_text: str | None = None,
+    bad_records: str = "error",
+    errors: str = "strict",
+    dtype: str | None = None,
+    num_threads: int = 1,
+    chunk_size: int = 0,
+    after_each_file: str | None = None,
+    progress: bool = False,
+    resume: bool = True,
+    checksums: bool = True,
+    cli: bool = False,
+    _crash_once: tuple[int, str] | None = None,
+) -> Written:
+    """``encode_dataset``, returning what the command line's summary reports (its stats
+    with ``"units"`` and ``"kept"``)."""
+    job = check_job(
+        tokenizer,
+        shard_tokens=shard_tokens,
+        shard_format=shard_format,
+        val_fraction=val_fraction,
+        seed=seed,
+        errors=errors,
+        special_in_text=special_in_text,
+        dtype=dtype,
+        after_each_file=after_each_file,
+        num_threads=num_threads,
+        chunk_size=chunk_size,
+        checksums=checksums,
+    )
+    if job.num_threads is None:
+        raise ValueError("num_threads must be a positive int (each task's threads), not None")
+    text_field = check_text_field(text_field)
+    bad_records = check_bad_records(bad_records)
+    tok = job.tok
+    files = resolve_files(inputs, format=format)
+    sources = _sources(files, text_field)
+    framing = resolve_framing(tok, eos, bos, sources, cli)
+    root = Path(os.fspath(out_dir))
+    manifest = dataset_manifest(
+        job, tokenizer, sources, framing, format=format, text_field=text_field, bad_records=bad_records
+    )
+    # A finished dataset is returned as it is; an unfinished one keeps no shards: the
+    # units are what a rerun keeps.
+    state = prepare_folder(root, manifest, resume, None, keep=False)
+    if isinstance(state, Done):
+        return Written(state.manifest, state.stats(), framing, sources.files, True)
+    plan = plan_units(
+        [path for path, _ in files],
+        special_tokens=list(tok.special_tokens),
+        pattern=tok.pattern,
+        special_in_text=job.special_in_text,
+        format=format,
+        text_field=text_field,
+        unit_bytes=unit_bytes,
+    )
+    shared = work_dir is not None
+    folder = Path(os.fspath(work_dir)) if shared else root.parent / f".{root.name}.units"
+    spec = EncodeSpec(
+        tokenizer=pickle.dumps(tok),
+        fingerprint=_fingerprint(tok),
+        dtype_bytes=_ID_BYTES[job.dtype_name],
+        errors=job.errors,
+        special_in_text=job.special_in_text,
+        bad_records=bad_records,
+        text_field=text_field,
+        record_bos=framing.record_bos,
+        record_eos=framing.record_eos,
+        num_threads=job.num_threads,
+        chunk_size=chunk_size,
+        work_dir=str(folder) if shared else None,
+        crash_once=_crash_once,
+    )
+    if not resume:
+        clear_units(folder)
+    results = _resume(folder, plan, spec, own=not shared)
+    kept = len(results)
+    _encode_units(plan, spec, results, folder, lambda: open_backend(address, backend, workers), progress)
+    stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
+
+    def run(on_shard: Callable[..., None], resume_from: Any, bar: Any) -> dict[str, Any]:
+        assert resume_from is None  # prepare_folder kept no shards
+        return tok._core.assemble_dataset(
+            [(str(unit_files(folder, u.index, ".ids")[0]), u.input) for u in plan.units],
+            [fmt == "text" for _, fmt, _, _ in plan.files],
+            str(root),
+            spec.dtype_bytes,
+            format=shard_format,
+            shard_tokens=shard_tokens,
+            val_fraction=val_fraction,
+            seed=seed,
+            progress=bar,
+            after_each_file=job.end_id,
+            file_bos=framing.file_bos,
+            file_eos=framing.file_eos,
+            on_shard=on_shard,
+            checksums=checksums,
+        )
+
+    done = write_shards(root, manifest, state, run, progress=progress, resumable=False, label="writing")
+    done.manifest["totals"]["skipped"] = stats["skipped"]
+    done.manifest["totals"]["bytes"] = stats["bytes"]
+    finish_manifest(root, done.manifest)
+    clear_units(folder)
+    return Written(done.manifest, stats, framing, sources.files, False)
+
+
+def _sources(files: list[tuple[Path, str]], text_field: str) -> Sources:
+    """The files as ``bpekit.sources.resolve`` gives them, for the manifest and the
+    marks; a Parquet file's rows are read by the workers, never here."""
+    out = Sources([], files=len(files))
+    for path, fmt in files:
+        if fmt == "text":
+            out.text_files = True
+            out.sources.append(("text", str(path)))
+        else:
+            out.records = True
+            out.sources.append(("jsonl", str(path), text_field) if fmt == "jsonl" else ("arrow", str(path)))
+    return out
+
+
+# What may change between a run and its rerun: the units do not depend on it.
+_NOT_COMPARED = ("tokenizer", "work_dir", "crash_once", "num_threads", "chunk_size")
+
+
+def _resume(folder: Path, plan: Plan, spec: EncodeSpec, own: bool) -> dict[int, UnitEncoded]:
+    """The units done by an earlier run of the same plan, kept in ``folder``; another
+    run's work there is refused (``work_dir``) or cleared (the folder of our own)."""
+    job = {
+        "job": "encode",
+        "version": bpekit.__version__,
+        "options": {k: v for k, v in vars(spec).items() if k not in _NOT_COMPARED},
+        **plan.describe(),
+    }
+
+    def keep(work_dir: Path, index: int) -> UnitEncoded | None:
+        entry = kept_record(work_dir, index, ".ids")
+        try:
+            if entry is None:
+                return None
+            return UnitEncoded(index, None, int(entry["tokens"]), dict(entry["stats"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    return resume_units(folder, job, [u.index for u in plan.units], keep, fresh=own)
+
+
+def _encode_units(
+    plan: Plan,
+    spec: EncodeSpec,
+    results: dict[int, UnitEncoded],
+    folder: Path,
+    open_runner: Callable[[], Any],
+    progress: bool,
+) -> None:
+    """Encodes the units not in ``results`` on the workers, adding theirs; a unit file
+    sent back is saved in ``folder`` with its record as it comes."""
+    todo = [u for u in plan.units if u.index not in results]
+    if not todo:
+        return
+    bar = ProgressBar("encoding", unit="bytes") if progress else None
+    size = sum(u.size for u in plan.units)
+    done_bytes = sum(u.size for u in plan.units if u.index in results)
+    completed = False
+    try:
+        runner = open_runner()
+        try:
+            for k, result in runner.run(encode_unit, [(u, spec) for u in todo]):
+                if result.data is not None:
+                    ids, record = unit_files(folder, result.index, ".ids")
+                    atomic_write(ids, result.data)
+                    result.data = None
+                    save_record(record, result.index, ids, tokens=result.tokens, stats=result.stats)
+                results[result.index] = result
+                done_bytes += todo[k].size
+                if bar is not None:
+                    bar(done_bytes, size)
+        finally:
+            runner.close()
+        completed = True
+    finally:
+        if bar is not None:
+            bar.close(completed)

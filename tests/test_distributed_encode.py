@@ -1,0 +1,297 @@
+"""A dataset encoded by many workers is byte-identical to ``bpekit.encode_dataset``'s:
+every shard, every document index and the manifest, on every backend, through retries,
+a driver killed mid-run, and any cut of the input into units.
+
+The corpus (``conftest.dist_corpus``) mixes text with special tokens, ``.gz``, JSON
+lines and Parquet, planned into 16 or more units; the layout makes every part of the
+writer work: small shards that cut documents, a val split, marks around files.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpekit
+import bpekit.distributed as dist
+from bpekit.distributed.plan import plan_units
+from bpekit.distributed.work import unit_files
+
+EOT = "<|endoftext|>"
+UNIT_BYTES = 24_000
+LAYOUT: dict[str, Any] = {
+    "shard_tokens": 7_000,
+    "val_fraction": 0.2,
+    "seed": 3,
+    "after_each_file": EOT,
+    "bos": EOT,
+}
+
+
+@pytest.fixture(scope="module")
+def one_machine(dist_corpus: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("single") / "ds"
+    bpekit.encode_dataset(dist_corpus, out, "gpt2", **LAYOUT)
+    return out
+
+
+def same_dataset(a: Path, b: Path) -> None:
+    """``a`` and ``b`` hold the same files with the same bytes."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert len(files) > 6
+    for f in files:
+        assert filecmp.cmp(a / f, b / f, shallow=False), f
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local_pool_writes_what_one_machine_writes(dist_corpus, one_machine, tmp_path: Path, workers) -> None:
+    out = tmp_path / "ds"
+    written = dist.dataset.write_dataset(
+        dist_corpus, out, "gpt2", backend="local", workers=workers, unit_bytes=UNIT_BYTES, **LAYOUT
+    )
+    assert written.stats["units"] >= 16
+    same_dataset(one_machine, out)
+    # The unit files are gone once the dataset is written.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_ray_writes_what_one_machine_writes(dist_corpus, one_machine, ray_local, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    manifest = dist.encode_dataset(
+        dist_corpus, tmp_path / "ds", "gpt2", unit_bytes=UNIT_BYTES, work_dir=work, **LAYOUT
+    )
+    same_dataset(one_machine, tmp_path / "ds")
+    assert manifest == json.loads((one_machine / "manifest.json").read_text())
+    assert not work.exists()  # the units' files went, and the folder they emptied
+
+
+def test_uint32_records_only_and_a_tokenizer_object(dist_corpus, tmp_path: Path) -> None:
+    """Records (JSONL, Parquet) with their default eos, uint32 ids, a Tokenizer passed as
+    an object (pickled to the workers) rather than a name."""
+    tok = bpekit.get_encoding("cl100k_base")
+    inputs = dist_corpus[2:]
+    options = {"dtype": "uint32", "shard_tokens": 5_000, "shard_format": "bin"}
+    bpekit.encode_dataset(inputs, tmp_path / "one", tok, **options)
+    dist.encode_dataset(
+        inputs, tmp_path / "two", tok, backend="local", workers=2, unit_bytes=9_000, **options
+    )
+    same_dataset(tmp_path / "one", tmp_path / "two")
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_worker_killed_mid_unit_is_retried(dist_corpus, one_machine, tmp_path, backend, request) -> None:
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
+    marker = tmp_path / "crashed"
+    dist.dataset.write_dataset(
+        dist_corpus,
+        tmp_path / "ds",
+        "gpt2",
+        backend=backend,
+        workers=2,
+        unit_bytes=UNIT_BYTES,
+        _crash_once=(6, str(marker)),
+        **LAYOUT,
+    )
+    assert marker.exists()  # the worker did die once
+    same_dataset(one_machine, tmp_path / "ds")
+
+
+def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
+    """A driver SIGKILLed after its third unit: a rerun keeps the units it finished
+    (in ``.ds.units`` beside the dataset, work_dir not given) and encodes the rest."""
+    out = tmp_path / "ds"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import bpekit.distributed as dist
+        from bpekit.distributed import backends, dataset
+
+        class DiesAfterThree(backends.LocalBackend):
+            def run(self, fn, tasks):
+                for n, result in enumerate(super().run(fn, tasks)):
+                    yield result
+                    if n == 2:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+        dataset.open_backend = lambda address, backend, workers: DiesAfterThree(2)
+        dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2",
+                            backend="local", unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
+    units = tmp_path / ".ds.units"
+    done = len(list(units.glob("unit-*.json")))
+    assert done >= 3
+    # One kept unit damaged in place: it is encoded again, not replayed.
+    ids, _ = unit_files(units, int(sorted(units.glob("unit-*.json"))[0].stem[5:]), ".ids")
+    data = bytearray(ids.read_bytes())
+    data[-1] ^= 1
+    ids.write_bytes(bytes(data))
+    written = dist.dataset.write_dataset(
+        dist_corpus, out, "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
+    )
+    assert written.stats["kept"] == done - 1
+    same_dataset(one_machine, out)
+    assert not units.exists()
+    # Rerun on the finished dataset: nothing to do, no worker started.
+    again = dist.dataset.write_dataset(dist_corpus, out, "gpt2", backend="spark", unit_bytes=1, **LAYOUT)
+    assert again.done_before
+
+
+def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
+    """Killed after every unit, while the shards are written: the rerun keeps every
+    unit and writes the shards again."""
+    out = tmp_path / "ds"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import bpekit.distributed as dist
+        from bpekit import dataset_writer
+        from bpekit.distributed import dataset
+
+        real = dataset_writer._Recorder.changed
+        def changed(self):
+            real(self)
+            if len(self.manifest["splits"]["train"]["shards"]) == 3:
+                self.write()
+                os.kill(os.getpid(), signal.SIGKILL)
+        dataset_writer._Recorder.changed = changed
+        dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2", backend="local",
+                            workers=2, unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not manifest["complete"] and len(manifest["splits"]["train"]["shards"]) == 3
+    # One machine does not go on from a distributed run's unfinished shards: it has
+    # no place in the input to go on from, so it writes them again.
+    assert manifest["resume"]["train"] == [None] * 3
+    written = dist.dataset.write_dataset(
+        dist_corpus, out, "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
+    )
+    assert written.stats["kept"] == written.stats["units"]
+    same_dataset(one_machine, out)
+
+
+def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work).mkdir()
+    (work / "plan.json").write_text(json.dumps({"job": "count"}))
+    with pytest.raises(ValueError, match=r"work: holds the work of another run \(job"):
+        dist.encode_dataset(dist_corpus[:1], tmp_path / "ds", "gpt2", backend="local", work_dir=work)
+    bpekit.encode_dataset(dist_corpus[:1], tmp_path / "one", "gpt2")
+    with pytest.raises(FileExistsError, match="holds a dataset written with other seed"):
+        dist.encode_dataset(dist_corpus[:1], tmp_path / "one", "gpt2", backend="local", seed=1)
+    with pytest.raises(TypeError, match="not a generator: write its documents to files first"):
+        dist.encode_dataset((t for t in ["a"]), tmp_path / "x", "gpt2", backend="local")
+
+
+def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n' * 30 + "not json\n" + '{"text": "fine"}\n' * 30)
+    with pytest.raises(ValueError, match=r"bad\.jsonl: line 31 \(byte 51\d\)"):
+        dist.encode_dataset(bad, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=100)
+    with pytest.warns(UserWarning, match=r"skipped 1 bad record.*line 31"):
+        m = dist.encode_dataset(
+            bad, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=100, bad_records="skip"
+        )
+    assert m["totals"]["documents"] == 60 and m["totals"]["skipped"] == 1
+
+
+def test_a_damaged_unit_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    """The replay checks what it reads: a unit file cut short, or of another id width."""
+    text = tmp_path / "t.txt"
+    text.write_text("some words<|endoftext|>more words\n" * 200)
+    tok = bpekit.get_encoding("gpt2")
+    unit = tmp_path / "u.ids"
+    tok._core.encode_unit([("text", str(text), None)], str(unit), 2)
+    whole = unit.read_bytes()
+    unit.write_bytes(whole[:-3])
+    with pytest.raises(ValueError, match=r"u\.ids: an item claims more than the file's \d+ bytes"):
+        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "a"), 2)
+    unit.write_bytes(whole + b"extra")
+    with pytest.raises(ValueError, match=r"u\.ids: holds \d+ bytes, \d+ tokens; its header says"):
+        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "a2"), 2)
+    unit.write_bytes(whole)
+    with pytest.raises(ValueError, match=r"u\.ids: holds 2-byte ids, not 4-byte"):
+        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "b"), 4)
+    with pytest.raises(ValueError, match=r"u\.ids: an item of input 0 of 0"):
+        tok._core.assemble_dataset([(str(unit), 0)], [], str(tmp_path / "c"), 2)
+
+
+SPECIALS = ["<|endoftext|>", "<|x|>"]
+PIECES = st.sampled_from(
+    ["a", "b", " ", "  ", "\n", "\n\n", "\r\n", "1", "23", "é", "日本", "'s", "!", " .", *SPECIALS]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(st.lists(PIECES, max_size=40).map("".join), min_size=1, max_size=3),
+    unit=st.integers(1, 40),
+    shard_tokens=st.integers(1, 30),
+)
+def test_units_of_any_size_replay_to_the_whole(tmp_path_factory, texts, unit, shard_tokens) -> None:
+    """Any texts, cut into units of any size and replayed: the dataset one machine
+    writes (empty files, specials at cuts and shards of one token included)."""
+    d = tmp_path_factory.mktemp("h")
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(d / f"{i}.txt")
+        paths[-1].write_bytes(text.encode())
+    vocab = {**{i: bytes([i]) for i in range(256)}, 256: b" a", 257: b"\n\n"}
+    tok = bpekit.Tokenizer(vocab, [(b" ", b"a"), (b"\n", b"\n")], SPECIALS)
+    layout = {"shard_tokens": shard_tokens, "val_fraction": 0.3, "after_each_file": "<|x|>"}
+    bpekit.encode_dataset(paths, d / "one", tok, **layout)
+    plan = plan_units(paths, special_tokens=SPECIALS, unit_bytes=unit)
+    units = []
+    for u in plan.units:
+        units.append((str(d / f"u{u.index}.ids"), u.input))
+        tok._core.encode_unit([u.source("text", "error", None)], units[-1][0], 2)
+    core = tok._core.assemble_dataset(
+        units,
+        [True] * len(paths),
+        str(d / "two"),
+        2,
+        shard_tokens=shard_tokens,
+        val_fraction=0.3,
+        after_each_file=tok.encode_single_token("<|x|>"),
+    )
+    one = json.loads((d / "one" / "manifest.json").read_text())
+    assert core["documents"] == one["totals"]["documents"]
+    for split in one["splits"].values():
+        for shard in split["shards"]:
+            for key in ("file", "index"):
+                assert filecmp.cmp(d / "one" / shard[key], d / "two" / shard[key], shallow=False)
+    assert sum(len(s["shards"]) for s in one["splits"].values()) == len(core["shards"])
+
+
+def test_cli_encode_on_ray_writes_what_one_machine_writes(dist_corpus, ray_local, tmp_path, capsys) -> None:
+    from bpekit.cli import main
+
+    common = ["encode", *map(str, dist_corpus), "-t", "gpt2", "--shard-tokens", "9000", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "one")]) == 0
+    ray_run = [*common, "--out", str(tmp_path / "ray"), "--ray", "--work-dir", str(tmp_path / "w")]
+    assert main(ray_run) == 0
+    assert "encoded in 4 units on Ray\n" in capsys.readouterr().out
+    same_dataset(tmp_path / "one", tmp_path / "ray")
+    assert main(ray_run) == 0
+    assert "holds this dataset already" in capsys.readouterr().out
+    assert main([*common, "--out", str(tmp_path / "x.npy"), "--ray"]) == 2
+    assert "--ray writes a dataset folder, and --out" in capsys.readouterr().err
+    assert main([*common, "--out", str(tmp_path / "x.npy"), "--work-dir", "w"]) == 2
+    assert "--work-dir keeps the units of a --ray run; give --ray too" in capsys.readouterr().err
