@@ -1,5 +1,6 @@
 """The same jobs as one machine runs, spread over many: on Ray, or on a local pool of
-processes, with results identical to ``bpekit.count_pretokens`` and ``bpekit.train_bpe``.
+processes, with results identical to ``bpekit.count_pretokens``, ``bpekit.train_bpe``
+and ``bpekit.encode_dataset`` (``dataset``: how a dataset is encoded in units).
 
 The driver plans the inputs into units (``plan``: byte ranges of plain files at safe
 cuts, runs of Parquet row groups, whole compressed files), the workers count one unit
