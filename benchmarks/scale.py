@@ -30,10 +30,13 @@ then three jobs run, each in a fresh process, so that each peak RSS (the process
                 pre-tokens, occurrences and the 100 most common, compared here); the
                 script exits with status 1 when they differ. The counting time includes
                 the first tasks' cold start (Ray's workers start and import bpekit).
-  encode        ``bpekit.encode_file(path, out.npy, bpekit.get_encoding("gpt2"))``
-                (default threads), timed, the tokenizer loaded before; the output is
-                written into the bench folder's ``scale-out/`` and removed. Encoding on
-                Ray is not built yet: the Ray row has none.
+                Then, on the same Ray, ``bpekit.distributed.encode_dataset(path, out,
+                "gpt2")`` (a dataset folder with the default layout: tasks encode units
+                into unit files, the driver replays them into the shards), timed; its
+                manifest (every shard's sha256 among it) must equal the one process's.
+  encode        ``bpekit.encode_dataset(path, out, bpekit.get_encoding("gpt2"))``
+                (default threads), timed, the tokenizer loaded before. The datasets
+                are written into the bench folder's ``scale-out/`` and removed.
 
 Figures: seconds of each call; count MB/s: the file's bytes (10^6) per second of
 counting; "count vs one process": Ray's counting time over the one process's; "count
@@ -269,14 +272,22 @@ def ray_job(spec: dict) -> dict:
         log(f"  Ray: counted in {count_s:.1f} s ({stats['units']} unit(s)); merging ...")
         merge_s = _merge(counts, spec["vocab_size"])
         peak = peak_rss_mib()
-        log(f"  Ray: merged in {merge_s:.1f} s")
+        log(f"  Ray: merged in {merge_s:.1f} s; encoding ...")
         summary = _summary(counts)
+        del counts
+        sampler = RaySampler()
+        sampler.start()
+        encoded = _encode(spec, distributed=True)
+        encode_procs = sampler.stop()
+        log(f"  Ray: encoded in {encoded['encode_s']:.1f} s")
     finally:
         ray.shutdown()
     return {
         "init_s": init_s,
         "count_s": count_s,
         "merge_s": merge_s,
+        **encoded,
+        "encode_worker_peak_rss_mib": encode_procs["worker_peak_rss_mib"],
         "units": stats["units"],
         "count_peak_rss_mib": count_peak,
         "peak_rss_mib": peak,
@@ -285,20 +296,35 @@ def ray_job(spec: dict) -> dict:
     }
 
 
-def encode_job(spec: dict) -> dict:
+def _encode(spec: dict, distributed: bool) -> dict:
+    """The corpus encoded into a dataset folder with gpt2, in this process or on Ray
+    (``spec["unit_bytes"]``); its seconds, tokens and manifest's sha256."""
+    import hashlib
+
     import bpekit
+    from bpekit import distributed as dist
 
     tok = bpekit.get_encoding("gpt2")
     out = Path(spec["out"])
+    shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         t = time.perf_counter()
-        tokens = bpekit.encode_file(spec["path"], out, tok)
+        if distributed:
+            manifest = dist.encode_dataset(spec["path"], out, tok, unit_bytes=spec["unit_bytes"])
+        else:
+            manifest = bpekit.encode_dataset(spec["path"], out, tok)
         seconds = time.perf_counter() - t
     finally:
-        out.unlink(missing_ok=True)
-    log(f"  encode: {tokens:,} tokens in {seconds:.1f} s")
-    return {"encode_s": seconds, "tokens": tokens, "peak_rss_mib": peak_rss_mib()}
+        shutil.rmtree(out, ignore_errors=True)
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+    return {"encode_s": seconds, "tokens": manifest["totals"]["tokens"], "manifest_sha256": digest}
+
+
+def encode_job(spec: dict) -> dict:
+    found = _encode(spec, distributed=False)
+    log(f"  encode: {found['tokens']:,} tokens in {found['encode_s']:.1f} s")
+    return {**found, "peak_rss_mib": peak_rss_mib()}
 
 
 JOBS = {"single": single_job, "ray": ray_job, "encode": encode_job}
@@ -327,8 +353,9 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
     log(f"{name}: {path} ({size / 1e6:,.0f} MB), vocabulary {VOCAB[kind]:,}")
     log(f"  read through in {read_through(path):.1f} s")
     single = run_job("single", spec, env)
-    ray = run_job("ray", {**spec, "cpus": RAY_CPUS, "unit_bytes": args.unit_bytes}, env)
-    enc = run_job("encode", {**spec, "out": str(out_dir / "tokens.npy")}, env)
+    enc = run_job("encode", {**spec, "out": str(out_dir / "one")}, env)
+    ray_spec = {**spec, "cpus": RAY_CPUS, "unit_bytes": args.unit_bytes, "out": str(out_dir / "ray")}
+    ray = run_job("ray", ray_spec, env)
     threads = os.cpu_count()
     base = {"corpus": name, "mb": size / 1e6, "bytes": size, "vocab_size": VOCAB[kind]}
     rows, problems = [], []
@@ -367,6 +394,7 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
         two["init_s"] = ray["init_s"]
         two["worker_peak_rss_mib"] = ray["worker_peak_rss_mib"]
         two["ray_total_rss_mib"] = ray["ray_total_rss_mib"]
+        two["encode_s"] = ray["encode_s"]
         notes = [f"Ray start {ray['init_s']:.1f} s"]
         if ray["worker_peak_rss_mib"] is not None:
             notes.append(f"{ray['workers']} workers, each up to {ray['worker_peak_rss_mib']:,.0f} MiB")
@@ -382,6 +410,16 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
                 differ = ", ".join(k for k in keys if ray[k] != single[k])
                 notes.append(f"counts DIFFER from the one process's ({differ})")
                 problems.append(f"{name}: Ray's counts differ from the one process's ({differ})")
+        if enc is not None:
+            two["encode_vs_single"] = ray["encode_s"] / enc["encode_s"]
+            note = f"encode {two['encode_vs_single']:.2f}x the one process's time"
+            if ray["encode_worker_peak_rss_mib"] is not None:
+                note += f", its workers up to {ray['encode_worker_peak_rss_mib']:,.0f} MiB"
+            if ray["manifest_sha256"] == enc["manifest_sha256"]:
+                notes.append(note + ", the same dataset (manifest and shards' sha256)")
+            else:
+                notes.append(note + "; its dataset DIFFERS from the one process's")
+                problems.append(f"{name}: Ray's dataset differs from the one process's")
         two["note"] = "; ".join(notes)
     rows.append(two)
     return rows, problems
@@ -413,8 +451,10 @@ def save(results: Path, rows: list[dict], cmd_args: list[str], quick: bool, unit
         f"`train_from_counts` ({threads} threads, bpekit's default); Ray local: `ray.init(num_cpus="
         f"{RAY_CPUS})` (its start timed apart: in the notes), `bpekit.distributed.count_with_stats` (tasks "
         "of one CPU over units of "
-        f"{unit_bytes / MiB:,.0f} MiB), then `train_from_counts` on the driver; encode: `encode_file` "
-        "to one `.npy` with gpt2 (one process, default threads; on Ray: not built yet). count MB/s: "
+        f"{unit_bytes / MiB:,.0f} MiB), then `train_from_counts` on the driver; encode: `encode_dataset` "
+        "with gpt2 into a dataset folder (one process: default threads; Ray: "
+        "`bpekit.distributed.encode_dataset`, the same units, replayed into the shards by the driver). "
+        "count MB/s: "
         "the file's MB per second of counting. peak RSS: the job's process (the encode's in the notes; "
         "Ray: the driver's, its workers in the notes, each worker's VmHWM and the largest sum of all "
         "Ray processes' RSS, read from /proc every 0.5 s). count B / distinct: the peak RSS at the end "
