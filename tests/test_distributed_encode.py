@@ -152,8 +152,8 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
 
 
 def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
-    """Killed after every unit, while the shards are written: the rerun keeps every
-    unit and writes the shards again."""
+    """Killed while the shards are written (as units are still encoded): the rerun
+    keeps the units done and writes the shards again."""
     out = tmp_path / "ds"
     script = textwrap.dedent(
         f"""
@@ -180,10 +180,11 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
     # One machine does not go on from a distributed run's unfinished shards: it has
     # no place in the input to go on from, so it writes them again.
     assert manifest["resume"]["train"] == [None] * 3
+    done = len(list((tmp_path / ".ds.units").glob("unit-*.json")))
     written = dist.dataset.write_dataset(
         dist_corpus, out, "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
     )
-    assert written.stats["kept"] == written.stats["units"]
+    assert written.stats["kept"] == done >= 1
     same_dataset(one_machine, out)
 
 
@@ -200,6 +201,27 @@ def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Pa
         dist.encode_dataset((t for t in ["a"]), tmp_path / "x", "gpt2", backend="local")
 
 
+def test_a_failure_writing_shards_stops_the_encoding(dist_corpus, tmp_path: Path, monkeypatch) -> None:
+    """The shards are written while units are encoded: their failure (a full disk, say)
+    is raised, the workers stop, and the units done are kept for a rerun."""
+    from bpekit.distributed import dataset
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dataset, "write_shards", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        dist.encode_dataset(
+            dist_corpus, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES
+        )
+    monkeypatch.undo()
+    written = dist.dataset.write_dataset(
+        dist_corpus, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES
+    )
+    assert written.stats["kept"] < written.stats["units"]
+    assert not (tmp_path / ".ds.units").exists()
+
+
 def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n' * 30 + "not json\n" + '{"text": "fine"}\n' * 30)
@@ -207,7 +229,7 @@ def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
         dist.encode_dataset(bad, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=100)
     with pytest.warns(UserWarning, match=r"skipped 1 bad record.*line 31"):
         m = dist.encode_dataset(
-            bad, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=100, bad_records="skip"
+            bad, tmp_path / "ds2", "gpt2", backend="local", workers=2, unit_bytes=100, bad_records="skip"
         )
     assert m["totals"]["documents"] == 60 and m["totals"]["skipped"] == 1
 

@@ -245,7 +245,7 @@ class Encoder:
         text bytes read and the stats."""
     def assemble_dataset(
         self,
-        units: list[tuple[str, int]],
+        units: Iterable[tuple[str, int]],
         is_text: list[bool],
         out_dir: str,
         dtype_bytes: int,
@@ -259,8 +259,11 @@ class Encoder:
         file_eos: int | None = None,
         on_shard: Callable[[str, dict[str, Any]], None] | None = None,
         checksums: bool = True,
+        size: int = 0,
     ) -> dict[str, Any]:
         """Writes ``out_dir``'s shards from the unit files ``units`` (``(path, first
-        input)``, in input order) as ``encode_dataset`` writes them from the inputs
-        they were encoded from; ``is_text``: whether each input is a text file.
-        Returns what ``encode_dataset`` returns."""
+        input)``, in input order, each taken when its file is ready: ``next`` may
+        wait) as ``encode_dataset`` writes them from the inputs they were encoded
+        from; ``is_text``: whether each input is a text file; ``size``: the unit
+        files' bytes, for progress (0: not known). Returns what ``encode_dataset``
+        returns."""

@@ -9,7 +9,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PyString};
 
 use super::dataset::{report_to, resume_of, shard_dict};
 use super::inputs::{inputs_of, stats_dict};
@@ -633,15 +633,17 @@ impl PyEncoder {
         Ok((n, stats.bytes, stats_dict(py, &stats)?))
     }
 
-    /// Writes the dataset folder `out_dir` from the unit files `units`
-    /// (`[(path, first input), ...]`, in input order) as `encode_dataset` writes it from
-    /// the inputs they were encoded from; `is_text`: whether each input is a text file.
-    #[pyo3(signature = (units, is_text, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, progress = None, after_each_file = None, file_bos = None, file_eos = None, on_shard = None, checksums = true))]
+    /// Writes the dataset folder `out_dir` from the unit files `units` (an iterable of
+    /// `(path, first input)` in input order, each taken once its file is ready:
+    /// `next` may wait) as `encode_dataset` writes it from the inputs they were
+    /// encoded from; `is_text`: whether each input is a text file; `size`: the unit
+    /// files' bytes, for progress (0: not known).
+    #[pyo3(signature = (units, is_text, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, progress = None, after_each_file = None, file_bos = None, file_eos = None, on_shard = None, checksums = true, size = 0))]
     #[allow(clippy::too_many_arguments)]
     fn assemble_dataset<'py>(
         &self,
         py: Python<'py>,
-        units: Vec<(PathBuf, usize)>,
+        units: &Bound<'py, PyAny>,
         is_text: Vec<bool>,
         out_dir: PathBuf,
         dtype_bytes: usize,
@@ -655,6 +657,7 @@ impl PyEncoder {
         file_eos: Option<u32>,
         on_shard: Option<Py<PyAny>>,
         checksums: bool,
+        size: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         check_room()?;
         let options = file_options(
@@ -674,18 +677,16 @@ impl PyEncoder {
             seed,
         };
         let assembly = Assembly {
-            units: units
-                .into_iter()
-                .map(|(path, first_input)| UnitFile { path, first_input })
-                .collect(),
+            units: Box::new(PyUnits(units.try_iter()?.unbind())),
             is_text,
+            size,
         };
         let report = report_to(on_shard);
         let encoder = self.inner.clone();
         let summary = run_with_progress(py, progress, move |p| {
             assemble_dataset(
                 &encoder,
-                &assembly,
+                assembly,
                 &out_dir,
                 options,
                 layout,
@@ -698,6 +699,25 @@ impl PyEncoder {
             )
         })?;
         summary_dict(py, &summary)
+    }
+}
+
+/// The unit files of an assembly, from a Python iterable of `(path, first input)`;
+/// what it raises is passed through.
+struct PyUnits(Py<PyIterator>);
+
+impl Iterator for PyUnits {
+    type Item = crate::error::Result<UnitFile>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Python::attach(|py| {
+            let item = self.0.bind(py).clone().next()?;
+            let unit = item
+                .and_then(|u| u.extract::<(PathBuf, usize)>())
+                .map(|(path, first_input)| UnitFile { path, first_input })
+                .map_err(|e| crate::error::Error::Feed(Box::new(e)));
+            Some(unit)
+        })
     }
 }
 

@@ -4,21 +4,24 @@ The driver plans the input files into units (``plan``), the workers encode one u
 each into a *unit file* of its ids (``work.encode_unit``), and the driver replays the
 unit files in input order into the same dataset writer that ``bpekit.encode_dataset``
 feeds (``_core.Encoder.assemble_dataset``): documents, their numbers, the val split and
-the shards come out as one machine writes them, whatever the units or workers.
+the shards come out as one machine writes them, whatever the units or workers. The
+replay runs on a thread of the driver while the workers encode, taking each unit as
+soon as the units before it are replayed and its own file is in.
 
 Unit files are as large as the dataset's shards. They are kept in ``work_dir`` (a
 folder every worker and the driver can reach: workers write there) or, without one, in
-``.<name>.units`` beside the dataset (workers send them back and the driver writes them
-there). A rerun after the driver died keeps every unit file whose size and sha256 its
-record gives, and encodes only the rest; once the dataset is written, the unit files
-are deleted.
+``.<name>.units`` beside the dataset (written there by workers on this machine; workers
+of a cluster joined at an address send them back for the driver to write). A rerun
+after the driver died keeps every unit file whose size and sha256 its record gives,
+and encodes only the rest; once the dataset is written, the unit files are deleted.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from bpekit._atomic import atomic_write
 from bpekit._progress import ProgressBar
 from bpekit.dataset_writer import (
     Done,
+    Shards,
     Written,
     _fingerprint,
     check_job,
@@ -162,6 +166,10 @@ def write_dataset(
     )
     shared = work_dir is not None
     folder = Path(os.fspath(work_dir)) if shared else root.parent / f".{root.name}.units"
+    # Workers on this machine (the local pool, a Ray started here) write the unit files
+    # into the folder themselves: sending them back through a pipe or Ray's object
+    # store, for the driver to write and hash, made the driver the bottleneck.
+    here = backend == "local" or address is None
     spec = EncodeSpec(
         tokenizer=pickle.dumps(tok),
         fingerprint=_fingerprint(tok),
@@ -174,20 +182,25 @@ def write_dataset(
         record_eos=framing.record_eos,
         num_threads=job.num_threads,
         chunk_size=chunk_size,
-        work_dir=str(folder) if shared else None,
+        work_dir=str(folder) if shared or here else None,
         crash_once=_crash_once,
     )
     if not resume:
         clear_units(folder)
     results = _resume(folder, plan, spec, own=not shared)
     kept = len(results)
-    _encode_units(plan, spec, results, folder, lambda: open_backend(address, backend, workers), progress)
-    stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
+    ready = _Ready(results)
+    ids_of = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
+
+    def units() -> Iterator[tuple[str, int]]:
+        for unit in plan.units:
+            ready.wait_for(unit.index)
+            yield ids_of[unit.index], unit.input
 
     def run(on_shard: Callable[..., None], resume_from: Any, bar: Any) -> dict[str, Any]:
         assert resume_from is None  # prepare_folder kept no shards
         return tok._core.assemble_dataset(
-            [(str(unit_files(folder, u.index, ".ids")[0]), u.input) for u in plan.units],
+            units(),
             [fmt == "text" for _, fmt, _, _ in plan.files],
             str(root),
             spec.dtype_bytes,
@@ -201,14 +214,92 @@ def write_dataset(
             file_eos=framing.file_eos,
             on_shard=on_shard,
             checksums=checksums,
+            size=sum(Path(ids_of[i]).stat().st_size for i in results) if kept == len(plan.units) else 0,
         )
 
-    done = write_shards(root, manifest, state, run, progress=progress, resumable=False, label="writing")
+    # The shards are written from the units as they come, in order, while later units
+    # are encoded; a bar of their own only when every unit was kept.
+    assembly = _Assembly(root, manifest, state, run, progress and kept == len(plan.units), ready)
+    assembly.start()
+    try:
+        _encode_units(
+            plan, spec, results, folder, lambda: open_backend(address, backend, workers), progress, ready
+        )
+    except BaseException:
+        ready.stop()
+        assembly.join()
+        raise
+    done = assembly.result()
+    stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
     done.manifest["totals"]["skipped"] = stats["skipped"]
     done.manifest["totals"]["bytes"] = stats["bytes"]
     finish_manifest(root, done.manifest)
     clear_units(folder)
     return Written(done.manifest, stats, framing, sources.files, False)
+
+
+class _Stopped(Exception):
+    """The units' encoding stopped (it failed, or was interrupted): the shards stop."""
+
+
+class _Ready:
+    """The units whose files are ready, which the assembly waits on in order."""
+
+    def __init__(self, done: Iterable[int]) -> None:
+        self.done = set(done)
+        self.stopped = False
+        self.cond = threading.Condition()
+
+    def add(self, index: int) -> None:
+        with self.cond:
+            self.done.add(index)
+            self.cond.notify_all()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+    def wait_for(self, index: int) -> None:
+        with self.cond:
+            while index not in self.done and not self.stopped:
+                self.cond.wait()
+            if self.stopped:
+                raise _Stopped("the units' encoding stopped")
+
+
+class _Assembly(threading.Thread):
+    """Writes the shards (``write_shards``) on a thread of its own; a failure stops the
+    encoding (``ready``), and ``result`` raises it."""
+
+    def __init__(
+        self,
+        root: Path,
+        manifest: dict[str, Any],
+        state: Any,
+        run: Callable[..., Any],
+        bar: bool,
+        ready: _Ready,
+    ) -> None:
+        super().__init__(name="bpekit-assemble", daemon=True)
+        self.args = (root, manifest, state, run)
+        self.bar, self.ready = bar, ready
+        self.done: Shards | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.done = write_shards(*self.args, progress=self.bar, resumable=False, label="writing")
+        except BaseException as e:
+            self.error = e
+            self.ready.stop()
+
+    def result(self) -> Shards:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.done is not None
+        return self.done
 
 
 def _sources(files: list[tuple[Path, str]], text_field: str) -> Sources:
@@ -258,9 +349,11 @@ def _encode_units(
     folder: Path,
     open_runner: Callable[[], Any],
     progress: bool,
+    ready: _Ready,
 ) -> None:
-    """Encodes the units not in ``results`` on the workers, adding theirs; a unit file
-    sent back is saved in ``folder`` with its record as it comes."""
+    """Encodes the units not in ``results`` on the workers, adding theirs and telling
+    ``ready`` of each; a unit file sent back is saved in ``folder`` with its record as
+    it comes. Stops when ``ready`` is stopped (the shards' writing failed)."""
     todo = [u for u in plan.units if u.index not in results]
     if not todo:
         return
@@ -278,6 +371,9 @@ def _encode_units(
                     result.data = None
                     save_record(record, result.index, ids, tokens=result.tokens, stats=result.stats)
                 results[result.index] = result
+                ready.add(result.index)
+                if ready.stopped:
+                    return  # the shards failed: their error is raised
                 done_bytes += todo[k].size
                 if bar is not None:
                     bar(done_bytes, size)

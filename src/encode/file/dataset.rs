@@ -104,7 +104,7 @@ pub fn encode_dataset(
 /// (`run.resume` must be `None`): the units are what is kept.
 pub fn assemble_dataset(
     encoder: &Encoder,
-    assembly: &Assembly,
+    assembly: Assembly<'_>,
     root: &Path,
     options: FileOptions,
     layout: DatasetOptions,
@@ -116,15 +116,13 @@ pub fn assemble_dataset(
             "a dataset assembled from units does not resume",
         ));
     }
-    let units = &assembly.units;
-    let mut total = 0;
-    for unit in units {
-        let meta = std::fs::metadata(&unit.path).map_err(|e| Error::io(&unit.path, e))?;
-        total += meta.len();
-    }
-    progress.reset(total);
-    let n_inputs = assembly.is_text.len();
-    let is_text = assembly.is_text.clone();
+    let Assembly {
+        units,
+        is_text,
+        size,
+    } = assembly;
+    progress.reset(size);
+    let n_inputs = is_text.len();
     write_dataset(encoder, is_text, root, options, layout, run, |writer, _| {
         replay(units, n_inputs, options.dtype_bytes, writer, progress)?;
         writer.end_until(n_inputs).map_err(|e| Error::io(root, e))?;

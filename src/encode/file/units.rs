@@ -130,17 +130,20 @@ pub struct UnitFile {
 
 /// What a dataset is assembled from: its unit files in input order, and whether each
 /// of its inputs is a text file (the inputs the units were encoded from).
-#[derive(Clone, Debug)]
-pub struct Assembly {
-    pub units: Vec<UnitFile>,
+pub struct Assembly<'a> {
+    /// The unit files, each as it becomes ready: the replay goes on while later units
+    /// are still being encoded.
+    pub units: Box<dyn Iterator<Item = Result<UnitFile>> + Send + 'a>,
     pub is_text: Vec<bool>,
+    /// The unit files' bytes in all, for progress (0: not known).
+    pub size: u64,
 }
 
 /// Replays the items of `units`, in order, into `sink`; `n_inputs`: the dataset's
 /// inputs, which every item's must be among; `width`: the ids' bytes the units must
 /// have been written with. Returns what the items read.
 pub(super) fn replay(
-    units: &[UnitFile],
+    units: impl Iterator<Item = Result<UnitFile>>,
     n_inputs: usize,
     width: usize,
     sink: &mut impl Sink,
@@ -151,6 +154,7 @@ pub(super) fn replay(
     let mut ids: Vec<u32> = Vec::new();
     let mut ends: Vec<usize> = Vec::new();
     for unit in units {
+        let unit = unit?;
         let path = &unit.path;
         let bad = |what: String| Error::invalid(format!("{}: {what}", path.display()));
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -361,19 +365,12 @@ mod tests {
         });
         let two = dir.join("two");
         let assembly = Assembly {
-            units,
+            units: Box::new(units.into_iter().map(Ok)),
             is_text: vec![true, true],
+            size: 0,
         };
-        let summary = assemble_dataset(
-            &e,
-            &assembly,
-            &two,
-            options,
-            layout,
-            &Progress::new(),
-            run(),
-        )
-        .unwrap();
+        let summary =
+            assemble_dataset(&e, assembly, &two, options, layout, &Progress::new(), run()).unwrap();
         assert!(summary.shards.len() > 4);
         assert_eq!(files(&one), files(&two));
         std::fs::remove_dir_all(&dir).unwrap();
