@@ -14,8 +14,9 @@ joined by ``<|endoftext|>``. make_big.py repeats whole copies of its base, so ``
 is at least one copy of en.txt (~116 MB: ``owt-0.1G`` is en.txt byte for byte). Any ``owt-SIZE`` or
 ``ts-SIZE`` that make_big.py takes may be named.
 
-Per corpus, the file is read through once (into the page cache, as far as it fits),
-then three jobs run, each in a fresh process, so that each peak RSS (the process's
+Per corpus, the file is read through (into the page cache, as far as it fits) before
+the one-process jobs and again before the Ray job, as the encode's writes evict it;
+three jobs run, each in a fresh process, so that each peak RSS (the process's
 ``ru_maxrss``: the interpreter, its imports and Ray's client included) is the job's own:
 
   one process   ``bpekit.count_pretokens(path, ["<|endoftext|>"])`` (bpekit's default
@@ -354,6 +355,9 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
     log(f"  read through in {read_through(path):.1f} s")
     single = run_job("single", spec, env)
     enc = run_job("encode", {**spec, "out": str(out_dir / "one")}, env)
+    # The encode wrote as many bytes as the corpus holds ids: read it through again, so
+    # that Ray's counting finds in the page cache what the one process found.
+    log(f"  read through again in {read_through(path):.1f} s")
     ray_spec = {**spec, "cpus": RAY_CPUS, "unit_bytes": args.unit_bytes, "out": str(out_dir / "ray")}
     ray = run_job("ray", ray_spec, env)
     threads = os.cpu_count()
