@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from bpekit._core import __version__, pretokenize
 from bpekit.encodings import get_encoding, list_encoding_names, load_tokenizer
+from bpekit.models import encoding_for_model, encoding_name_for_model
 from bpekit.tokenizer import Tokenizer
 from bpekit.training import WordCounts, count_pretokens, train_bpe, train_from_counts
 
@@ -41,6 +42,8 @@ __all__ = [
     "count_pretokens",
     "encode_dataset",
     "encode_file",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "get_batch",
     "get_encoding",
     "list_encoding_names",

@@ -508,6 +508,18 @@ class Tokenizer:
         """
         return self.decode_bytes(ids).decode("utf-8", errors=check_decode_errors(errors))
 
+    def decode_batch(
+        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
+    ) -> list[str]:
+        """``decode`` of each id list (``num_threads`` is accepted, as tiktoken takes it:
+        decoding is a copy of each token's bytes, faster than threads would start)."""
+        errors = check_decode_errors(errors)
+        return [self.decode_bytes(ids).decode("utf-8", errors=errors) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8) -> list[bytes]:
+        """``decode_bytes`` of each id list."""
+        return [self.decode_bytes(ids) for ids in batch]
+
     def decode_single_token_bytes(self, token: int) -> bytes:
         try:
             return self._core.token_bytes(token)
@@ -559,6 +571,17 @@ class Tokenizer:
     @property
     def special_tokens_set(self) -> set[str]:
         return set(self._special_tokens)
+
+    def is_special_token(self, token: int) -> bool:
+        """Whether id ``token`` is a special token's."""
+        if not isinstance(token, int):
+            raise TypeError(f"a token id is an int, not {type(token).__name__}")
+        return token in self._special_tokens.values()
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every token but the special tokens, sorted (as tiktoken's)."""
+        specials = set(self._special_tokens.values())
+        return sorted(b for i, b in self._core.vocab().items() if i not in specials)
 
     @property
     def pattern(self) -> str:
