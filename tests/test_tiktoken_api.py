@@ -67,3 +67,21 @@ def test_batch_decoding_special_ids_and_token_bytes_equal_tiktoken(name: str) ->
     assert [i for i in ids if ours.is_special_token(i)] == [i for i in ids if theirs.is_special_token(i)]
     with pytest.raises(TypeError):
         ours.is_special_token("<|endoftext|>")  # type: ignore[arg-type]
+
+
+def test_o200k_harmony_equals_tiktokens() -> None:
+    """Harmony's special tokens, two of them sharing id 200018."""
+    ours, theirs = bpekit_encoding("o200k_harmony"), tiktoken_encoding("o200k_harmony")
+    assert ours.n_vocab == theirs.n_vocab == 201088
+    assert ours.special_tokens_set == theirs.special_tokens_set
+    text = "<|start|>user<|message|>hi<|end|><|endofprompt|><|reserved_200018|><|call|> 日本"
+    assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+    with pytest.raises(ValueError):
+        ours.encode("<|return|>")
+    specials = sorted(set(theirs._special_tokens.values()))
+    assert [ours.decode_single_token_bytes(i) for i in specials] == [
+        theirs.decode_single_token_bytes(i) for i in specials
+    ]
+    assert ours.decode(specials) == theirs.decode(specials)
+    assert "o200k_harmony" in bpekit.list_encoding_names()
+    assert bpekit.encoding_for_model("gpt-oss-120b").name == "o200k_harmony"

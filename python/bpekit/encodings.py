@@ -1,5 +1,5 @@
-"""OpenAI encodings (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base)
-from local rank files, never the network.
+"""OpenAI encodings (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base,
+o200k_harmony) from local rank files, never the network.
 
 Where the files are looked for, in order, and nowhere else:
 
@@ -63,6 +63,7 @@ def _tiktoken_file(name: str, sha256: str) -> tuple[RankFile, ...]:
     return (RankFile((f"{name}.tiktoken",), f"{_BLOB}/encodings/{name}.tiktoken", sha256),)
 
 
+_O200K = _tiktoken_file("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d")
 _R50K = _tiktoken_file("r50k_base", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930")
 _P50K = _tiktoken_file("p50k_base", "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069")
 _GPT2 = (
@@ -96,11 +97,33 @@ ENCODINGS: dict[str, EncodingSpec] = {
         {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
         _tiktoken_file("cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
     ),
-    "o200k_base": EncodingSpec(
-        "o200k_base",
+    "o200k_base": EncodingSpec("o200k_base", "o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}, _O200K),
+    # o200k's ranks with the special tokens of OpenAI's harmony format. Its reserved
+    # range gives 200018 a second name: `<|endofprompt|>` and `<|reserved_200018|>`
+    # both encode to it, and it decodes to the first.
+    "o200k_harmony": EncodingSpec(
+        "o200k_harmony",
         "o200k",
-        {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-        _tiktoken_file("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+        {
+            ENDOFTEXT: 199999,
+            ENDOFPROMPT: 200018,
+            "<|startoftext|>": 199998,
+            "<|reserved_200000|>": 200000,
+            "<|reserved_200001|>": 200001,
+            "<|return|>": 200002,
+            "<|constrain|>": 200003,
+            "<|reserved_200004|>": 200004,
+            "<|channel|>": 200005,
+            "<|start|>": 200006,
+            "<|end|>": 200007,
+            "<|message|>": 200008,
+            "<|reserved_200009|>": 200009,
+            "<|reserved_200010|>": 200010,
+            "<|reserved_200011|>": 200011,
+            "<|call|>": 200012,
+            **{f"<|reserved_{i}|>": i for i in range(200013, 201088)},
+        },
+        _O200K,
     ),
 }
 

@@ -85,14 +85,20 @@ impl Encoder {
         Self::new(Bpe::from_ranks(ranks)?, pattern, special_tokens)
     }
 
+    /// Special tokens may share an id, as tiktoken allows (o200k_harmony gives 200018
+    /// to `<|endofprompt|>` and `<|reserved_200018|>`): each encodes to it, and it
+    /// decodes to the first of them, as tiktoken decodes it.
     fn new(mut bpe: Bpe, pattern: &str, specials: Vec<(String, u32)>) -> Result<Self> {
+        let mut taken = std::collections::HashSet::new();
         for (tok, id) in &specials {
             if *id == NONE {
                 return Err(Error::invalid(format!(
                     "special token {tok:?}: id {id} is too large"
                 )));
             }
-            bpe.set_special(*id, tok.as_bytes())?;
+            if taken.insert(*id) {
+                bpe.set_special(*id, tok.as_bytes())?;
+            }
         }
         Ok(Self {
             engine: Engine {
@@ -303,6 +309,16 @@ mod tests {
         assert_eq!(e.encode(" the th ", &all).unwrap(), vec![257, 101, 257, 32]);
         let none = Specials::default();
         assert_eq!(e.encode(" the th ", &none).unwrap(), vec![258, 257, 32]);
+    }
+
+    #[test]
+    fn special_tokens_may_share_an_id_which_decodes_to_the_first() {
+        let ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+        let specials = vec![("<|a|>".to_string(), 300), ("<|b|>".to_string(), 300)];
+        let e = Encoder::from_ranks(ranks, specials, "gpt2").unwrap();
+        let all = e.specials().clone();
+        assert_eq!(e.encode("<|b|>x<|a|>", &all).unwrap(), vec![300, 120, 300]);
+        assert_eq!(e.bpe().token(300), Some(&b"<|a|>"[..]));
     }
 
     #[test]
