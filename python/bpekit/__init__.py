@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bpekit._core import __version__, pretokenize
+from bpekit.decode_stream import DecodeStream
 from bpekit.encodings import get_encoding, list_encoding_names, load_tokenizer
 from bpekit.models import encoding_for_model, encoding_name_for_model
 from bpekit.tokenizer import Tokenizer
@@ -35,6 +36,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DecodeStream",
     "TokenDataset",
     "Tokenizer",
     "WordCounts",
