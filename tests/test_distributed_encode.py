@@ -194,6 +194,11 @@ def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Pa
     (work / "plan.json").write_text(json.dumps({"job": "count"}))
     with pytest.raises(ValueError, match=r"work: holds the work of another run \(job"):
         dist.encode_dataset(dist_corpus[:1], tmp_path / "ds", "gpt2", backend="local", work_dir=work)
+    with pytest.raises(ValueError, match=r"work: holds the work of another run \(job"):
+        dist.encode_dataset(
+            dist_corpus[:1], tmp_path / "ds", "gpt2", backend="local", work_dir=work, resume=False
+        )
+    assert (work / "plan.json").is_file()  # another run's work is not deleted
     bpekit.encode_dataset(dist_corpus[:1], tmp_path / "one", "gpt2")
     with pytest.raises(FileExistsError, match="holds a dataset written with other seed"):
         dist.encode_dataset(dist_corpus[:1], tmp_path / "one", "gpt2", backend="local", seed=1)

@@ -186,6 +186,9 @@ def write_dataset(
         crash_once=_crash_once,
     )
     if not resume:
+        # Starting over drops this job's units; a work_dir of another run's is still
+        # refused (by _resume), never emptied.
+        _resume(folder, plan, spec, own=not shared)
         clear_units(folder)
     results = _resume(folder, plan, spec, own=not shared)
     kept = len(results)
