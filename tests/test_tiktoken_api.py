@@ -85,3 +85,43 @@ def test_o200k_harmony_equals_tiktokens() -> None:
     assert ours.decode(specials) == theirs.decode(specials)
     assert "o200k_harmony" in bpekit.list_encoding_names()
     assert bpekit.encoding_for_model("gpt-oss-120b").name == "o200k_harmony"
+
+
+def _unstable(enc, text: str, **kw) -> tuple[list[int], set[tuple[int, ...]]]:
+    ids, completions = enc.encode_with_unstable(text, **kw)
+    return ids, {tuple(c) for c in completions}
+
+
+UNSTABLE_TEXT = st.text(st.sampled_from("ab yé\n\t日0.'!"), max_size=12)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+@settings(max_examples=40, deadline=None)
+@given(text=UNSTABLE_TEXT)
+def test_encode_with_unstable_equals_tiktoken(name: str, text: str) -> None:
+    ours, theirs = bpekit_encoding(name), tiktoken_encoding(name)
+    assert _unstable(ours, text) == _unstable(theirs, text)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encode_with_unstable_specials_and_errors_equal_tiktoken(name: str) -> None:
+    ours, theirs = bpekit_encoding(name), tiktoken_encoding(name)
+    for text in ["hello fanta", "x<|endoftext|>", "<|endoftext|>ab\n \n", "", "日本語"]:
+        assert _unstable(ours, text, allowed_special="all") == _unstable(theirs, text, allowed_special="all")
+    with pytest.raises(ValueError):
+        ours.encode_with_unstable("a<|endoftext|>")
+    with pytest.raises(ValueError):
+        theirs.encode_with_unstable("a<|endoftext|>")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=24) | st.text(max_size=8).map(lambda t: t.encode()[:-1]))
+def test_encode_bytes_and_single_pieces_equal_tiktoken(name: str, data: bytes) -> None:
+    """Bytes that may end (or hold) invalid UTF-8, as tiktoken's private methods take
+    them; decoding gives the bytes back."""
+    ours, theirs = bpekit_encoding(name), tiktoken_encoding(name)
+    assert ours._encode_bytes(data) == theirs._encode_bytes(data)
+    assert ours.decode_bytes(ours._encode_bytes(data)) == data
+    if data:
+        assert ours._encode_single_piece(data) == theirs._encode_single_piece(data)

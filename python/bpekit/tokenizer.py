@@ -342,6 +342,37 @@ class Tokenizer:
         others.check(text)
         return _on_str(self._core.encode, text, allowed, disallowed)
 
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """tiktoken's ``encode_with_unstable``: the ids of ``text`` that more text could
+        not change, and every way the rest could be encoded once text follows (lists of
+        ids, in no order). Special tokens as in ``encode``."""
+        from bpekit._unstable import encode_with_unstable
+
+        names, disallowed, others = self._policy(allowed_special, disallowed_special)
+        others.check(text)
+        if disallowed:
+            _on_str(self._core.encode, text, [], disallowed)  # raises on a disallowed token
+        allowed = frozenset(self._special_tokens if names is None else names) & self._special_tokens.keys()
+        return encode_with_unstable(self, without_surrogates(text), allowed)
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """The ids of one piece, not pre-tokenized (tiktoken's private method)."""
+        data = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        return self._core.encode_single_piece(data, True)
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        """The ids of bytes that may end inside a character (tiktoken's private method,
+        used to encode a text's bytes as they come)."""
+        from bpekit._unstable import encode_bytes
+
+        return encode_bytes(self, bytes(data))
+
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special tokens encoded as ordinary text."""
         return _on_str(self._core.encode, text, [], [])

@@ -10,7 +10,7 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use super::engine::{
     output_buffer, short_lines_for, Engine, Lease, Prefault, Workspace, Workspaces,
 };
-use super::vocab::{recover_merges, Bpe, RankFormat};
+use super::vocab::{merge_piece, recover_merges, Bpe, RankFormat, Scratch};
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::ids::NONE;
@@ -128,6 +128,18 @@ impl Encoder {
             Err(located) => located,
             Ok(_) => e,
         })
+    }
+
+    /// The ids of one piece of bytes, not pre-tokenized: merged by rank, after looking
+    /// the whole piece up in the vocabulary when `whole` (tiktoken's
+    /// `encode_single_piece`; without it, its `byte_pair_encode`).
+    pub fn encode_single_piece(&self, piece: &[u8], whole: bool) -> Result<Vec<u32>> {
+        if let Some(id) = whole.then(|| self.bpe().id_of(piece)).flatten() {
+            return Ok(vec![id]);
+        }
+        let mut out = Vec::new();
+        merge_piece(self.bpe(), piece, NONE, &mut Scratch::default(), &mut out)?;
+        Ok(out)
     }
 
     pub fn bpe(&self) -> &Bpe {

@@ -412,6 +412,12 @@ impl PyEncoder {
         Ok(PyBytes::new(py, bytes))
     }
 
+    /// The ids of one piece, not pre-tokenized (see `Encoder::encode_single_piece`).
+    #[pyo3(signature = (piece, whole = true))]
+    fn encode_single_piece(&self, piece: &[u8], whole: bool) -> PyResult<Vec<u32>> {
+        Ok(self.inner.encode_single_piece(piece, whole)?)
+    }
+
     /// The id of an ordinary token's bytes, or None.
     fn token_id(&self, bytes: &[u8]) -> Option<u32> {
         self.inner.bpe().id_of(bytes)
