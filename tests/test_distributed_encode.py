@@ -322,3 +322,29 @@ def test_cli_encode_on_ray_writes_what_one_machine_writes(dist_corpus, ray_local
     assert "--ray writes a dataset folder, and --out" in capsys.readouterr().err
     assert main([*common, "--out", str(tmp_path / "x.npy"), "--work-dir", "w"]) == 2
     assert "--work-dir keeps the units of a --ray run; give --ray too" in capsys.readouterr().err
+
+
+def test_skipped_records_count_as_on_one_machine(tmp_path: Path) -> None:
+    """Bad records skipped in JSON lines (by the core) and nulls in Parquet (by
+    Python) add up in the manifest and the warning as one machine counts them."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    lines = [json.dumps({"doc": {"body": f"text {i} é"}}) if i % 9 else "{broken" for i in range(120)]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    texts = [None if i % 7 == 0 else f"row {i} 日本" for i in range(90)]
+    docs = pa.array([{"body": t} for t in texts])
+    pq.write_table(pa.table({"doc": docs}), tmp_path / "b.parquet", row_group_size=10)
+    inputs = [tmp_path / "a.jsonl", tmp_path / "b.parquet"]
+    options = {"text_field": "doc.body", "bad_records": "skip", "shard_tokens": 500}
+    with pytest.warns(UserWarning, match="skipped 27 bad record"):
+        one = bpekit.encode_dataset(inputs, tmp_path / "one", "gpt2", **options)
+    with pytest.warns(UserWarning, match="skipped 27 bad record"):
+        two = dist.encode_dataset(
+            inputs, tmp_path / "two", "gpt2", backend="local", workers=2, unit_bytes=600, **options
+        )
+    assert one == two and one["totals"]["skipped"] == 27
+    same_dataset(tmp_path / "one", tmp_path / "two")
+    # A flat column whose name holds the dots is not the nested path: said in words.
+    pq.write_table(pa.table({"doc.body": texts}), tmp_path / "c.parquet")
+    with pytest.raises(ValueError, match=r"c\.parquet: text_field 'doc\.body' is read as a path"):
+        bpekit.encode_dataset(tmp_path / "c.parquet", tmp_path / "three", "gpt2", text_field="doc.body")

@@ -173,6 +173,12 @@ def _check_column(schema: pa.Schema, field: str, name: str) -> None:
     for part in field.split("."):
         index = fields.get_field_index(part) if fields is not None else -1
         if index < 0:
+            if "." in field and schema.get_field_index(field) >= 0:
+                raise ValueError(
+                    f"{name}: text_field {field!r} is read as a path of nested fields "
+                    f"({' -> '.join(field.split('.'))}), and this file has a column named "
+                    f"{field!r} with the dots in its name; rename that column"
+                )
             have = ", ".join(_leaf_paths(list(schema))) or "none"
             raise ValueError(f"{name}: no column {field!r} (its columns: {have}); pass text_field=")
         t = fields.field(index).type
