@@ -103,6 +103,14 @@ fn train_here(
     // counts: kjv 14K words, 1K merges: 7 MB; linux docs 102K words,
     // 32K merges: 58 MB; gcide 331K words, 10K merges: 83 MB. This asks for more.
     let word_bytes: usize = counts.iter().map(|(w, _)| w.len()).sum();
+    // The merge loop places words by u32 offsets into one arena.
+    if word_bytes > u32::MAX as usize {
+        return Err(Error::invalid(format!(
+            "the distinct words hold {word_bytes} bytes in all; training holds at most \
+             {} (4 GiB) of them",
+            u32::MAX
+        )));
+    }
     let need = (64usize << 20)
         .saturating_add(counts.len().saturating_mul(256))
         .saturating_add(word_bytes.saturating_mul(32))
