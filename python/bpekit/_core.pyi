@@ -125,6 +125,19 @@ class Encoder:
         pattern: str = "gpt2",
     ) -> Encoder: ...
     @staticmethod
+    def from_hf(
+        vocab: Sequence[tuple[int, bytes]],
+        merges: Sequence[tuple[bytes, bytes]],
+        ignore_merges: bool,
+        steps: Sequence[tuple[str, str, bool, str, bool]],
+        front: tuple[
+            Sequence[tuple[str, str, bool, str]],
+            Sequence[tuple[str, int, bool, bool, bool, bool, bool]],
+            bool,
+            Sequence[tuple[int, bytes]],
+        ],
+    ) -> Encoder: ...
+    @staticmethod
     def from_ranks(
         ranks: Sequence[tuple[bytes, int]], special_tokens: list[tuple[str, int]], pattern: str
     ) -> Encoder: ...
@@ -173,6 +186,7 @@ class Encoder:
     def is_ranks(self) -> bool: ...
     @property
     def pattern(self) -> str: ...
+    def cut_rule(self) -> tuple[str, list[str]]: ...
     def stream(self, allowed: list[str] | None = None, disallowed: list[str] = ...) -> StreamEncoder: ...
     def encode_files(
         self,

@@ -2,7 +2,8 @@
 
 ``gpt2`` is CS336's ``PAT`` (GPT-2's pattern; tiktoken's r50k/p50k pattern behaves
 identically); ``cl100k`` and ``o200k`` are tiktoken's patterns for cl100k_base and
-o200k_base. Pass a name or any regex wherever a ``pattern`` is taken; a regex that is
+o200k_base; ``llama3`` is cl100k's older, non-possessive form that Llama 3 and OLMo 2
+ship. Pass a name or any regex wherever a ``pattern`` is taken; a regex that is
 not one of these runs through the generic regex engine.
 
 >>> import regex
@@ -17,6 +18,13 @@ GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\
 CL100K = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
     r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+# cl100k's pattern before tiktoken made it possessive, as Llama 3 and OLMo 2 ship it:
+# cl100k's pieces except for a final whitespace run that holds a line break.
+LLAMA3 = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+    r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
 O200K = "|".join(
@@ -37,6 +45,7 @@ NAMED: dict[str, str] = {
     "p50k_base": GPT2,
     "cl100k": CL100K,
     "cl100k_base": CL100K,
+    "llama3": LLAMA3,
     "o200k": O200K,
     "o200k_base": O200K,
 }

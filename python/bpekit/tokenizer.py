@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from bpekit.formats.hf_load import HfExtras
+
 __all__ = ["Tokenizer"]
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -193,6 +195,7 @@ class Tokenizer:
 
     def _setup(self, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> None:
         self._core = core
+        self._hf: HfExtras | None = None
         self.name = name
         self._special_tokens: dict[str, int] = dict(core.special_tokens())
         self._default_allowed = default_allowed
@@ -201,6 +204,31 @@ class Tokenizer:
         self._fingerprint: str | None = None
 
     # ---- construction -------------------------------------------------------------
+
+    @classmethod
+    def _from_core(cls, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> Tokenizer:
+        self = cls.__new__(cls)
+        self._setup(core, name, default_allowed)
+        return self
+
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """From a HuggingFace ``tokenizer.json`` (or a folder holding one) of a byte-level
+        BPE model: ``encode`` gives the ids ``tokenizers.Tokenizer.encode(text,
+        add_special_tokens=False)`` gives, and with ``add_special_tokens=True`` those of
+        its post-processor too; ``decode`` its ``decode(ids, skip_special_tokens=False)``.
+
+        The added tokens found in the raw text (special or not) are this tokenizer's
+        ``special_tokens``: all are recognised by default, and ``encode_ordinary`` leaves
+        out the special ones as ``tokenizers``' ``encode_special_tokens`` does.
+        See ``bpekit.formats.hf_load`` for what is supported.
+        """
+        from bpekit.formats.hf_load import load_hf
+
+        tok = load_hf(path)
+        if cls is not Tokenizer:
+            tok.__class__ = cls
+        return tok
 
     @classmethod
     def from_files(
@@ -331,16 +359,23 @@ class Tokenizer:
         *,
         allowed_special: AllowedSpecial | _Default = DEFAULT,
         disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = False,
     ) -> list[int]:
         """The ids of ``text``.
 
         ``allowed_special``: special tokens encoded as such (``"all"`` or a set);
         ``disallowed_special``: special tokens whose text is an error (``"all"``: every
         special token not allowed). See the module docstring for the defaults.
+        ``add_special_tokens``: the ids a ``tokenizer.json``'s post-processor adds
+        around the text (a BOS, say), as ``tokenizers`` adds them; none for other
+        tokenizers.
         """
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
-        return _on_str(self._core.encode, text, allowed, disallowed)
+        ids = _on_str(self._core.encode, text, allowed, disallowed)
+        if add_special_tokens and self._hf is not None:
+            return self._hf.prefix + ids + self._hf.suffix
+        return ids
 
     def encode_with_unstable(
         self,
@@ -384,6 +419,7 @@ class Tokenizer:
         *,
         allowed_special: AllowedSpecial | _Default = DEFAULT,
         disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = False,
     ) -> list[list[int]]:
         """``encode`` of each text, in parallel (``num_threads``: default all cores)."""
         num_threads = check_num_threads(num_threads)
@@ -392,7 +428,11 @@ class Tokenizer:
         if others:
             for text in batch:
                 others.check(text)
-        return self._encode_texts(batch, allowed, disallowed, num_threads)
+        out = self._encode_texts(batch, allowed, disallowed, num_threads)
+        if add_special_tokens and self._hf is not None:
+            prefix, suffix = self._hf.prefix, self._hf.suffix
+            out = [prefix + ids + suffix for ids in out]
+        return out
 
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
         """``encode_ordinary`` of each text, in parallel (``num_threads``: default all cores)."""
@@ -647,7 +687,7 @@ class Tokenizer:
     # Fields that `_setup` rebuilds from the native encoder; the rest of `__dict__` (a
     # subclass's or a user's attributes) travels as it is.
     _REBUILT = frozenset(
-        {"_core", "name", "_special_tokens", "_default_allowed", "_vocab", "_merges", "_fingerprint"}
+        {"_core", "name", "_special_tokens", "_default_allowed", "_vocab", "_merges", "_fingerprint", "_hf"}
     )
 
     def __reduce__(
@@ -668,6 +708,8 @@ class Tokenizer:
         return _tokenizer_from_state, (type(self), self._state()), extra
 
     def _state(self) -> dict[str, Any]:
+        if self._hf is not None:
+            return {"version": 1, "name": self.name, "hf": self._hf.data}
         specials = list(self._special_tokens.items())
         state: dict[str, Any] = {
             "version": 1,
@@ -717,6 +759,13 @@ def _tokenizer_from_state(cls: type[Tokenizer], state: dict[str, Any]) -> Tokeni
             f"this pickled Tokenizer has state version {state.get('version')!r}; "
             "this bpekit reads version 1 (pickle it again with this version)"
         )
+    if "hf" in state:
+        from bpekit.formats.hf_load import load_hf_data
+
+        tok = load_hf_data(state["hf"], name=state["name"])
+        if cls is not Tokenizer:
+            tok.__class__ = cls
+        return tok
     specials = [(str(t), int(i)) for t, i in state["special_tokens"]]
     if "ranks" in state:
         core = _core.Encoder.from_ranks(list(state["ranks"].items()), specials, state["pattern"])

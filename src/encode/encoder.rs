@@ -10,11 +10,12 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use super::engine::{
     output_buffer, short_lines_for, Engine, Lease, Prefault, Workspace, Workspaces,
 };
+use super::hf::{Front, FrontSpec};
 use super::vocab::{merge_piece, recover_merges, Bpe, RankFormat, Scratch};
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::ids::NONE;
-use crate::pretokenize::Pretokenizer;
+use crate::pretokenize::{Kind, Pretokenizer, StepSpec};
 use crate::specials::Specials;
 
 /// A vocabulary, a pre-tokenizer and special tokens: text -> ids -> bytes.
@@ -24,6 +25,8 @@ pub struct Encoder {
     /// Every special token of the encoder (a call recognises a subset of them).
     specials: Specials,
     workspaces: Workspaces,
+    /// Added tokens, normalizers and the prefix space of a `tokenizer.json`.
+    front: Option<Front>,
 }
 
 impl Encoder {
@@ -107,7 +110,61 @@ impl Encoder {
             },
             specials: Specials::new(specials)?,
             workspaces: Workspaces::default(),
+            front: None,
         })
+    }
+
+    /// From an HF `tokenizer.json`'s BPE model (vocab and merges as bytes; the merges
+    /// by rank, `ignore_merges` looking whole pieces up first), its chain of
+    /// pre-tokenizers, and its front (added tokens, normalizers, prefix space).
+    ///
+    /// An added token's id holds the bytes it decodes to (`decode`), which the Python
+    /// side gives, since `tokenizers`' `ByteLevel` decoder reads its text as byte-level
+    /// characters where it can. The encoder's special tokens are the added tokens
+    /// matched in the raw text, special or not: what a file may be cut before.
+    pub fn from_hf(
+        vocab: Vec<(u32, Vec<u8>)>,
+        merges: &[(Vec<u8>, Vec<u8>)],
+        ignore_merges: bool,
+        steps: &[StepSpec],
+        front: FrontSpec,
+        decode: &[(u32, Vec<u8>)],
+    ) -> Result<Self> {
+        let mut bpe = Bpe::from_merges(vocab, merges)?;
+        if ignore_merges {
+            bpe.look_up_whole_pieces();
+        }
+        for (id, bytes) in decode {
+            bpe.set_special(*id, bytes)?;
+        }
+        let front = Front::new(front)?;
+        let specials: Vec<(String, u32)> = front
+            .raw_tokens()
+            .map(|(t, id)| (t.to_owned(), id))
+            .collect();
+        Ok(Self {
+            engine: Engine {
+                bpe,
+                pretok: Pretokenizer::from_steps(steps)?,
+            },
+            specials: Specials::new(specials)?,
+            workspaces: Workspaces::default(),
+            front: Some(front),
+        })
+    }
+
+    /// The pre-tokenizer kind whose line cuts files are cut at: `Custom` (none) where
+    /// an HF front would not give the same ids on both sides of one.
+    pub fn cut_kind(&self) -> Kind {
+        match &self.front {
+            Some(front) if !front.line_cuts() => Kind::Custom,
+            _ => self.pretokenizer().kind(),
+        }
+    }
+
+    /// Whether files may be cut before the special tokens this encoder recognises.
+    pub fn cuts_at_specials(&self) -> bool {
+        self.front.as_ref().is_none_or(Front::special_cuts)
     }
 
     /// An encoder for the rank file `data` (named `name`, for errors), with
@@ -169,6 +226,9 @@ impl Encoder {
             h.update(bytes);
         };
         field(self.pretokenizer().pattern().as_bytes());
+        if let Some(front) = &self.front {
+            field(front.description().as_bytes());
+        }
         let bpe = self.bpe();
         field(&[u8::from(bpe.is_ranks())]);
         let mut specials: Vec<(&String, &u32)> = self
@@ -240,7 +300,10 @@ impl Encoder {
         ws: &mut Workspace,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        self.engine.encode_into(text, allowed, ws, out)
+        match &self.front {
+            Some(front) => front.encode_into(&self.engine, text, allowed, ws, out),
+            None => self.engine.encode_into(text, allowed, ws, out),
+        }
     }
 
     /// The ids of `text`, recognising the special tokens in `allowed`.

@@ -12,13 +12,15 @@
 //!    merge buffers), the pool of workspaces and the table threads share, and the
 //!    [`Engine`](engine::Engine): pieces keyed and prefetched a batch ahead, looked
 //!    up, and merged on a miss.
-//! 4. `encoder`: [`Encoder`], the whole type in one file: vocabulary + pre-tokenizer
-//!    + special tokens; encode one text, decode.
-//! 5. `text`: drivers that feed an encoder text it does not hold whole: streams
+//! 4. `hf`: the front of a tokenizer loaded from HF `tokenizer.json`: added tokens,
+//!    normalizers and the prefix space, around the engine.
+//! 5. `encoder`: [`Encoder`], the whole type in one file: vocabulary + pre-tokenizer
+//!    + special tokens (+ an HF front); encode one text, decode.
+//! 6. `text`: drivers that feed an encoder text it does not hold whole: streams
 //!    (`encode_iterable`) and code-point text (a Python `str`), both emitting what
 //!    lies before the last final cut.
-//! 6. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
-//! 7. `file`: inputs -> one `.npy` of ids, or a dataset of shards with document
+//! 7. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
+//! 8. `file`: inputs -> one `.npy` of ids, or a dataset of shards with document
 //!    indexes, in parallel, written in order.
 //!
 //! Below all of them: `crate::ids` (NONE, MAX_IDS, pair packing), `crate::piecekey`
@@ -29,6 +31,7 @@ pub(crate) mod cache;
 pub(crate) mod encoder;
 pub(crate) mod engine;
 pub(crate) mod file;
+pub(crate) mod hf;
 pub(crate) mod parallel;
 pub(crate) mod text;
 pub(crate) mod vocab;
@@ -40,6 +43,7 @@ pub use file::{
     Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions, Marks, OnShard,
     Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
 };
+pub use hf::{AddedToken, FrontSpec, NormSpec};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
 pub(crate) use parallel::encode_texts;

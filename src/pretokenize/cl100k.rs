@@ -10,6 +10,14 @@
 //!
 //! As for gpt2, `block_starts` finds every piece start of 64 bytes of plain ASCII at
 //! once, and `piece_end` serves everything else.
+//!
+//! The same scanner serves the pattern cl100k had before tiktoken made it possessive,
+//! which Llama 3 and OLMo 2 ship (`patterns::LLAMA3`):
+//! `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`.
+//! It splits every text as cl100k does but one: lacking `\s++$`, a whitespace run
+//! that ends the text and holds a line break ends after its last line break, as it
+//! does anywhere else (`LEGACY`). Inside a 64-byte block no run ends the text, so the
+//! block rule is shared.
 
 use super::ascii_block::{
     digit_group_starts, line_break_runs, load, punctuation_and_word_starts, whitespace_starts,
@@ -21,9 +29,10 @@ use super::common::{
 };
 use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 
-/// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
+/// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`);
+/// `LEGACY`: under the pattern without `\s++$` (see the module docs).
 #[inline(always)]
-pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
+pub(crate) fn piece_end<const LEGACY: bool>(b: &[u8], i: usize) -> usize {
     let c = b[i];
     // Fast path for the most common pieces of English, " word" and "word".
     if c == b' ' {
@@ -58,7 +67,7 @@ pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
         return other_run_then(b, i + 1, newline);
     }
     let (end, last_newline) = ws_run(b, i);
-    if end == b.len() {
+    if end == b.len() && !(LEGACY && last_newline.is_some()) {
         return end;
     }
     if let Some(k) = last_newline {
@@ -73,12 +82,15 @@ pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
 // through a shim that was not inlined into the AVX-512 copy of the loop.
 #[allow(clippy::redundant_closure)]
 #[inline(always)]
-pub(crate) fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
+pub(crate) fn scan<C: Classify, const LEGACY: bool>(
+    text: &str,
+    f: impl FnMut(usize, usize),
+) -> Option<()> {
     scan_blocks(
         text,
         f,
         |b, w| block_starts::<C>(b, w),
-        |b, i| piece_end(b, i),
+        |b, i| piece_end::<LEGACY>(b, i),
     )
 }
 

@@ -22,6 +22,7 @@ pub(crate) mod cuts;
 mod gpt2;
 mod o200k;
 pub mod patterns;
+mod pipeline;
 mod regex_engine;
 pub mod unicode;
 mod unicode_tables;
@@ -29,8 +30,12 @@ mod unicode_tables;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use ascii_block::{Baseline, Classify};
+pub use pipeline::Behavior;
+use pipeline::{Matcher, Spans, Step};
 use regex_engine::RegexSplitter;
 
 /// Which engine splits the text: a named pattern's scanner, or (`Custom`) the regex
@@ -56,6 +61,24 @@ pub struct Pretokenizer {
 enum Scanner {
     Named(Named),
     Regex(RegexSplitter),
+    Pipeline(Vec<Step>),
+}
+
+/// One step of a chain of pre-tokenizers ([`Pretokenizer::from_steps`]), as
+/// HF `tokenizers` describes it.
+#[derive(Clone, Debug)]
+pub enum StepSpec {
+    /// `Split`: a regex (`literal`: a string matched as it is), the behavior, invert.
+    Split {
+        pattern: String,
+        literal: bool,
+        behavior: Behavior,
+        invert: bool,
+    },
+    /// `Digits`: runs of numeric characters, or each on its own.
+    Digits { individual: bool },
+    /// `ByteLevel`'s split: GPT-2's pattern when `use_regex`, else none.
+    ByteLevel { use_regex: bool },
 }
 
 /// The patterns with a scanner of their own.
@@ -63,6 +86,7 @@ enum Scanner {
 enum Named {
     Gpt2,
     Cl100k,
+    Llama3,
     O200k,
 }
 
@@ -87,6 +111,7 @@ impl Pretokenizer {
         let named = match text {
             patterns::GPT2 => Some(Named::Gpt2),
             patterns::CL100K => Some(Named::Cl100k),
+            patterns::LLAMA3 => Some(Named::Llama3),
             patterns::O200K => Some(Named::O200k),
             _ => None,
         };
@@ -112,12 +137,98 @@ impl Pretokenizer {
         })
     }
 
+    /// A chain of pre-tokenizers as HF `tokenizers` runs them. A chain that is one
+    /// split by a named pattern gets that pattern's scanner: `Isolated`, or `Removed`
+    /// inverted, which keeps the matches and drops the text between, of which a named
+    /// pattern leaves none (its alternatives take whitespace, letters, numbers and
+    /// everything else, `\s+` last). `ByteLevel` without its regex splits nothing.
+    pub fn from_steps(steps: &[StepSpec]) -> Result<Self> {
+        let mut chain = Vec::new();
+        let mut described = Vec::new();
+        // The scanner of the last named step (the one that counts when it is alone).
+        let mut single_named = None;
+        for spec in steps {
+            let (matcher, behavior, invert) = match spec {
+                StepSpec::ByteLevel { use_regex: false } => continue,
+                StepSpec::ByteLevel { use_regex: true } => {
+                    let named = Self::new("gpt2")?;
+                    single_named = Some(named.clone());
+                    (Matcher::Regex(Arc::new(named)), Behavior::Isolated, false)
+                }
+                StepSpec::Digits { individual } => (
+                    Matcher::Numeric,
+                    match individual {
+                        true => Behavior::Isolated,
+                        false => Behavior::Contiguous,
+                    },
+                    false,
+                ),
+                StepSpec::Split {
+                    pattern,
+                    literal: true,
+                    behavior,
+                    invert,
+                } => {
+                    if pattern.is_empty() {
+                        return Err(Error::invalid("a Split's string pattern is empty"));
+                    }
+                    (Matcher::Literal(pattern.clone()), *behavior, *invert)
+                }
+                StepSpec::Split {
+                    pattern,
+                    literal: false,
+                    behavior,
+                    invert,
+                } => {
+                    let named = patterns::NAMED.iter().any(|(_, text)| text == pattern);
+                    let matcher = match named {
+                        true => {
+                            let named = Self::new(pattern)?;
+                            single_named = Some(named.clone());
+                            Matcher::Regex(Arc::new(named))
+                        }
+                        false => Matcher::Generic(RegexSplitter::new(pattern)?),
+                    };
+                    (matcher, *behavior, *invert)
+                }
+            };
+            described.push(format!("{spec:?}"));
+            chain.push(Step {
+                matcher,
+                behavior,
+                invert,
+            });
+        }
+        let simd = Simd::detect();
+        if let [Step {
+            matcher: Matcher::Regex(_),
+            behavior,
+            invert,
+        }] = chain.as_slice()
+        {
+            let keeps_matches = matches!(
+                (behavior, invert),
+                (Behavior::Isolated, _) | (Behavior::Removed, true)
+            );
+            if let (true, Some(named)) = (keeps_matches, single_named) {
+                return Ok(named);
+            }
+        }
+        Ok(Self {
+            scanner: Scanner::Pipeline(chain),
+            pattern: format!("pipeline: {}", described.join(", ")),
+            simd,
+        })
+    }
+
     pub fn kind(&self) -> Kind {
         match self.scanner {
             Scanner::Named(Named::Gpt2) => Kind::Gpt2,
-            Scanner::Named(Named::Cl100k) => Kind::Cl100k,
+            // The two split every text alike but at its very end, so their line cuts
+            // (`cuts`) are the same.
+            Scanner::Named(Named::Cl100k | Named::Llama3) => Kind::Cl100k,
             Scanner::Named(Named::O200k) => Kind::O200k,
-            Scanner::Regex(_) => Kind::Custom,
+            Scanner::Regex(_) | Scanner::Pipeline(_) => Kind::Custom,
         }
     }
 
@@ -133,6 +244,7 @@ impl Pretokenizer {
         let named = match &self.scanner {
             Scanner::Named(named) => *named,
             Scanner::Regex(regex) => return regex_spans(regex, text, f),
+            Scanner::Pipeline(steps) => return pipeline_spans(steps, text, f),
         };
         let scanned = match self.simd {
             #[cfg(target_arch = "x86_64")]
@@ -176,6 +288,12 @@ impl Pretokenizer {
         let mut out = Vec::new();
         self.for_each_piece(text, |p| out.push(p))?;
         Ok(out)
+    }
+}
+
+impl Spans for Pretokenizer {
+    fn spans(&self, text: &str, f: &mut dyn FnMut(usize, usize)) -> Result<()> {
+        self.for_each_span(text, f)
     }
 }
 
@@ -225,6 +343,13 @@ impl Simd {
     }
 }
 
+/// [`Pretokenizer::for_each_span`] for a chain of pre-tokenizers, out of line as
+/// `regex_spans` is.
+#[inline(never)]
+fn pipeline_spans(steps: &[Step], text: &str, mut f: impl FnMut(usize, usize)) -> Result<()> {
+    pipeline::for_each_span(steps, text, 0, &mut f)
+}
+
 /// [`Pretokenizer::for_each_span`] for a custom pattern: the regex engine, out of line.
 /// How the scanners' loop compiles (with the caller's callback inlined into it)
 /// depends on everything else in the function it is in: with the regex engine's
@@ -244,7 +369,8 @@ fn regex_spans(regex: &RegexSplitter, text: &str, mut f: impl FnMut(usize, usize
 fn scan_named<C: Classify>(named: Named, text: &str, f: impl FnMut(usize, usize)) -> Option<()> {
     match named {
         Named::Gpt2 => gpt2::scan::<C>(text, f),
-        Named::Cl100k => cl100k::scan::<C>(text, f),
+        Named::Cl100k => cl100k::scan::<C, false>(text, f),
+        Named::Llama3 => cl100k::scan::<C, true>(text, f),
         Named::O200k => o200k::scan::<C>(text, f),
     }
 }

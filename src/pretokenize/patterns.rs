@@ -7,6 +7,11 @@ pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}
 /// tiktoken's cl100k_base pattern.
 pub const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
+/// cl100k's pattern as tiktoken gave it before making it possessive, as Llama 3 and
+/// OLMo 2 ship it: cl100k's pieces, but for a final whitespace run holding a line break
+/// (see `cl100k.rs`).
+pub const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
 /// tiktoken's o200k_base pattern.
 pub const O200K: &str = concat!(
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -31,6 +36,7 @@ pub(crate) const NAMED: &[(&str, &str)] = &[
     ("p50k_base", GPT2),
     ("cl100k", CL100K),
     ("cl100k_base", CL100K),
+    ("llama3", LLAMA3),
     ("o200k", O200K),
     ("o200k_base", O200K),
 ];

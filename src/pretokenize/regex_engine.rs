@@ -45,6 +45,18 @@ impl RegexSplitter {
     }
 }
 
+impl RegexSplitter {
+    /// Calls `f(start, end)` with each match, empty ones included (HF's `Split` folds
+    /// them with the text around).
+    pub(crate) fn for_each_match(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<()> {
+        for m in self.regex.find_iter(text) {
+            let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+            f(m.start(), m.end());
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

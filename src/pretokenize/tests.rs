@@ -35,6 +35,7 @@ fn named_patterns_get_scanners() {
         ("gpt2", Kind::Gpt2),
         ("r50k_base", Kind::Gpt2),
         ("cl100k_base", Kind::Cl100k),
+        ("llama3", Kind::Cl100k),
         ("o200k", Kind::O200k),
     ] {
         assert_eq!(Pretokenizer::new(name).unwrap().kind(), kind);
@@ -44,9 +45,10 @@ fn named_patterns_get_scanners() {
     assert_eq!(Pretokenizer::new(&wrapped).unwrap().kind(), Kind::Custom);
 }
 
-const NAMED: [(&str, &str); 3] = [
+const NAMED: [(&str, &str); 4] = [
     ("gpt2", patterns::GPT2),
     ("cl100k", patterns::CL100K),
+    ("llama3", patterns::LLAMA3),
     ("o200k", patterns::O200K),
 ];
 

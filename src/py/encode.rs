@@ -22,7 +22,8 @@ use crate::encode::{
     assemble_dataset, encode_dataset, encode_inputs, encode_unit, Assembly, DatasetOptions,
     DatasetRun, DatasetSummary, FileOptions, Marks, ShardFormat, UnitFile,
 };
-use crate::encode::{encode_texts, encode_wide, Encoder};
+use crate::encode::{encode_texts, encode_wide, AddedToken, Encoder, FrontSpec, NormSpec};
+use crate::pretokenize::{Behavior, Kind, StepSpec};
 use crate::specials::Specials;
 
 /// Every text's ids in one array, and where each text's ids start.
@@ -202,6 +203,19 @@ fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {
     disallowed.as_ref().map_or(Ok(()), |d| d.refuse_in(text))
 }
 
+/// An added token as the bindings take it: `(content, id, special, single_word,
+/// lstrip, rstrip, normalized)`.
+type AddedArgs = (String, u32, bool, bool, bool, bool, bool);
+
+/// The front of an HF tokenizer as the bindings take it: normalizers, added tokens,
+/// prefix space, and the bytes each added token's id decodes to.
+type HfFrontArgs = (
+    Vec<(String, String, bool, String)>,
+    Vec<AddedArgs>,
+    bool,
+    Vec<(u32, Vec<u8>)>,
+);
+
 #[pymethods]
 impl PyEncoder {
     /// From a CS336 vocab and merges; special tokens not in the vocab are appended.
@@ -223,6 +237,103 @@ impl PyEncoder {
             .map(|(a, b)| (a.to_vec(), b.to_vec()))
             .collect();
         let inner = py.detach(|| Encoder::from_merges(vocab, &merges, special_tokens, pattern))?;
+        Ok(Self {
+            inner: Arc::new(inner),
+            last_wide: Mutex::new((0, 0)),
+        })
+    }
+
+    /// From an HF `tokenizer.json`, as `bpekit.formats.hf` reads it: the BPE model
+    /// (vocab, merges as bytes, `ignore_merges`), the pre-tokenizer steps
+    /// `(kind, pattern, flag, behavior, invert)` (kind "split" with flag = the pattern
+    /// is a string, "digits" with flag = individual digits, "bytelevel" with flag =
+    /// use_regex), and the front `(normalizers, added tokens, prefix_space, decode)`:
+    /// normalizers `(kind, pattern, literal, content)`, added tokens `(content, id,
+    /// special, single_word, lstrip, rstrip, normalized)`, and the bytes an added
+    /// token's id decodes to.
+    #[staticmethod]
+    #[pyo3(signature = (vocab, merges, ignore_merges, steps, front))]
+    fn from_hf(
+        py: Python<'_>,
+        vocab: &Bound<'_, PyAny>,
+        merges: &Bound<'_, PyAny>,
+        ignore_merges: bool,
+        steps: Vec<(String, String, bool, String, bool)>,
+        front: HfFrontArgs,
+    ) -> PyResult<Self> {
+        room_to_load(vocab.len()? + merges.len()?)?;
+        let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
+        let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
+        let vocab: Vec<(u32, Vec<u8>)> = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
+        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges
+            .into_iter()
+            .map(|(a, b)| (a.to_vec(), b.to_vec()))
+            .collect();
+        let steps = steps
+            .into_iter()
+            .map(|(kind, pattern, flag, behavior, invert)| {
+                Ok(match kind.as_str() {
+                    "split" => StepSpec::Split {
+                        pattern,
+                        literal: flag,
+                        behavior: Behavior::parse(&behavior)?,
+                        invert,
+                    },
+                    "digits" => StepSpec::Digits { individual: flag },
+                    "bytelevel" => StepSpec::ByteLevel { use_regex: flag },
+                    other => {
+                        return Err(crate::Error::invalid(format!(
+                            "unknown pre-tokenizer step {other:?}"
+                        )))
+                    }
+                })
+            })
+            .collect::<crate::Result<Vec<_>>>()?;
+        let (normalizers, added, prefix_space, decode) = front;
+        let normalizers = normalizers
+            .into_iter()
+            .map(|(kind, pattern, literal, content)| {
+                Ok(match kind.as_str() {
+                    "NFC" => NormSpec::Nfc,
+                    "NFD" => NormSpec::Nfd,
+                    "NFKC" => NormSpec::Nfkc,
+                    "NFKD" => NormSpec::Nfkd,
+                    "Lowercase" => NormSpec::Lowercase,
+                    "Replace" => NormSpec::Replace {
+                        pattern,
+                        literal,
+                        content,
+                    },
+                    "Prepend" => NormSpec::Prepend(content),
+                    other => {
+                        return Err(crate::Error::invalid(format!(
+                            "unknown normalizer {other:?}"
+                        )))
+                    }
+                })
+            })
+            .collect::<crate::Result<Vec<_>>>()?;
+        let added = added
+            .into_iter()
+            .map(
+                |(content, id, special, single_word, lstrip, rstrip, normalized)| AddedToken {
+                    content,
+                    id,
+                    special,
+                    single_word,
+                    lstrip,
+                    rstrip,
+                    normalized,
+                },
+            )
+            .collect();
+        let spec = FrontSpec {
+            normalizers,
+            added,
+            prefix_space,
+        };
+        let inner =
+            py.detach(|| Encoder::from_hf(vocab, &merges, ignore_merges, &steps, spec, &decode))?;
         Ok(Self {
             inner: Arc::new(inner),
             last_wide: Mutex::new((0, 0)),
@@ -478,6 +589,24 @@ impl PyEncoder {
     #[getter]
     fn pattern(&self) -> &str {
         self.inner.pretokenizer().pattern()
+    }
+
+    /// Where files may be cut for this encoder, as `file_ranges` takes it: a pattern
+    /// whose line cuts hold (a pattern with none where no line cut holds), and the
+    /// special tokens a cut may lie before.
+    fn cut_rule(&self) -> (&'static str, Vec<String>) {
+        let pattern = match self.inner.cut_kind() {
+            Kind::Gpt2 => "gpt2",
+            Kind::Cl100k => "cl100k",
+            Kind::O200k => "o200k",
+            // Any pattern on the regex engine: it has no line cuts.
+            Kind::Custom => r"(?s:.)",
+        };
+        let specials = match self.inner.cuts_at_specials() {
+            true => self.inner.specials().matcher.tokens().to_vec(),
+            false => Vec::new(),
+        };
+        (pattern, specials)
     }
 
     #[pyo3(signature = (allowed = None, disallowed = Vec::new()))]

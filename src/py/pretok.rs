@@ -96,5 +96,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", patterns::GPT2)?;
     m.add("CL100K_PATTERN", patterns::CL100K)?;
     m.add("O200K_PATTERN", patterns::O200K)?;
+    m.add("LLAMA3_PATTERN", patterns::LLAMA3)?;
     Ok(())
 }

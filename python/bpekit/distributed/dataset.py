@@ -155,10 +155,11 @@ def write_dataset(
     state = prepare_folder(root, manifest, resume, None, keep=False)
     if isinstance(state, Done):
         return Written(state.manifest, state.stats(), framing, sources.files, True)
+    cut_pattern, cut_specials = tok._core.cut_rule()
     plan = plan_units(
         [path for path, _ in files],
-        special_tokens=list(tok.special_tokens),
-        pattern=tok.pattern,
+        special_tokens=cut_specials,
+        pattern=cut_pattern,
         special_in_text=job.special_in_text,
         format=format,
         text_field=text_field,

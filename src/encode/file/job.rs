@@ -145,7 +145,12 @@ pub(super) fn encode_all(
         progress,
         spare_buffers: Mutex::new(Vec::new()),
     };
-    let kind = encoder.pretokenizer().kind();
+    let kind = encoder.cut_kind();
+    let no_cuts = crate::specials::SpecialMatcher::default();
+    let cut_specials = || match encoder.cuts_at_specials() {
+        true => reader.cut_specials(),
+        false => &no_cuts,
+    };
     for run in runs {
         match run {
             // Files a group at a time (`corpus::Groups`); within a group, every chunk
@@ -154,7 +159,7 @@ pub(super) fn encode_all(
                 // Counted from the bytes held, as a pipe's size on disk says nothing.
                 let held: usize = sources.iter().map(|s| s.read_len()).sum();
                 let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
-                let cut = reader.cut_specials();
+                let cut = cut_specials();
                 let first_at = mapped_start
                     .take_if(|s| inputs.first() == Some(&s.input))
                     .map_or(0, |s| usize::try_from(s.at).unwrap_or(usize::MAX));
@@ -164,7 +169,7 @@ pub(super) fn encode_all(
                 job.run(&items, workers, sink).map_err(io_at(output))
             })?,
             Run::Sequential(list) => {
-                let cut = reader.cut_specials();
+                let cut = cut_specials();
                 let items =
                     SequentialItems::new(list, &info, cut, kind, chunk_size, progress, start);
                 job.run(&items, threads, sink).map_err(io_at(output))?;

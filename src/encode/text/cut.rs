@@ -20,6 +20,9 @@ pub(crate) struct FinalCut {
     kind: Kind,
     /// The longest special token of the encoder, allowed or not.
     max_special: usize,
+    /// Whether a cut may lie before a special token (not where an HF front's added
+    /// tokens read the text around them).
+    at_specials: bool,
     /// The buffer length below which no cut is looked for: after a search that found
     /// none, twice the buffer's length then, so that searching a text with no cuts
     /// stays linear overall.
@@ -29,8 +32,9 @@ pub(crate) struct FinalCut {
 impl FinalCut {
     pub(crate) fn new(encoder: &Encoder) -> Self {
         Self {
-            kind: encoder.pretokenizer().kind(),
+            kind: encoder.cut_kind(),
             max_special: encoder.specials().matcher.max_len(),
+            at_specials: encoder.cuts_at_specials(),
             next_try: 0,
         }
     }
@@ -59,6 +63,12 @@ impl FinalCut {
     /// special token of the encoder before the end.
     fn last_cut(&self, buf: &str, allowed: &Specials) -> usize {
         let limit = buf.len().saturating_sub(self.max_special);
-        corpus::last_cut(buf.as_bytes(), limit, self.kind, &allowed.matcher)
+        let none = crate::specials::SpecialMatcher::default();
+        let specials = if self.at_specials {
+            &allowed.matcher
+        } else {
+            &none
+        };
+        corpus::last_cut(buf.as_bytes(), limit, self.kind, specials)
     }
 }

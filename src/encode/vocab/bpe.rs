@@ -148,14 +148,7 @@ impl Bpe {
         // No list of all tokens or of all pairs is made along the way: fresh memory
         // costs its zeroing (0.5-1.3 GB/s measured), and such temporaries (~20 MB for
         // o200k) were a fifth of loading it in a fresh process.
-        let n_short = bpe.tokens().filter(|(_, t)| t.len() <= KEY_LEN).count();
-        bpe.short_ids = ShortIds::with_capacity(n_short);
-        for (id, t) in bpe.tokens.iter().enumerate() {
-            if let Some(t) = t.as_deref().filter(|t| t.len() <= KEY_LEN) {
-                let key = key_of(t);
-                bpe.short_ids.insert(key, piecekey::hash(key), id as u32);
-            }
-        }
+        bpe.fill_short_ids(false);
         // Tokens are distinct here (checked above), so each pair is found once.
         let long = LongParts::new(&bpe.tokens);
         // On this crate's pools, not rayon's global one, which hangs in a forked child.
@@ -187,6 +180,32 @@ impl Bpe {
         drop(long);
         bpe.pairs = PairTable::from_parts(&parts, None, &bpe.byte_ids)?;
         Ok(bpe)
+    }
+
+    /// Looks a whole piece up before merging it, as tiktoken does and as HF
+    /// `tokenizers` does under `ignore_merges` (Llama 3's tokenizer): a piece that is a
+    /// token is that token even where its merges would not make it.
+    pub fn look_up_whole_pieces(&mut self) {
+        if !self.whole_piece_lookup {
+            self.whole_piece_lookup = true;
+            self.fill_short_ids(true);
+        }
+    }
+
+    /// Fills `short_ids` with the tokens of up to `KEY_LEN` bytes; `repeats`: bytes
+    /// may repeat, and only the id `ids` holds for them goes in (ranks cannot repeat,
+    /// and checking cost a fresh load of o200k a lookup per token).
+    fn fill_short_ids(&mut self, repeats: bool) {
+        let n_short = self.tokens().filter(|(_, t)| t.len() <= KEY_LEN).count();
+        self.short_ids = ShortIds::with_capacity(n_short);
+        for (id, t) in self.tokens.iter().enumerate() {
+            if let Some(t) = t.as_deref().filter(|t| t.len() <= KEY_LEN) {
+                if !repeats || self.id_of(t) == Some(id as u32) {
+                    let key = key_of(t);
+                    self.short_ids.insert(key, piecekey::hash(key), id as u32);
+                }
+            }
+        }
     }
 
     /// The ordinary tokens in id order. A byte string given twice (which a vocab +

@@ -1,0 +1,437 @@
+"""Read a HuggingFace ``tokenizer.json`` of a byte-level BPE model into a ``Tokenizer``
+that gives the ids ``tokenizers`` gives.
+
+What is read, with ``tokenizers``' semantics (the core runs it: ``src/encode/hf``):
+
+- model ``BPE``: vocab and merges in byte-level form, merges as ``"a b"`` or
+  ``["a", "b"]``, ``ignore_merges``; ``dropout`` null, ``byte_fallback`` false, no
+  subword prefix or suffix;
+- normalizers ``NFC``, ``NFD``, ``NFKC``, ``NFKD``, ``Lowercase``, ``Replace``,
+  ``Prepend`` and ``Sequence`` of them;
+- pre-tokenizers ``Split``, ``Digits``, ``ByteLevel`` (last) and ``Sequence`` of them;
+- ``added_tokens`` with their flags;
+- post-processors ``ByteLevel``, ``TemplateProcessing`` (for ``add_special_tokens``) and
+  ``Sequence`` of them; decoder ``ByteLevel``.
+
+Anything else is a ``ValueError`` naming the file and the JSON path of what is not
+supported, never a tokenizer that encodes differently.
+
+>>> import json, tempfile, os
+>>> from bpekit.formats.hf import to_hf_json
+>>> import bpekit
+>>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|e|>"])
+>>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+>>> _ = open(path, "w").write(json.dumps(to_hf_json(tok)))
+>>> load_hf(path).encode("abc<|e|>")
+[256, 99, 257]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bpekit.formats.gpt2 import unicode_to_bytes
+
+if TYPE_CHECKING:
+    from bpekit.tokenizer import Tokenizer
+
+__all__ = ["HfExtras", "find_tokenizer_json", "load_hf", "load_hf_data"]
+
+_NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+_BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+
+
+@dataclass
+class HfExtras:
+    """What a ``Tokenizer`` loaded from ``tokenizer.json`` keeps besides its encoder."""
+
+    #: The document as read (``save(format="hf")`` writes it back).
+    data: dict[str, Any]
+    #: Ids the post-processor puts before and after a text (``add_special_tokens``).
+    prefix: list[int] = field(default_factory=list)
+    suffix: list[int] = field(default_factory=list)
+    #: The added tokens marked ``special``, by content.
+    special: dict[str, int] = field(default_factory=dict)
+
+
+class _Bad(ValueError):
+    """An unsupported or invalid part of the document, at a JSON path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+
+
+def find_tokenizer_json(spec: str | os.PathLike[str]) -> Path | None:
+    """``spec`` if it is a ``.json`` file, or the ``tokenizer.json`` in folder ``spec``."""
+    p = Path(spec)
+    if p.is_dir():
+        inner = p / "tokenizer.json"
+        return inner if inner.is_file() else None
+    if p.suffix == ".json" and p.is_file() and p.name != "vocab.json":
+        return p
+    return None
+
+
+def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
+    """The tokenizer of ``path``: a ``tokenizer.json``, or a folder holding one."""
+    found = find_tokenizer_json(path)
+    if found is None:
+        raise FileNotFoundError(f"{os.fspath(path)}: no tokenizer.json there")
+    raw = found.read_bytes()
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{found}: not a valid JSON document ({e})") from None
+    try:
+        return load_hf_data(data, name=found.parent.name or found.stem)
+    except _Bad as e:
+        raise ValueError(f"{found}: {e}") from None
+
+
+def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
+    """The tokenizer of a ``tokenizer.json`` document already parsed."""
+    from bpekit import _core
+    from bpekit.tokenizer import Tokenizer
+
+    if not isinstance(data, dict):
+        raise _Bad("$", f"the document is a JSON {type(data).__name__}, not an object")
+    for key in ("truncation", "padding"):
+        if data.get(key) is not None:
+            raise _Bad(key, "not supported (encode would cut or pad the ids); set it to null")
+    model = _object(data.get("model"), "model")
+    steps, prefix_space = _pre_tokenizers(data.get("pre_tokenizer"), "pre_tokenizer")
+    normalizers = _normalizers(data.get("normalizer"), "normalizer")
+    _decoder(data.get("decoder"), "decoder")
+    vocab, merges, ignore_merges = _bpe(model, "model")
+    added, decode, special = _added_tokens(data.get("added_tokens", []), vocab, "added_tokens")
+    prefix, suffix = _post_processor(data.get("post_processor"), "post_processor")
+    last_id = max([*vocab.values(), *(i for _, i, *_ in added)], default=-1)
+    try:
+        core = _core.Encoder.from_hf(
+            _with_all_bytes(vocab, last_id),
+            merges,
+            ignore_merges,
+            steps,
+            (normalizers, added, prefix_space, decode),
+        )
+    except ValueError as e:
+        raise _Bad("$", str(e)) from None
+    tok = Tokenizer._from_core(core, name, default_allowed="all")
+    tok._hf = HfExtras(data, prefix, suffix, special)
+    return tok
+
+
+# ---- the parts ----------------------------------------------------------------------
+
+
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(path, f"expected a JSON object, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Bad(path, f"expected a JSON array, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _Bad(path, f"expected a string, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _bool(obj: dict[str, Any], key: str, path: str, default: bool) -> bool:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        raise _Bad(f"{path}.{key}", f"expected true or false, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _type(obj: dict[str, Any], path: str) -> str:
+    return _str(obj.get("type"), f"{path}.type")
+
+
+def _unsupported(kind: str, path: str, what: str, supported: str) -> _Bad:
+    return _Bad(path, f"{what} {kind!r} is not supported (bpekit reads {supported})")
+
+
+def _pattern(obj: dict[str, Any], path: str) -> tuple[str, bool]:
+    """A ``{"String": s}`` or ``{"Regex": r}`` pattern: ``(text, is_literal)``."""
+    pattern = _object(obj.get("pattern"), f"{path}.pattern")
+    if len(pattern) == 1 and "String" in pattern:
+        return _str(pattern["String"], f"{path}.pattern.String"), True
+    if len(pattern) == 1 and "Regex" in pattern:
+        return _str(pattern["Regex"], f"{path}.pattern.Regex"), False
+    raise _Bad(f"{path}.pattern", 'expected {"String": ...} or {"Regex": ...}')
+
+
+def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, str, bool]], bool]:
+    """The chain of pre-tokenizer steps, and ``ByteLevel``'s ``add_prefix_space``."""
+    flat: list[tuple[dict[str, Any], str]] = []
+
+    def walk(node: Any, at: str) -> None:
+        node = _object(node, at)
+        if _type(node, at) == "Sequence":
+            for k, inner in enumerate(_list(node.get("pretokenizers"), f"{at}.pretokenizers")):
+                walk(inner, f"{at}.pretokenizers[{k}]")
+        else:
+            flat.append((node, at))
+
+    if spec is None:
+        raise _Bad(path, "null: a byte-level BPE needs a ByteLevel pre-tokenizer")
+    walk(spec, path)
+    steps: list[tuple[str, str, bool, str, bool]] = []
+    prefix_space = False
+    for k, (node, at) in enumerate(flat):
+        kind = _type(node, at)
+        if kind == "ByteLevel":
+            if k != len(flat) - 1:
+                raise _Bad(at, "ByteLevel before another pre-tokenizer is not supported (it must come last)")
+            prefix_space = _bool(node, "add_prefix_space", at, True)
+            if prefix_space and k > 0:
+                raise _Bad(
+                    f"{at}.add_prefix_space",
+                    "true after another pre-tokenizer is not supported (a space before every piece)",
+                )
+            steps.append(("bytelevel", "", _bool(node, "use_regex", at, True), "", False))
+        elif kind == "Split":
+            text, literal = _pattern(node, at)
+            behavior = _str(node.get("behavior"), f"{at}.behavior")
+            if behavior not in _BEHAVIORS:
+                known = ", ".join(_BEHAVIORS)
+                raise _Bad(f"{at}.behavior", f"unknown behavior {behavior!r} (one of {known})")
+            if not literal and _onig_possessive_interval(text):
+                raise _Bad(
+                    f"{at}.pattern.Regex", "an interval followed by '+' reads differently in Oniguruma"
+                )
+            steps.append(("split", text, literal, behavior, _bool(node, "invert", at, False)))
+        elif kind == "Digits":
+            steps.append(("digits", "", _bool(node, "individual_digits", at, False), "", False))
+        else:
+            raise _unsupported(kind, f"{at}.type", "pre-tokenizer", "ByteLevel, Split, Digits and Sequence")
+    if not flat or _type(flat[-1][0], flat[-1][1]) != "ByteLevel":
+        raise _Bad(path, "has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported")
+    return steps, prefix_space
+
+
+def _onig_possessive_interval(text: str) -> bool:
+    """Whether ``text`` has ``{m,n}+``, which Oniguruma (``tokenizers``' engine) reads as
+    ``({m,n})+`` and the core's engine as a possessive interval."""
+    import re
+
+    return re.search(r"(?<!\\)\{\d+(,\d*)?\}\+", text) is not None
+
+
+def _normalizers(spec: Any, path: str) -> list[tuple[str, str, bool, str]]:
+    out: list[tuple[str, str, bool, str]] = []
+
+    def walk(node: Any, at: str) -> None:
+        if node is None:
+            return
+        node = _object(node, at)
+        kind = _type(node, at)
+        if kind == "Sequence":
+            for k, inner in enumerate(_list(node.get("normalizers"), f"{at}.normalizers")):
+                walk(inner, f"{at}.normalizers[{k}]")
+        elif kind in _NORMAL_FORMS or kind == "Lowercase":
+            out.append((kind, "", False, ""))
+        elif kind == "Replace":
+            text, literal = _pattern(node, at)
+            if not text:
+                raise _Bad(f"{at}.pattern", "an empty pattern is not supported")
+            out.append((kind, text, literal, _str(node.get("content"), f"{at}.content")))
+        elif kind == "Prepend":
+            out.append((kind, "", False, _str(node.get("prepend"), f"{at}.prepend")))
+        else:
+            known = "NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend and Sequence"
+            raise _unsupported(kind, f"{at}.type", "normalizer", known)
+
+    walk(spec, path)
+    return out
+
+
+def _decoder(spec: Any, path: str) -> None:
+    if spec is None:
+        raise _Bad(path, "null is not supported: a byte-level BPE needs the ByteLevel decoder")
+    kind = _type(_object(spec, path), path)
+    if kind != "ByteLevel":
+        raise _unsupported(kind, f"{path}.type", "decoder", "ByteLevel")
+
+
+def _byte_level(text: str) -> bytes | None:
+    """The bytes of a byte-level token text, or ``None`` where a character is not one
+    of the 256."""
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError:
+        return None
+
+
+def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], bool]:
+    """The vocab (bytes -> id), the merges as bytes, and ``ignore_merges``."""
+    kind = model.get("type", "BPE" if "merges" in model else None)
+    if kind != "BPE":
+        raise _Bad(f"{path}.type", f"model {kind!r} is not supported: bpekit reads BPE models only")
+    dropout = model.get("dropout")
+    if dropout not in (None, 0, 0.0):
+        raise _Bad(f"{path}.dropout", f"{dropout} is not supported (BPE dropout is random); set it to null")
+    if model.get("byte_fallback", False):
+        raise _Bad(f"{path}.byte_fallback", "true is not supported: a byte-level BPE has all 256 bytes")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            raise _Bad(f"{path}.{key}", f"{model[key]!r} is not supported (byte-level BPE has none)")
+    raw_vocab = _object(model.get("vocab"), f"{path}.vocab")
+    vocab: dict[bytes, int] = {}
+    by_text: dict[str, bytes] = {}
+    ids: dict[int, str] = {}
+    for text, i in raw_vocab.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
+            raise _Bad(f"{path}.vocab[{text!r}]", f"id {json.dumps(i)} is not an integer in 0..2**32-1")
+        if i in ids:
+            raise _Bad(f"{path}.vocab[{text!r}]", f"id {i} is also the id of {ids[i]!r}")
+        ids[i] = text
+        b = _byte_level(text)
+        if b is None:
+            # Not byte-level text (a special token kept in the vocab): its own bytes;
+            # no piece of byte-level text can be it.
+            b = text.encode("utf-8")
+        by_text[text] = b
+        vocab.setdefault(b, i)
+    merges: list[tuple[bytes, bytes]] = []
+    for k, m in enumerate(_list(model.get("merges", []), f"{path}.merges")):
+        at = f"{path}.merges[{k}]"
+        if isinstance(m, str):
+            parts = m.split(" ")
+            if len(parts) != 2:
+                raise _Bad(at, f"{m!r} is not two tokens separated by one space")
+        elif isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m):
+            parts = m
+        else:
+            raise _Bad(at, f'expected "a b" or ["a", "b"], found {json.dumps(m)[:60]}')
+        a, b = parts
+        for part in (a, b, a + b):
+            if part not in by_text:
+                raise _Bad(at, f"{part!r} is not in the vocab")
+        merges.append((by_text[a], by_text[b]))
+    missing = [b for b in range(256) if bytes([b]) not in vocab]
+    if any(b not in _NEVER_IN_UTF8 for b in missing):
+        raise _Bad(
+            f"{path}.vocab",
+            "has no token for byte(s) "
+            + ", ".join(f"0x{b:02x}" for b in missing if b not in _NEVER_IN_UTF8)
+            + ": a byte-level BPE vocab holds all 256",
+        )
+    return vocab, merges, _bool(model, "ignore_merges", path, False)
+
+
+#: Bytes no UTF-8 text holds. GPT-NeoX's vocab lacks them; such a tokenizer gets them
+#: at ids after all others (the core wants a token for every byte), where no text ever
+#: encodes to them: see ``_with_all_bytes``.
+_NEVER_IN_UTF8 = frozenset([0xC0, 0xC1, *range(0xF5, 0x100)])
+
+
+def _with_all_bytes(vocab: dict[bytes, int], last_id: int) -> list[tuple[int, bytes]]:
+    """The vocab as ``(id, bytes)``, with each byte it lacks (only bytes of
+    ``_NEVER_IN_UTF8``, checked by ``_bpe``) at an id after ``last_id``."""
+    items = [(i, b) for b, i in vocab.items()]
+    for b in range(256):
+        if bytes([b]) not in vocab:
+            last_id += 1
+            items.append((last_id, bytes([b])))
+    return items
+
+
+def _added_tokens(
+    spec: Any, vocab: dict[bytes, int], path: str
+) -> tuple[list[tuple[str, int, bool, bool, bool, bool, bool]], list[tuple[int, bytes]], dict[str, int]]:
+    """The added tokens as the core takes them, the bytes each id decodes to, and the
+    special ones by content."""
+    model_ids = {i: b for b, i in vocab.items()}
+    added: list[tuple[str, int, bool, bool, bool, bool, bool]] = []
+    decode: list[tuple[int, bytes]] = []
+    special: dict[str, int] = {}
+    seen_ids: dict[int, int] = {}
+    seen_content: dict[str, int] = {}
+    for k, tok in enumerate(_list(spec, path)):
+        at = f"{path}[{k}]"
+        tok = _object(tok, at)
+        content = _str(tok.get("content"), f"{at}.content")
+        i = tok.get("id")
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
+            raise _Bad(f"{at}.id", f"{json.dumps(i)} is not an integer in 0..2**32-1")
+        if i in seen_ids:
+            raise _Bad(f"{at}.id", f"id {i} is also the id of {path}[{seen_ids[i]}]")
+        if content in seen_content:
+            raise _Bad(f"{at}.content", f"{content!r} is also {path}[{seen_content[content]}]")
+        if not content:
+            raise _Bad(f"{at}.content", "an empty added token is not supported")
+        seen_ids[i], seen_content[content] = k, k
+        flags = [_bool(tok, key, at, False) for key in ("special", "single_word", "lstrip", "rstrip")]
+        normalized = _bool(tok, "normalized", at, not flags[0])
+        # tokenizers' ByteLevel decoder reads a token's text as byte-level characters
+        # where all of it is such characters, else as the text itself.
+        decoded = _byte_level(content)
+        decoded = content.encode("utf-8") if decoded is None else decoded
+        in_model = model_ids.get(i)
+        if in_model is not None and in_model != decoded:
+            raise _Bad(
+                f"{at}.id",
+                f"id {i} of {content!r} is the model's id of the token {in_model!r}",
+            )
+        added.append((content, i, flags[0], flags[1], flags[2], flags[3], normalized))
+        decode.append((i, decoded))
+        if flags[0]:
+            special[content] = i
+    return added, decode, special
+
+
+def _post_processor(spec: Any, path: str) -> tuple[list[int], list[int]]:
+    """The ids ``add_special_tokens`` puts before and after a text."""
+    prefix: list[int] = []
+    suffix: list[int] = []
+
+    def walk(node: Any, at: str) -> None:
+        if node is None:
+            return
+        node = _object(node, at)
+        kind = _type(node, at)
+        if kind == "ByteLevel":
+            return  # offsets only
+        if kind == "Sequence":
+            for k, inner in enumerate(_list(node.get("processors"), f"{at}.processors")):
+                walk(inner, f"{at}.processors[{k}]")
+            return
+        if kind != "TemplateProcessing":
+            known = "ByteLevel, TemplateProcessing and Sequence"
+            raise _unsupported(kind, f"{at}.type", "post-processor", known)
+        specials = _object(node.get("special_tokens", {}), f"{at}.special_tokens")
+        seen_a = False
+        for k, piece in enumerate(_list(node.get("single"), f"{at}.single")):
+            pat = f"{at}.single[{k}]"
+            piece = _object(piece, pat)
+            if "Sequence" in piece:
+                if _object(piece["Sequence"], f"{pat}.Sequence").get("id") != "A" or seen_a:
+                    raise _Bad(f"{pat}.Sequence", "a single template holds sequence A once")
+                seen_a = True
+            elif "SpecialToken" in piece:
+                ref = _object(piece["SpecialToken"], f"{pat}.SpecialToken")
+                name = _str(ref.get("id"), f"{pat}.SpecialToken.id")
+                if name not in specials:
+                    raise _Bad(f"{pat}.SpecialToken.id", f"{name!r} is not in {at}.special_tokens")
+                where = f"{at}.special_tokens[{name!r}]"
+                ids = _list(_object(specials[name], where).get("ids"), f"{where}.ids")
+                (suffix if seen_a else prefix).extend(int(i) for i in ids)
+            else:
+                raise _Bad(pat, "expected a Sequence or a SpecialToken")
+        if not seen_a:
+            raise _Bad(f"{at}.single", "has no sequence A")
+
+    walk(spec, path)
+    return prefix, suffix

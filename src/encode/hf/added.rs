@@ -1,0 +1,202 @@
+//! Added tokens as HF `tokenizers`' `AddedVocabulary` finds them in a text: the
+//! leftmost-longest matches of their contents, each kept or extended by the token's
+//! `single_word`, `lstrip` and `rstrip`, special tokens skipped where a call does not
+//! recognise them (`tokenizers`' `encode_special_tokens`).
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use crate::error::{Error, Result};
+
+/// An added token as `tokenizer.json` gives it.
+#[derive(Clone, Debug)]
+pub struct AddedToken {
+    pub content: String,
+    pub id: u32,
+    pub special: bool,
+    pub single_word: bool,
+    pub lstrip: bool,
+    pub rstrip: bool,
+    pub normalized: bool,
+}
+
+impl AddedToken {
+    /// Whether what decides a match of this token lies outside it (the text around it).
+    pub(crate) fn looks_around(&self) -> bool {
+        self.single_word || self.lstrip || self.rstrip
+    }
+}
+
+/// A part of a text: text, or an added token's id.
+pub(crate) enum Part<'t> {
+    Text(&'t str),
+    Token(u32),
+}
+
+/// The added tokens matched in one kind of text (the raw text, or the normalized).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddedSet {
+    automaton: Option<AhoCorasick>,
+    /// By pattern index: the token (its content may be normalized).
+    tokens: Vec<AddedToken>,
+}
+
+impl AddedSet {
+    pub(crate) fn new(tokens: Vec<AddedToken>) -> Result<Self> {
+        let tokens: Vec<AddedToken> = tokens
+            .into_iter()
+            .filter(|t| !t.content.is_empty())
+            .collect();
+        if tokens.is_empty() {
+            return Ok(Self::default());
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(tokens.iter().map(|t| t.content.as_bytes()))
+            .map_err(|e| Error::invalid(format!("cannot match the added tokens: {e}")))?;
+        Ok(Self {
+            automaton: Some(automaton),
+            tokens,
+        })
+    }
+
+    pub(crate) fn tokens(&self) -> &[AddedToken] {
+        &self.tokens
+    }
+
+    /// Calls `f` with the parts of `text` in order: the text between tokens (never
+    /// empty) and each token's id. `recognise(id)` says whether a special token counts.
+    /// Follows `AddedVocabulary::find_matches` step by step, including its quirk of a
+    /// match that starts inside the whitespace an `rstrip` token before it took.
+    pub(crate) fn split<'t>(
+        &self,
+        text: &'t str,
+        recognise: impl Fn(u32) -> bool,
+        mut f: impl FnMut(Part<'t>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(automaton) = &self.automaton else {
+            return if text.is_empty() {
+                Ok(())
+            } else {
+                f(Part::Text(text))
+            };
+        };
+        let mut start_offset = 0;
+        for m in automaton.find_iter(text) {
+            let token = &self.tokens[m.pattern().as_usize()];
+            let (mut start, mut stop) = (m.start(), m.end());
+            if token.special && !recognise(token.id) {
+                continue;
+            }
+            if token.single_word {
+                let start_space = start == 0 || !ends_with_word(&text[..start]);
+                let stop_space = stop == text.len() || !starts_with_word(&text[stop..]);
+                if !start_space || !stop_space {
+                    continue;
+                }
+            }
+            if token.lstrip {
+                start = start_offset.max(trailing_space_start(&text[..start]));
+            }
+            if token.rstrip {
+                stop += leading_space_len(&text[stop..]);
+            }
+            if start_offset < start {
+                f(Part::Text(&text[start_offset..start]))?;
+            }
+            f(Part::Token(token.id))?;
+            start_offset = stop;
+        }
+        if start_offset < text.len() {
+            f(Part::Text(&text[start_offset..]))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `c` is a word character as the `regex` crate's `\w` (Unicode) has it: what
+/// `tokenizers` tests `single_word` with.
+fn is_word(c: char) -> bool {
+    use std::sync::OnceLock;
+    static WORD: OnceLock<Option<fancy_regex::Regex>> = OnceLock::new();
+    let word = WORD.get_or_init(|| fancy_regex::Regex::new(r"^\w$").ok());
+    let mut buf = [0u8; 4];
+    word.as_ref()
+        .is_some_and(|w| w.is_match(c.encode_utf8(&mut buf)).unwrap_or(false))
+}
+
+fn ends_with_word(text: &str) -> bool {
+    text.chars().next_back().is_some_and(is_word)
+}
+
+fn starts_with_word(text: &str) -> bool {
+    text.chars().next().is_some_and(is_word)
+}
+
+/// Where the whitespace that ends `text` starts (`\s*$`; Rust's `char::is_whitespace`
+/// is Unicode's White_Space, as `\s` is).
+fn trailing_space_start(text: &str) -> usize {
+    text.len()
+        - text
+            .chars()
+            .rev()
+            .take_while(|c| c.is_whitespace())
+            .map(char::len_utf8)
+            .sum::<usize>()
+}
+
+/// The length of the whitespace that starts `text` (`^\s*`).
+fn leading_space_len(text: &str) -> usize {
+    text.chars()
+        .take_while(|c| c.is_whitespace())
+        .map(char::len_utf8)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(content: &str, id: u32) -> AddedToken {
+        AddedToken {
+            content: content.into(),
+            id,
+            special: false,
+            single_word: false,
+            lstrip: false,
+            rstrip: false,
+            normalized: false,
+        }
+    }
+
+    fn parts(set: &AddedSet, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        set.split(
+            text,
+            |_| true,
+            |p| {
+                out.push(match p {
+                    Part::Text(t) => t.to_owned(),
+                    Part::Token(id) => format!("<{id}>"),
+                });
+                Ok(())
+            },
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn flags_shape_the_matches() {
+        let mut word = token("cat", 1);
+        word.single_word = true;
+        let mut strip = token("<s>", 2);
+        (strip.lstrip, strip.rstrip) = (true, true);
+        let set = AddedSet::new(vec![word, strip, token("<s>x", 3)]).unwrap();
+        assert_eq!(
+            parts(&set, "a cat scatter cat"),
+            ["a ", "<1>", " scatter ", "<1>"]
+        );
+        assert_eq!(parts(&set, "a  <s>  b<s>xy"), ["a", "<2>", "b", "<3>", "y"]);
+        assert_eq!(parts(&set, ""), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,148 @@
+//! The front of a tokenizer loaded from HF `tokenizers`' `tokenizer.json`: what it does
+//! to a text before the pre-tokenizer, in `tokenizers`' order (`AddedVocabulary::
+//! extract_and_normalize`, then `ByteLevel`'s prefix space):
+//!
+//! 1. the added tokens that are not normalized are found in the raw text;
+//! 2. each text between them is normalized on its own, and the normalized added tokens
+//!    are found in it;
+//! 3. each text left gets a space before it where `add_prefix_space` asks, and goes
+//!    through the engine (pre-tokenizer, then BPE).
+//!
+//! Files are encoded in chunks cut at line cuts and before special tokens
+//! (`corpus::cuts`); [`Front::line_cuts`] and [`Front::special_cuts`] say which of
+//! them keep the ids of the whole text here.
+
+mod added;
+mod normalize;
+
+pub use added::AddedToken;
+pub use normalize::NormSpec;
+
+use added::{AddedSet, Part};
+use normalize::Normalizer;
+
+use crate::encode::engine::{Engine, Workspace};
+use crate::error::Result;
+use crate::specials::Specials;
+
+/// What a `tokenizer.json` asks of the text around the pre-tokenizer.
+#[derive(Clone, Debug, Default)]
+pub struct FrontSpec {
+    pub normalizers: Vec<NormSpec>,
+    pub added: Vec<AddedToken>,
+    /// `ByteLevel`'s `add_prefix_space`: a space before each text that lacks one.
+    pub prefix_space: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Front {
+    normalizer: Normalizer,
+    raw: AddedSet,
+    normalized: AddedSet,
+    prefix_space: bool,
+    none: Specials,
+    /// The spec, spelled out: part of the encoder's fingerprint.
+    description: String,
+}
+
+impl Front {
+    pub(crate) fn new(spec: FrontSpec) -> Result<Self> {
+        let description = format!("{spec:?}");
+        let normalizer = Normalizer::new(&spec.normalizers)?;
+        let (mut normalized, raw): (Vec<_>, Vec<_>) =
+            spec.added.into_iter().partition(|t| t.normalized);
+        // A normalized token is matched by its normalized content.
+        for t in &mut normalized {
+            t.content = normalizer.apply(&t.content)?.into_owned();
+        }
+        Ok(Self {
+            normalizer,
+            raw: AddedSet::new(raw)?,
+            normalized: AddedSet::new(normalized)?,
+            prefix_space: spec.prefix_space,
+            none: Specials::default(),
+            description,
+        })
+    }
+
+    pub(crate) fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The added tokens matched in the raw text: `(content, id)`.
+    pub(crate) fn raw_tokens(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.raw.tokens().iter().map(|t| (t.content.as_str(), t.id))
+    }
+
+    /// Whether a text may be cut before a match of its raw added tokens and each part
+    /// encoded alone: such a match starts a new text for the normalizer and the
+    /// prefix space too, unless a token reads the text around it.
+    pub(crate) fn special_cuts(&self) -> bool {
+        let all = self.raw.tokens().iter().chain(self.normalized.tokens());
+        !all.into_iter().any(AddedToken::looks_around)
+    }
+
+    /// Whether the pre-tokenizer's line cuts keep the ids here too: the normalizer
+    /// keeps them, no added token holds a line break or reads the text around it, and
+    /// no text between them gets a prefix space (a part would start a new text).
+    pub(crate) fn line_cuts(&self) -> bool {
+        let all = self.raw.tokens().iter().chain(self.normalized.tokens());
+        self.special_cuts()
+            && self.normalizer.keeps_line_cuts()
+            && !self.prefix_space
+            && !all.into_iter().any(|t| t.content.contains(['\n', '\r']))
+    }
+
+    /// Appends the ids of `text`. Special added tokens count where `allowed` holds
+    /// them (its ids are the raw added tokens'; a normalized special token counts when
+    /// any does): `tokenizers` recognises them all, or with `encode_special_tokens`
+    /// none.
+    pub(crate) fn encode_into(
+        &self,
+        engine: &Engine,
+        text: &str,
+        allowed: &Specials,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let recognise = |id: u32| allowed.ids.contains(&id);
+        let any = !allowed.ids.is_empty();
+        self.raw.split(text, recognise, |part| match part {
+            Part::Token(id) => {
+                out.push(id);
+                Ok(())
+            }
+            Part::Text(t) if self.normalizer.is_empty() => {
+                self.normalized_part(engine, t, any, ws, out)
+            }
+            Part::Text(t) => {
+                let t = self.normalizer.apply(t)?;
+                self.normalized_part(engine, &t, any, ws, out)
+            }
+        })
+    }
+
+    /// Step 2's matches in a normalized text, and the texts between them encoded;
+    /// `specials`: whether special tokens count.
+    fn normalized_part(
+        &self,
+        engine: &Engine,
+        text: &str,
+        specials: bool,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let recognise = |_: u32| specials;
+        self.normalized.split(text, recognise, |part| match part {
+            Part::Token(id) => {
+                out.push(id);
+                Ok(())
+            }
+            Part::Text(t) if self.prefix_space && !t.starts_with(' ') => {
+                let spaced = format!(" {t}");
+                engine.encode_into(&spaced, &self.none, ws, out)
+            }
+            Part::Text(t) => engine.encode_into(t, &self.none, ws, out),
+        })
+    }
+}

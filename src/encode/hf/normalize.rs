@@ -1,0 +1,210 @@
+//! Normalizers as HF `tokenizers` applies them to the text between added tokens:
+//! Unicode normal forms (through the crate `tokenizers` itself uses, so its Unicode
+//! tables are the same), lowercase character by character, replace, prepend.
+
+use std::borrow::Cow;
+
+use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
+use unicode_normalization_alignments::{IsNormalized, UnicodeNormalization};
+
+use crate::error::{Error, Result};
+
+/// One normalizer, as the Python side describes it.
+#[derive(Clone, Debug)]
+pub enum NormSpec {
+    Nfc,
+    Nfd,
+    Nfkc,
+    Nfkd,
+    Lowercase,
+    /// Every match of `pattern` (a regex, or a string when `literal`) becomes `content`.
+    Replace {
+        pattern: String,
+        literal: bool,
+        content: String,
+    },
+    /// `prefix` before a text that is not empty.
+    Prepend(String),
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Nfc,
+    Nfd,
+    Nfkc,
+    Nfkd,
+    Lowercase,
+    Replace {
+        regex: Option<fancy_regex::Regex>,
+        literal: String,
+        content: String,
+    },
+    Prepend(String),
+}
+
+/// A sequence of normalizers (none: the text as it is).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Normalizer {
+    steps: Vec<Step>,
+}
+
+impl Normalizer {
+    pub(crate) fn new(specs: &[NormSpec]) -> Result<Self> {
+        let steps = specs
+            .iter()
+            .map(|spec| {
+                Ok(match spec {
+                    NormSpec::Nfc => Step::Nfc,
+                    NormSpec::Nfd => Step::Nfd,
+                    NormSpec::Nfkc => Step::Nfkc,
+                    NormSpec::Nfkd => Step::Nfkd,
+                    NormSpec::Lowercase => Step::Lowercase,
+                    NormSpec::Replace {
+                        pattern,
+                        literal,
+                        content,
+                    } => {
+                        if pattern.is_empty() {
+                            return Err(Error::invalid("a Replace's pattern is empty"));
+                        }
+                        let regex = match literal {
+                            true => None,
+                            false => Some(fancy_regex::Regex::new(pattern).map_err(|e| {
+                                Error::invalid(format!("invalid Replace pattern {pattern:?}: {e}"))
+                            })?),
+                        };
+                        Step::Replace {
+                            regex,
+                            literal: pattern.clone(),
+                            content: content.clone(),
+                        }
+                    }
+                    NormSpec::Prepend(p) => Step::Prepend(p.clone()),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { steps })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Whether normalizing the two sides of a line cut apart gives the normalized
+    /// whole: the normal forms and lowercase do (a `\n` never composes, and marks
+    /// after it reorder only among themselves), a replace or a prepend may not.
+    pub(crate) fn keeps_line_cuts(&self) -> bool {
+        self.steps.iter().all(|s| {
+            matches!(
+                s,
+                Step::Nfc | Step::Nfd | Step::Nfkc | Step::Nfkd | Step::Lowercase
+            )
+        })
+    }
+
+    /// `text` normalized; borrowed where no step changes it (checked quickly: ASCII is
+    /// in every normal form).
+    pub(crate) fn apply<'t>(&self, text: &'t str) -> Result<Cow<'t, str>> {
+        let mut cur: Cow<'t, str> = Cow::Borrowed(text);
+        for step in &self.steps {
+            if let Some(changed) = step.apply(&cur)? {
+                cur = Cow::Owned(changed);
+            }
+        }
+        Ok(cur)
+    }
+}
+
+impl Step {
+    /// The text this step makes of `text`, or `None` where it is unchanged.
+    fn apply(&self, text: &str) -> Result<Option<String>> {
+        let unchanged = |q: IsNormalized| text.is_ascii() || q == IsNormalized::Yes;
+        Ok(match self {
+            Step::Nfc if unchanged(is_nfc_quick(text.chars())) => None,
+            Step::Nfc => Some(text.nfc().map(|(c, _)| c).collect()),
+            Step::Nfd if unchanged(is_nfd_quick(text.chars())) => None,
+            Step::Nfd => Some(text.nfd().map(|(c, _)| c).collect()),
+            Step::Nfkc if unchanged(is_nfkc_quick(text.chars())) => None,
+            Step::Nfkc => Some(text.nfkc().map(|(c, _)| c).collect()),
+            Step::Nfkd if unchanged(is_nfkd_quick(text.chars())) => None,
+            Step::Nfkd => Some(text.nfkd().map(|(c, _)| c).collect()),
+            Step::Lowercase => {
+                if text
+                    .bytes()
+                    .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
+                {
+                    None
+                } else {
+                    // Character by character (no final-sigma rule), as `tokenizers`
+                    // lowercases.
+                    Some(text.chars().flat_map(char::to_lowercase).collect())
+                }
+            }
+            Step::Replace {
+                regex,
+                literal,
+                content,
+            } => {
+                let mut out = String::new();
+                let (mut last, mut matched) = (0, false);
+                let mut replace = |s: usize, e: usize| {
+                    out.push_str(&text[last..s]);
+                    out.push_str(content);
+                    (last, matched) = (e, true);
+                };
+                match regex {
+                    Some(r) => {
+                        for m in r.find_iter(text) {
+                            let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                            replace(m.start(), m.end());
+                        }
+                    }
+                    None => text
+                        .match_indices(literal.as_str())
+                        .for_each(|(s, m)| replace(s, s + m.len())),
+                }
+                matched.then(|| out + &text[last..])
+            }
+            Step::Prepend(p) if !text.is_empty() => Some(format!("{p}{text}")),
+            Step::Prepend(_) => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(specs: &[NormSpec], text: &str) -> String {
+        Normalizer::new(specs)
+            .unwrap()
+            .apply(text)
+            .unwrap()
+            .into_owned()
+    }
+
+    #[test]
+    fn normal_forms_lowercase_replace_prepend() {
+        assert_eq!(norm(&[NormSpec::Nfc], "e\u{301}"), "\u{e9}");
+        assert_eq!(norm(&[NormSpec::Nfd], "\u{e9}"), "e\u{301}");
+        assert_eq!(norm(&[NormSpec::Nfkc], "\u{fb01}"), "fi");
+        assert_eq!(norm(&[NormSpec::Lowercase], "ÀB ΣΑΣ"), "àb σασ");
+        let replace = NormSpec::Replace {
+            pattern: " ".into(),
+            literal: true,
+            content: "\u{2581}".into(),
+        };
+        let prepend = NormSpec::Prepend("\u{2581}".into());
+        assert_eq!(
+            norm(&[replace, prepend.clone()], "a b"),
+            "\u{2581}a\u{2581}b"
+        );
+        assert_eq!(norm(&[prepend], ""), "");
+        let regex = NormSpec::Replace {
+            pattern: r"\d+".into(),
+            literal: false,
+            content: "#".into(),
+        };
+        assert_eq!(norm(&[regex], "a12b3"), "a#b#");
+    }
+}
