@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bpekit import patterns
+from bpekit.formats.hf_load import find_tokenizer_json, load_hf
 from bpekit.tokenizer import Tokenizer
 
 __all__ = ["ENCODINGS", "get_encoding", "infer_special_tokens", "list_encoding_names", "load_tokenizer"]
@@ -314,7 +315,8 @@ def _warn_unreachable(folder: Path, vocab: dict[int, bytes], merges: list[tuple[
 def load_tokenizer(
     spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None
 ) -> Tokenizer:
-    """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), or a folder
+    """A tokenizer from a ``Tokenizer``, an encoding name (``"o200k_base"``), a HuggingFace
+    ``tokenizer.json`` or a folder holding one (``Tokenizer.from_hf``), or a folder
     with ``vocab.json`` + ``merges.txt``: its pattern and special tokens are those of its
     ``bpekit.json`` (``Tokenizer.save`` and ``bpekit train`` write one), else GPT-2's
     pattern and the special tokens inferred (``infer_special_tokens``: unreachable by
@@ -334,6 +336,17 @@ def load_tokenizer(
         return enc
     folder = Path(spec)
     vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
+    hf_json = find_tokenizer_json(folder)
+    # A model's folder often holds vocab.json and merges.txt beside tokenizer.json,
+    # which alone has the added tokens and normalizers: it wins, unless bpekit wrote
+    # the folder (its bpekit.json holds what GPT-2's files cannot).
+    if hf_json is not None and not (folder / "bpekit.json").is_file():
+        if special_tokens is not None:
+            raise ValueError(
+                f"{hf_json}: a tokenizer.json has its own added tokens; special tokens can be "
+                "given for a vocab.json + merges.txt folder only"
+            )
+        return load_hf(hf_json)
     if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():
         from bpekit.formats.folder import load_config
         from bpekit.formats.gpt2 import load_vocab_merges
@@ -350,6 +363,6 @@ def load_tokenizer(
         pattern, name = ("gpt2", None) if config is None else (config.pattern, config.name)
         return Tokenizer._from_loaded_files(vocab, merges, specials, pattern, name, merges_path)
     raise FileNotFoundError(
-        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}) "
-        "nor a folder holding vocab.json and merges.txt"
+        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}), a tokenizer.json, "
+        "nor a folder holding tokenizer.json or vocab.json and merges.txt"
     )

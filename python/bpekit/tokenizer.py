@@ -673,14 +673,21 @@ class Tokenizer:
             self._merges = self._core.merges()
         return list(self._merges)
 
-    def save(self, directory: str | os.PathLike[str]) -> None:
-        """Writes ``vocab.json`` and ``merges.txt`` (GPT-2 format) into ``directory``, and
-        ``bpekit.json`` with the pattern and special tokens, which GPT-2's files cannot
-        hold: ``Tokenizer.from_files`` and ``bpekit.load_tokenizer`` of the folder (and
-        ``bpekit encode -t`` it) give this tokenizer's ids back, whatever its pattern."""
-        from bpekit.formats.folder import save_folder
+    def save(self, directory: str | os.PathLike[str], format: str = "gpt2") -> None:
+        """Writes this tokenizer into ``directory``.
 
-        save_folder(directory, self.vocab, self.merges, list(self._special_tokens), self.pattern, self.name)
+        ``format="gpt2"`` (the default): ``vocab.json`` and ``merges.txt`` (GPT-2 format)
+        and ``bpekit.json`` with the pattern and special tokens, which GPT-2's files
+        cannot hold: ``Tokenizer.from_files`` and ``bpekit.load_tokenizer`` of the folder
+        (and ``bpekit encode -t`` it) give this tokenizer's ids back, whatever its pattern.
+        ``"hf"``: ``tokenizer.json``, ``tokenizer_config.json`` and
+        ``special_tokens_map.json``, for ``transformers.AutoTokenizer.from_pretrained``.
+        ``"tiktoken"``: ``<name>.tiktoken`` and ``<name>.json`` for ``tiktoken.Encoding``.
+        See ``bpekit.formats.convert`` for what each format can hold.
+        """
+        from bpekit.formats.convert import save_as
+
+        save_as(self, directory, format)
 
     # ---- pickling and copying -------------------------------------------------------
 

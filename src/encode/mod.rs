@@ -43,7 +43,7 @@ pub use file::{
     Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions, Marks, OnShard,
     Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
 };
-pub use hf::{AddedToken, FrontSpec, NormSpec};
+pub use hf::{normalize, AddedToken, FrontSpec, NormSpec};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
 pub(crate) use parallel::encode_texts;

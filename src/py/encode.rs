@@ -216,6 +216,39 @@ type HfFrontArgs = (
     Vec<(u32, Vec<u8>)>,
 );
 
+/// Normalizers as the bindings take them, `(kind, pattern, literal, content)`.
+fn norm_specs(normalizers: Vec<(String, String, bool, String)>) -> crate::Result<Vec<NormSpec>> {
+    normalizers
+        .into_iter()
+        .map(|(kind, pattern, literal, content)| {
+            Ok(match kind.as_str() {
+                "NFC" => NormSpec::Nfc,
+                "NFD" => NormSpec::Nfd,
+                "NFKC" => NormSpec::Nfkc,
+                "NFKD" => NormSpec::Nfkd,
+                "Lowercase" => NormSpec::Lowercase,
+                "Replace" => NormSpec::Replace {
+                    pattern,
+                    literal,
+                    content,
+                },
+                "Prepend" => NormSpec::Prepend(content),
+                other => {
+                    return Err(crate::Error::invalid(format!(
+                        "unknown normalizer {other:?}"
+                    )))
+                }
+            })
+        })
+        .collect()
+}
+
+/// `text` through HF normalizers given as `Encoder.from_hf` takes them.
+#[pyfunction]
+fn hf_normalize(normalizers: Vec<(String, String, bool, String)>, text: &str) -> PyResult<String> {
+    Ok(crate::encode::normalize(&norm_specs(normalizers)?, text)?)
+}
+
 #[pymethods]
 impl PyEncoder {
     /// From a CS336 vocab and merges; special tokens not in the vocab are appended.
@@ -290,29 +323,7 @@ impl PyEncoder {
             })
             .collect::<crate::Result<Vec<_>>>()?;
         let (normalizers, added, prefix_space, decode) = front;
-        let normalizers = normalizers
-            .into_iter()
-            .map(|(kind, pattern, literal, content)| {
-                Ok(match kind.as_str() {
-                    "NFC" => NormSpec::Nfc,
-                    "NFD" => NormSpec::Nfd,
-                    "NFKC" => NormSpec::Nfkc,
-                    "NFKD" => NormSpec::Nfkd,
-                    "Lowercase" => NormSpec::Lowercase,
-                    "Replace" => NormSpec::Replace {
-                        pattern,
-                        literal,
-                        content,
-                    },
-                    "Prepend" => NormSpec::Prepend(content),
-                    other => {
-                        return Err(crate::Error::invalid(format!(
-                            "unknown normalizer {other:?}"
-                        )))
-                    }
-                })
-            })
-            .collect::<crate::Result<Vec<_>>>()?;
+        let normalizers = norm_specs(normalizers)?;
         let added = added
             .into_iter()
             .map(
@@ -945,5 +956,6 @@ impl PyStream {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEncoder>()?;
     m.add_class::<PyStream>()?;
+    m.add_function(wrap_pyfunction!(hf_normalize, m)?)?;
     Ok(())
 }

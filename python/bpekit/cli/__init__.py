@@ -20,6 +20,7 @@ COMMANDS = {
     "encode": "encode",
     "decode": "decode",
     "inspect": "inspect",
+    "convert": "convert",
     "demo": "demo",
 }
 

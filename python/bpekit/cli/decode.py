@@ -30,7 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help=".npy file, or a text file (.gz too) of whitespace-separated ids (default, or '-': stdin)",
     )
-    p.add_argument("--tokenizer", "-t", required=True, help="encoding name or vocab.json + merges.txt folder")
+    p.add_argument(
+        "--tokenizer",
+        "-t",
+        required=True,
+        help="encoding name, tokenizer.json (or a folder holding one), or vocab.json + merges.txt folder",
+    )
     p.add_argument("--special-token", action="append", default=None, dest="special_tokens")
     return p
 

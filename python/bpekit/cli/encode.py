@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--tokenizer",
         "-t",
         required=True,
-        help="an encoding name (gpt2, o200k_base, ...) or a folder with vocab.json + merges.txt",
+        help="an encoding name (gpt2, o200k_base, ...), a tokenizer.json (or a folder holding one), "
+        "or a folder with vocab.json + merges.txt",
     )
     p.add_argument(
         "--special-token",

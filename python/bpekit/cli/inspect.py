@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "tokenizer",
-        help="encoding name, folder with vocab.json + merges.txt, or token dataset folder "
+        help="encoding name, tokenizer.json (or a folder holding one), folder with vocab.json + merges.txt, "
+        "or token dataset folder "
         "(one with manifest.json)",
     )
     p.add_argument(

@@ -35,7 +35,7 @@ from bpekit.formats.gpt2 import encode_token
 if TYPE_CHECKING:
     from bpekit.tokenizer import Tokenizer
 
-__all__ = ["hf_pattern", "save_hf", "to_hf_json"]
+__all__ = ["hf_pattern", "save_hf", "save_hf_folder", "special_token_roles", "to_hf_json"]
 
 
 def hf_pattern(pattern: str) -> str:
@@ -132,8 +132,80 @@ def _name_special_tokens(
             )
 
 
+def _document(tokenizer: Tokenizer) -> dict[str, Any]:
+    """The tokenizer.json of ``tokenizer``: the document it was read from, if it was."""
+    hf = getattr(tokenizer, "_hf", None)
+    return hf.data if hf is not None else to_hf_json(tokenizer)
+
+
 def save_hf(tokenizer: Tokenizer, path: str | os.PathLike[str]) -> None:
     """Writes ``tokenizer.json`` to ``path`` (atomically)."""
     out = Path(fspath(path, "the tokenizer.json path"))
-    text = json.dumps(to_hf_json(tokenizer), ensure_ascii=False)
+    text = json.dumps(_document(tokenizer), ensure_ascii=False)
     atomic_write(out, text.encode("utf-8"))
+
+
+# Special tokens by role, for transformers' bos/eos/pad: the names models use.
+_ROLES = {
+    "bos_token": ("<|begin_of_text|>", "<|startoftext|>", "<s>", "<|bos|>"),
+    "eos_token": ("<|endoftext|>", "<|end_of_text|>", "</s>", "<|eos|>", "<|im_end|>"),
+    "pad_token": ("<|padding|>", "<|pad|>", "<pad>", "[PAD]"),
+    "unk_token": ("<unk>", "<|unk|>"),
+}
+
+
+def special_token_roles(tokenizer: Tokenizer) -> dict[str, str]:
+    """transformers' ``bos_token``/``eos_token``/``pad_token``/``unk_token`` of
+    ``tokenizer``, where its special tokens name them; a BOS its post-processor adds
+    is the ``bos_token``.
+
+    >>> import bpekit
+    >>> special_token_roles(bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]))
+    {'eos_token': '<|endoftext|>'}
+    """
+    specials = tokenizer.special_tokens
+    roles: dict[str, str] = {}
+    hf = getattr(tokenizer, "_hf", None)
+    if hf is not None and hf.prefix:
+        by_id = {i: t for t, i in specials.items()}
+        if hf.prefix[0] in by_id:
+            roles["bos_token"] = by_id[hf.prefix[0]]
+    for role, names in _ROLES.items():
+        if role not in roles:
+            found = next((n for n in names if n in specials), None)
+            if found is not None:
+                roles[role] = found
+    return roles
+
+
+def save_hf_folder(tokenizer: Tokenizer, directory: str | os.PathLike[str]) -> None:
+    """Writes ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``
+    into ``directory``: ``transformers.AutoTokenizer.from_pretrained(directory)`` loads a
+    ``PreTrainedTokenizerFast`` that gives this tokenizer's ids and decode (spaces before
+    punctuation kept: ``clean_up_tokenization_spaces`` is off)."""
+    from bpekit._atomic import atomic_write_all
+
+    d = Path(fspath(directory, "the folder to save into"))
+    if d.exists() and not d.is_dir():
+        raise NotADirectoryError(f"{d}: not a folder; a tokenizer for transformers is saved as files in one")
+    d.mkdir(parents=True, exist_ok=True)
+    document = _document(tokenizer)
+    roles = special_token_roles(tokenizer)
+    special_ids = {t["id"]: t for t in document.get("added_tokens", [])}
+    config: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 1 << 60,
+        "added_tokens_decoder": {
+            str(i): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
+            for i, t in sorted(special_ids.items())
+        },
+        **roles,
+    }
+    atomic_write_all(
+        [
+            (d / "tokenizer.json", json.dumps(document, ensure_ascii=False).encode("utf-8")),
+            (d / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False).encode("utf-8")),
+            (d / "special_tokens_map.json", json.dumps(roles, indent=2, ensure_ascii=False).encode("utf-8")),
+        ]
+    )

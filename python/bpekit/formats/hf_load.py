@@ -106,8 +106,10 @@ def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
     steps, prefix_space = _pre_tokenizers(data.get("pre_tokenizer"), "pre_tokenizer")
     normalizers = _normalizers(data.get("normalizer"), "normalizer")
     _decoder(data.get("decoder"), "decoder")
-    vocab, merges, ignore_merges = _bpe(model, "model")
-    added, decode, special = _added_tokens(data.get("added_tokens", []), vocab, "added_tokens")
+    vocab, merges, ignore_merges, model_ids = _bpe(model, "model")
+    added, decode, special = _added_tokens(
+        data.get("added_tokens", []), model_ids, normalizers, "added_tokens"
+    )
     prefix, suffix = _post_processor(data.get("post_processor"), "post_processor")
     last_id = max([*vocab.values(), *(i for _, i, *_ in added)], default=-1)
     try:
@@ -210,6 +212,8 @@ def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, st
                 raise _Bad(
                     f"{at}.pattern.Regex", "an interval followed by '+' reads differently in Oniguruma"
                 )
+            if not literal:
+                text = _EQUIVALENT.get(text, text)
             steps.append(("split", text, literal, behavior, _bool(node, "invert", at, False)))
         elif kind == "Digits":
             steps.append(("digits", "", _bool(node, "individual_digits", at, False), "", False))
@@ -218,6 +222,22 @@ def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, st
     if not flat or _type(flat[-1][0], flat[-1][1]) != "ByteLevel":
         raise _Bad(path, "has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported")
     return steps, prefix_space
+
+
+def _equivalents() -> dict[str, str]:
+    """Regexes as ``tokenizer.json`` files spell the named patterns -> the named text,
+    which gets its scanner: bpekit's own exports (``hf_pattern``) and GPT-2's pattern as
+    ``tokenizers``' ``ByteLevel`` writes it. ``tests/test_hf_import.py`` checks each
+    against ``tokenizers`` on real text."""
+    from bpekit import patterns
+    from bpekit.formats.hf import hf_pattern
+
+    out = {hf_pattern(p): p for p in patterns.NAMED.values()}
+    out[r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"] = patterns.GPT2
+    return out
+
+
+_EQUIVALENT = _equivalents()
 
 
 def _onig_possessive_interval(text: str) -> bool:
@@ -294,14 +314,16 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
     for text, i in raw_vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {json.dumps(i)} is not an integer in 0..2**32-1")
-        if i in ids:
-            raise _Bad(f"{path}.vocab[{text!r}]", f"id {i} is also the id of {ids[i]!r}")
-        ids[i] = text
         b = _byte_level(text)
         if b is None:
             # Not byte-level text (a special token kept in the vocab): its own bytes;
             # no piece of byte-level text can be it.
             b = text.encode("utf-8")
+        # An id may have two texts of the same bytes (bpekit's export names a special
+        # token's id under its own text too), not two texts of different bytes.
+        if i in ids and by_text[ids[i]] != b:
+            raise _Bad(f"{path}.vocab[{text!r}]", f"id {i} is also the id of {ids[i]!r}")
+        ids.setdefault(i, text)
         by_text[text] = b
         vocab.setdefault(b, i)
     merges: list[tuple[bytes, bytes]] = []
@@ -328,7 +350,7 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
             + ", ".join(f"0x{b:02x}" for b in missing if b not in _NEVER_IN_UTF8)
             + ": a byte-level BPE vocab holds all 256",
         )
-    return vocab, merges, _bool(model, "ignore_merges", path, False)
+    return vocab, merges, _bool(model, "ignore_merges", path, False), {t: i for t, i in raw_vocab.items()}
 
 
 #: Bytes no UTF-8 text holds. GPT-NeoX's vocab lacks them; such a tokenizer gets them
@@ -349,44 +371,57 @@ def _with_all_bytes(vocab: dict[bytes, int], last_id: int) -> list[tuple[int, by
 
 
 def _added_tokens(
-    spec: Any, vocab: dict[bytes, int], path: str
+    spec: Any, model_ids: dict[str, int], normalizers: list[tuple[str, str, bool, str]], path: str
 ) -> tuple[list[tuple[str, int, bool, bool, bool, bool, bool]], list[tuple[int, bytes]], dict[str, int]]:
     """The added tokens as the core takes them, the bytes each id decodes to, and the
-    special ones by content."""
-    model_ids = {i: b for b, i in vocab.items()}
+    special ones by content.
+
+    Ids are given as ``tokenizers`` gives them, not as the file says: the model's id of
+    a token of the same text, else the next id from the model's vocab size on. Where
+    the file says otherwise, ``tokenizers`` warns and uses its own id; so does this.
+    """
+    import warnings
+
+    from bpekit import _core
+
     added: list[tuple[str, int, bool, bool, bool, bool, bool]] = []
     decode: list[tuple[int, bytes]] = []
     special: dict[str, int] = {}
     seen_ids: dict[int, int] = {}
     seen_content: dict[str, int] = {}
+    next_id = len(model_ids)
     for k, tok in enumerate(_list(spec, path)):
         at = f"{path}[{k}]"
         tok = _object(tok, at)
         content = _str(tok.get("content"), f"{at}.content")
-        i = tok.get("id")
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
-            raise _Bad(f"{at}.id", f"{json.dumps(i)} is not an integer in 0..2**32-1")
-        if i in seen_ids:
-            raise _Bad(f"{at}.id", f"id {i} is also the id of {path}[{seen_ids[i]}]")
+        given = tok.get("id")
+        if not isinstance(given, int) or isinstance(given, bool) or not 0 <= given < 1 << 32:
+            raise _Bad(f"{at}.id", f"{json.dumps(given)} is not an integer in 0..2**32-1")
+        if given in seen_ids:
+            raise _Bad(f"{at}.id", f"id {given} is also the id of {path}[{seen_ids[given]}]")
         if content in seen_content:
             raise _Bad(f"{at}.content", f"{content!r} is also {path}[{seen_content[content]}]")
         if not content:
             raise _Bad(f"{at}.content", "an empty added token is not supported")
-        seen_ids[i], seen_content[content] = k, k
+        seen_ids[given], seen_content[content] = k, k
         flags = [_bool(tok, key, at, False) for key in ("special", "single_word", "lstrip", "rstrip")]
         normalized = _bool(tok, "normalized", at, not flags[0])
-        # tokenizers' ByteLevel decoder reads a token's text as byte-level characters
-        # where all of it is such characters, else as the text itself.
-        decoded = _byte_level(content)
-        decoded = content.encode("utf-8") if decoded is None else decoded
-        in_model = model_ids.get(i)
-        if in_model is not None and in_model != decoded:
-            raise _Bad(
-                f"{at}.id",
-                f"id {i} of {content!r} is the model's id of the token {in_model!r}",
+        i = model_ids.get(content)
+        if i is None:
+            i, next_id = next_id, next_id + 1
+        if i != given:
+            warnings.warn(
+                f"{at}: the token {content!r} has id {given} in the file; tokenizers gives it "
+                f"{i}, and so does bpekit",
+                stacklevel=4,
             )
+        # tokenizers decodes a normalized token as its normalized text, and its
+        # ByteLevel decoder reads a token's text as byte-level characters where all of
+        # it is such characters, else as the text itself.
+        text = _core.hf_normalize(normalizers, content) if normalized and normalizers else content
+        decoded = _byte_level(text)
         added.append((content, i, flags[0], flags[1], flags[2], flags[3], normalized))
-        decode.append((i, decoded))
+        decode.append((i, text.encode("utf-8") if decoded is None else decoded))
         if flags[0]:
             special[content] = i
     return added, decode, special

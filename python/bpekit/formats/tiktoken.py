@@ -58,11 +58,16 @@ def load_tiktoken_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
     return parse_tiktoken_bpe(p.read_bytes(), str(p))
 
 
-def save_tiktoken_bpe(ranks: Mapping[bytes, int], path: str | os.PathLike[str]) -> None:
-    """Writes ``{token bytes: rank}`` as a ``.tiktoken`` file, sorted by rank (atomically)."""
-    out = Path(fspath(path, "the .tiktoken path"))
+def tiktoken_bytes(ranks: Mapping[bytes, int]) -> bytes:
+    """``{token bytes: rank}`` as the text of a ``.tiktoken`` file, sorted by rank."""
     lines = [
         base64.b64encode(token) + b" " + str(rank).encode()
         for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])
     ]
-    atomic_write(out, b"\n".join(lines) + b"\n" if lines else b"")
+    return b"\n".join(lines) + b"\n" if lines else b""
+
+
+def save_tiktoken_bpe(ranks: Mapping[bytes, int], path: str | os.PathLike[str]) -> None:
+    """Writes ``{token bytes: rank}`` as a ``.tiktoken`` file, sorted by rank (atomically)."""
+    out = Path(fspath(path, "the .tiktoken path"))
+    atomic_write(out, tiktoken_bytes(ranks))

@@ -25,6 +25,12 @@ use crate::encode::engine::{Engine, Workspace};
 use crate::error::Result;
 use crate::specials::Specials;
 
+/// `text` through the normalizers `specs` (what an added token marked `normalized`
+/// is matched and decoded as).
+pub fn normalize(specs: &[NormSpec], text: &str) -> Result<String> {
+    Ok(Normalizer::new(specs)?.apply(text)?.into_owned())
+}
+
 /// What a `tokenizer.json` asks of the text around the pre-tokenizer.
 #[derive(Clone, Debug, Default)]
 pub struct FrontSpec {
