@@ -54,6 +54,7 @@ bench: build corpora
 	$(PY) benchmarks/encode_compare.py
 	$(PY) benchmarks/pretokenize_compare.py
 	$(PY) benchmarks/formats_compare.py
+	$(PY) benchmarks/hf_compare.py
 	$(PY) benchmarks/report.py
 
 clean:
