@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
-GROUPS = ["train", "count", "formats", "encode", "hf", "dataset", "scale", "pretokenize"]
+GROUPS = ["train", "count", "formats", "encode", "hf", "torch", "dataset", "scale", "pretokenize"]
 
 INTRO = """\
 # Benchmarks

@@ -93,7 +93,26 @@ def _check(hf: Any, ours: bpekit.Tokenizer, text: str, where: str = "") -> None:
             f"bpekit {got[max(0, k - 3) : k + 4]} (text {text[:60]!r})"
         )
     assert ours.encode(text, add_special_tokens=True) == hf.encode(text, add_special_tokens=True).ids
-    assert ours.decode(want) == hf.decode(want, skip_special_tokens=False), where
+    if _NEW_DECODE or not set(want) & _normalized_changed(ours):
+        assert ours.decode(want) == hf.decode(want, skip_special_tokens=False), where
+
+
+# tokenizers 0.23 decodes an added token marked ``normalized`` as its normalized text
+# (huggingface/tokenizers#1995), as bpekit does; 0.22 (which transformers 4 pins) as its
+# text in the file.
+_NEW_DECODE = tuple(int(x) for x in tokenizers.__version__.split(".")[:2]) >= (0, 23)
+
+
+def _normalized_changed(tok: bpekit.Tokenizer) -> set[int]:
+    """Ids of the added tokens whose normalized text differs from their text."""
+    from bpekit import _core
+    from bpekit.formats.hf_load import _normalizers
+
+    assert tok._hf is not None
+    normalizers = _normalizers(tok._hf.data.get("normalizer"), "normalizer")
+    added = tok._hf.data.get("added_tokens", [])
+    norm = [t for t in added if t.get("normalized") and normalizers]
+    return {t["id"] for t in norm if _core.hf_normalize(normalizers, t["content"]) != t["content"]}
 
 
 # ---- the shipped tokenizers and GPT-2 ------------------------------------------------
@@ -360,6 +379,16 @@ def test_components_on_hypothesis_text(base_json: dict[str, Any], text: list[str
     for name in VARIANTS:
         data = _variant(base_json, name)
         _check(_hf(data), _ours(data), joined, name)
+
+
+def test_a_normalized_added_token_decodes_as_its_normalized_text(base_json: dict[str, Any]) -> None:
+    data = _variant(base_json, "added flags")
+    ours = _ours(data)
+    assert ours.encode("HARK Hark") == [604, 32, 604]
+    assert ours.decode([604]) == "hark"
+    assert _normalized_changed(ours) == {604}
+    if _NEW_DECODE:
+        assert _hf(data).decode([604]) == "hark"
 
 
 def test_bpekit_exports_load_back(tmp_path: Path) -> None:
