@@ -89,6 +89,21 @@ def test_uint32_records_only_and_a_tokenizer_object(dist_corpus, tmp_path: Path)
     same_dataset(tmp_path / "one", tmp_path / "two")
 
 
+@pytest.mark.parametrize("hf", ["allenai_eleuther-ai-gpt-neox-20b-pii-special.json", "allenai_dolma2.json"])
+def test_a_tokenizer_json_writes_what_one_machine_writes(dist_corpus, tmp_path: Path, hf: str) -> None:
+    """A tokenizer.json tokenizer (NFC and space-run added tokens for NeoX) goes to the
+    workers pickled, and the planner cuts units where its front keeps the ids."""
+    from conftest import data_path
+
+    tok = bpekit.Tokenizer.from_hf(data_path("hf", hf))
+    bpekit.encode_dataset(dist_corpus, tmp_path / "one", tok, **LAYOUT)
+    written = dist.dataset.write_dataset(
+        dist_corpus, tmp_path / "two", tok, backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
+    )
+    assert written.stats["units"] >= 16
+    same_dataset(tmp_path / "one", tmp_path / "two")
+
+
 @pytest.mark.parametrize("backend", ["local", "ray"])
 def test_a_worker_killed_mid_unit_is_retried(dist_corpus, one_machine, tmp_path, backend, request) -> None:
     if backend == "ray":

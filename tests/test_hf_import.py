@@ -426,6 +426,29 @@ def test_files_datasets_and_pickles_keep_the_ids(tmp_path: Path) -> None:
     assert again._hf is not None and again._hf.special == tok._hf.special
 
 
+@pytest.mark.parametrize(
+    "name", ["added flags", "prefix space", "replace+prepend", "nfkd+lowercase", "digits"]
+)
+def test_files_keep_the_ids_whatever_the_front(base_json: dict[str, Any], tmp_path: Path, name: str) -> None:
+    """A front that reads the text around an added token (lstrip, rstrip, single_word),
+    adds a prefix space or normalizes across lines gets no cuts it would change: the
+    file encoder's chunks give the whole text's ids."""
+    import numpy as np
+
+    tok = _ours(_variant(base_json, name))
+    text = "".join(VARIANT_TEXTS * 40) + data_path("corpora", "tinyshakespeare.txt").read_text()[:300_000]
+    src = tmp_path / "in.txt"
+    src.write_text(text)
+    bpekit.encode_file(src, tmp_path / "ids.npy", tok, chunk_size=1 << 12)
+    assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text)
+    stream = [
+        i
+        for ids in [tok.encode_iterable(iter(text[k : k + 999] for k in range(0, len(text), 999)))]
+        for i in ids
+    ]
+    assert stream == tok.encode(text)
+
+
 def test_load_tokenizer_and_cli_take_a_tokenizer_json(tmp_path: Path) -> None:
     import subprocess
     import sys

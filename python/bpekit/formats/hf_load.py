@@ -87,7 +87,10 @@ def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{found}: not a valid JSON document ({e})") from None
     try:
-        return load_hf_data(data, name=found.parent.name or found.stem)
+        # A model's folder names it (".../olmo-2/tokenizer.json"); a file of another
+        # name names itself.
+        name = found.parent.name if found.name == "tokenizer.json" else found.stem
+        return load_hf_data(data, name=name or found.stem)
     except _Bad as e:
         raise ValueError(f"{found}: {e}") from None
 
