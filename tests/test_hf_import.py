@@ -441,12 +441,8 @@ def test_files_keep_the_ids_whatever_the_front(base_json: dict[str, Any], tmp_pa
     src.write_text(text)
     bpekit.encode_file(src, tmp_path / "ids.npy", tok, chunk_size=1 << 12)
     assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text)
-    stream = [
-        i
-        for ids in [tok.encode_iterable(iter(text[k : k + 999] for k in range(0, len(text), 999)))]
-        for i in ids
-    ]
-    assert stream == tok.encode(text)
+    pieces = (text[k : k + 999] for k in range(0, len(text), 999))
+    assert list(tok.encode_iterable(pieces)) == tok.encode(text)
 
 
 def test_load_tokenizer_and_cli_take_a_tokenizer_json(tmp_path: Path) -> None:
