@@ -35,6 +35,7 @@ rust-test:
 	cargo test -q
 
 py-test: build
+	scripts/ensure_chromium.sh
 	$(PY) -m pytest
 
 test: build lint rust-test py-test

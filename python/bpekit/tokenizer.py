@@ -619,6 +619,14 @@ class Tokenizer:
             chars += sum(not 0x80 <= b < 0xC0 for b in piece)
         return b"".join(pieces).decode("utf-8"), offsets
 
+    def visualize(self, text: str) -> Any:
+        """The tokens of ``text``, each on its own colour: renders in Jupyter
+        (``_repr_html_``), and ``.save("page.html")`` writes a self-contained page (see
+        ``bpekit.viz``)."""
+        from bpekit.viz import visualize
+
+        return visualize(self, text)
+
     # ---- what the tokenizer holds ---------------------------------------------------
 
     @property

@@ -21,6 +21,8 @@ COMMANDS = {
     "decode": "decode",
     "inspect": "inspect",
     "convert": "convert",
+    "viz": "viz",
+    "show": "show",
     "demo": "demo",
 }
 
