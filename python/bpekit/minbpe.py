@@ -123,6 +123,20 @@ def render_token(t: bytes) -> str:
     return replace_control_characters(t.decode("utf-8", errors="replace"))
 
 
+def _vocab_text(vocab: dict[int, bytes], merges: dict[Pair, int]) -> str:
+    """The ``.vocab`` file: each token, as the merge of its two parts where it has one."""
+    inverted = {idx: pair for pair, idx in merges.items()}
+    out = []
+    for idx, token in vocab.items():
+        s = render_token(token)
+        if idx in inverted:
+            idx0, idx1 = inverted[idx]
+            out.append(f"[{render_token(vocab[idx0])}][{render_token(vocab[idx1])}] -> [{s}] {idx}\n")
+        else:
+            out.append(f"[{s}] {idx}\n")
+    return "".join(out)
+
+
 # ---- training: minbpe's merges, kept up to date -------------------------------------
 
 
@@ -355,19 +369,8 @@ class Tokenizer:
         lines += [f"{idx1} {idx2}\n" for idx1, idx2 in self.merges]
         with open(file_prefix + ".model", "w") as f:
             f.write("".join(lines))
-        inverted = {idx: pair for pair, idx in self.merges.items()}
-        out = []
-        for idx, token in self.vocab.items():
-            s = render_token(token)
-            if idx in inverted:
-                idx0, idx1 = inverted[idx]
-                out.append(
-                    f"[{render_token(self.vocab[idx0])}][{render_token(self.vocab[idx1])}] -> [{s}] {idx}\n"
-                )
-            else:
-                out.append(f"[{s}] {idx}\n")
         with open(file_prefix + ".vocab", "w", encoding="utf-8") as f:
-            f.write("".join(out))
+            f.write(_vocab_text(self.vocab, self.merges))
 
     def load(self, model_file: str | os.PathLike[str]) -> None:
         """Reads a ``.model`` file minbpe (or ``save``) wrote; a bad file is a
@@ -607,14 +610,5 @@ class GPT4Tokenizer(RegexTokenizer):
         vocab = {idx: bytes([self.inverse_byte_shuffle[idx]]) for idx in range(256)}
         for (p0, p1), idx in self.merges.items():
             vocab[idx] = vocab[p0] + vocab[p1]
-        inverted = {idx: pair for pair, idx in self.merges.items()}
-        out = []
-        for idx, token in vocab.items():
-            s = render_token(token)
-            if idx in inverted:
-                idx0, idx1 = inverted[idx]
-                out.append(f"[{render_token(vocab[idx0])}][{render_token(vocab[idx1])}] -> [{s}] {idx}\n")
-            else:
-                out.append(f"[{s}] {idx}\n")
         with open(vocab_file, "w", encoding="utf-8") as f:
-            f.write("".join(out))
+            f.write(_vocab_text(vocab, self.merges))

@@ -216,6 +216,20 @@ type HfFrontArgs = (
     Vec<(u32, Vec<u8>)>,
 );
 
+/// A vocab `[(id, bytes)]` and merges `[(bytes, bytes)]` from Python.
+fn vocab_and_merges(vocab: &Bound<'_, PyAny>, merges: &Bound<'_, PyAny>) -> PyResult<VocabMerges> {
+    let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
+    let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
+    let vocab = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
+    let merges = merges
+        .into_iter()
+        .map(|(a, b)| (a.to_vec(), b.to_vec()))
+        .collect();
+    Ok((vocab, merges))
+}
+
+type VocabMerges = (Vec<(u32, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>);
+
 /// Normalizers as the bindings take them, `(kind, pattern, literal, content)`.
 fn norm_specs(normalizers: Vec<(String, String, bool, String)>) -> crate::Result<Vec<NormSpec>> {
     normalizers
@@ -262,13 +276,7 @@ impl PyEncoder {
         pattern: &str,
     ) -> PyResult<Self> {
         room_to_load(vocab.len()? + merges.len()? + special_tokens.len())?;
-        let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
-        let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
-        let vocab: Vec<(u32, Vec<u8>)> = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
-        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges
-            .into_iter()
-            .map(|(a, b)| (a.to_vec(), b.to_vec()))
-            .collect();
+        let (vocab, merges) = vocab_and_merges(vocab, merges)?;
         let inner = py.detach(|| Encoder::from_merges(vocab, &merges, special_tokens, pattern))?;
         Ok(Self {
             inner: Arc::new(inner),
@@ -295,13 +303,7 @@ impl PyEncoder {
         front: HfFrontArgs,
     ) -> PyResult<Self> {
         room_to_load(vocab.len()? + merges.len()?)?;
-        let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
-        let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
-        let vocab: Vec<(u32, Vec<u8>)> = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
-        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges
-            .into_iter()
-            .map(|(a, b)| (a.to_vec(), b.to_vec()))
-            .collect();
+        let (vocab, merges) = vocab_and_merges(vocab, merges)?;
         let steps = steps
             .into_iter()
             .map(|(kind, pattern, flag, behavior, invert)| {
