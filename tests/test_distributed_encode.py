@@ -89,7 +89,7 @@ def test_uint32_records_only_and_a_tokenizer_object(dist_corpus, tmp_path: Path)
     same_dataset(tmp_path / "one", tmp_path / "two")
 
 
-@pytest.mark.parametrize("hf", ["allenai_eleuther-ai-gpt-neox-20b-pii-special.json", "allenai_dolma2.json"])
+@pytest.mark.parametrize("hf", ["allenai_eleuther-ai-gpt-neox-20b-pii-special.json"])
 def test_a_tokenizer_json_writes_what_one_machine_writes(dist_corpus, tmp_path: Path, hf: str) -> None:
     """A tokenizer.json tokenizer (NFC and space-run added tokens for NeoX) goes to the
     workers pickled, and the planner cuts units where its front keeps the ids."""
