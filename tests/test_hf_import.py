@@ -601,6 +601,11 @@ def test_a_file_that_is_not_json_names_itself(tmp_path: Path) -> None:
         bpekit.Tokenizer.from_hf(path)
     with pytest.raises(FileNotFoundError, match=r"no tokenizer\.json there"):
         bpekit.Tokenizer.from_hf(tmp_path / "missing")
+    path.write_bytes(b'\xff\xfe{"model": 1}')
+    with pytest.raises(
+        ValueError, match=r"tokenizer\.json: not UTF-8 at byte 0; a tokenizer\.json is UTF-8 JSON"
+    ):
+        bpekit.Tokenizer.from_hf(path)
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match=r"\$: the document is a JSON list"):
         bpekit.Tokenizer.from_hf(path)

@@ -83,8 +83,12 @@ def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
         raise FileNotFoundError(f"{os.fspath(path)}: no tokenizer.json there")
     raw = found.read_bytes()
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{found}: not UTF-8 at byte {e.start}; a tokenizer.json is UTF-8 JSON") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
         raise ValueError(f"{found}: not a valid JSON document ({e})") from None
     try:
         # A model's folder names it (".../olmo-2/tokenizer.json"); a file of another
