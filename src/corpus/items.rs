@@ -302,7 +302,8 @@ struct SequentialState {
     /// Compressed bytes of the files done, and reported to the progress so far.
     read_before: u64,
     reported: u64,
-    failed: bool,
+    /// The item that could not be made, and its error until its asker takes it.
+    failed: Option<(usize, Option<Error>)>,
 }
 
 enum Current {
@@ -330,7 +331,7 @@ impl<'i> SequentialItems<'i> {
                 made: 0,
                 read_before: 0,
                 reported: 0,
-                failed: false,
+                failed: None,
             }),
             info,
             specials,
@@ -430,15 +431,18 @@ fn line_cut(bytes: &[u8], end: bool) -> usize {
 }
 
 impl<'a> Items<'a> for SequentialItems<'_> {
+    /// Items are made in order by whichever worker asks, so the asker of item `i` may
+    /// make items before it, and one of those may fail. The error belongs to the item
+    /// that failed, not to the asker: it is kept for that item's asker, and every
+    /// later item is past the end. Handing it to the asker instead (and `None` to the
+    /// failed item's) let an ordered writer see the end before the error and finish a
+    /// cut-short input "complete" (7 in 300 runs of a truncated `.jsonl.zst`).
     fn get(&self, i: usize) -> Result<Option<Item<'a>>> {
         let mut state = self
             .state
             .lock()
             .map_err(|_| Error::internal("a reader panicked"))?;
-        while state.made <= i {
-            if state.failed {
-                return Ok(None);
-            }
+        while state.made <= i && state.failed.is_none() {
             match self.make(&mut state) {
                 Ok(Some(item)) => {
                     let k = state.made;
@@ -446,12 +450,87 @@ impl<'a> Items<'a> for SequentialItems<'_> {
                     state.made += 1;
                 }
                 Ok(None) => return Ok(None),
-                Err(e) => {
-                    state.failed = true;
-                    return Err(e);
+                Err(e) => state.failed = Some((state.made, Some(e))),
+            }
+        }
+        match &mut state.failed {
+            Some((k, error)) if i >= *k => match (i == *k, error.take()) {
+                (true, Some(e)) => Err(e),
+                // Asked twice: an error was already given for it.
+                (true, None) => Err(Error::internal("a reader's item was asked for twice")),
+                (false, e) => {
+                    *error = e;
+                    Ok(None)
+                }
+            },
+            _ => Ok(state.ready.remove(&i)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A feed of one-document batches that fails at batch `fail_at`.
+    struct Failing {
+        next: u64,
+        fail_at: u64,
+    }
+
+    impl Feed for Failing {
+        fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+            self.next += 1;
+            if self.next - 1 == self.fail_at {
+                return Err(Error::invalid("batch failed"));
+            }
+            Ok(Some(DocBatch {
+                data: Box::new(b"doc".to_vec()),
+                offsets: vec![0, 3],
+                row_group: None,
+                first_row: self.next - 1,
+                unit: "item",
+                bad: Vec::new(),
+            }))
+        }
+    }
+
+    /// The error of an item that could not be made goes to that item's asker, however
+    /// the askers come: a later item asked first is past the end, never the error's
+    /// owner, so an ordered writer always meets the error before the end.
+    #[test]
+    fn a_failed_item_keeps_its_error_whoever_made_it() {
+        let info = [InputInfo {
+            name: "feed".into(),
+            format: None,
+        }];
+        let specials = SpecialMatcher::default();
+        let progress = Progress::default();
+        for order in [[3, 2, 1, 0, 4], [2, 3, 4, 0, 1], [0, 1, 2, 3, 4]] {
+            let feed = Failing {
+                next: 0,
+                fail_at: 2,
+            };
+            let items = SequentialItems::new(
+                vec![(0, Sequential::Feed(Box::new(feed)))],
+                &info,
+                &specials,
+                Kind::Gpt2,
+                1,
+                &progress,
+                None,
+            );
+            for i in order {
+                let got = items.get(i);
+                match i {
+                    0 | 1 => assert!(matches!(got, Ok(Some(_))), "{order:?} {i}"),
+                    2 => assert!(
+                        matches!(&got, Err(e) if e.to_string().contains("batch failed")),
+                        "{order:?}"
+                    ),
+                    _ => assert!(matches!(got, Ok(None)), "{order:?} {i}"),
                 }
             }
         }
-        Ok(state.ready.remove(&i))
     }
 }

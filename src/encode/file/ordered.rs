@@ -37,7 +37,7 @@ impl<T> State<T> {
 /// `init()` scratch) and feeds the results to `sink(i, value)` in order on this thread.
 /// `work` returns `None` for an item past the end: no later item is asked for, and the
 /// map ends after the items before it. The first error (from `work` or `sink`) stops
-/// everything and is returned.
+/// everything and is returned, also one of an item past the end.
 ///
 /// Wakeups are targeted: a finished item wakes the consumer only when it is the one
 /// the consumer sleeps on, and a consumed item wakes workers only when some wait for
@@ -153,7 +153,13 @@ where
                             break r;
                         }
                         if i >= g.end {
-                            return Ok(());
+                            // An error wins over the end, whichever item it came with:
+                            // a reader that fails can have its end seen first.
+                            let failed = g.done.iter().find(|(_, r)| r.is_err()).map(|(&k, _)| k);
+                            return match failed.and_then(|k| g.done.remove(&k)) {
+                                Some(Err(e)) => Err(e),
+                                _ => Ok(()),
+                            };
                         }
                         if g.worker_panicked {
                             return Err(poisoned());
@@ -315,6 +321,35 @@ mod tests {
                 .expect("the map hung after a panic");
             assert!(panicked, "in work: {panic_in_work}, threads: {threads}");
         }
+    }
+
+    /// An item past the end that fails (it finished before the end was found) fails
+    /// the map: the end never hides an error.
+    #[test]
+    fn an_error_past_the_end_still_fails_the_map() {
+        let r = ordered_map(
+            usize::MAX,
+            3,
+            8,
+            || (),
+            |i, _| match i {
+                5 => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    Ok(None)
+                }
+                6 => Err(Error::invalid("item 6 failed")),
+                7.. => {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    Ok(None)
+                }
+                _ => Ok(Some(i)),
+            },
+            |_, _| Ok(()),
+        );
+        assert!(
+            matches!(&r, Err(e) if e.to_string().contains("item 6")),
+            "{r:?}"
+        );
     }
 
     #[test]
