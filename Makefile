@@ -45,10 +45,10 @@ test: build lint rust-test py-test
 corpora: $(PY)
 	$(PY) benchmarks/corpora.py
 
-# Every workload of benchmarks/README.md (~20 minutes on 2 cores), then the page itself.
+# Every workload of benchmarks/README.md (~30 minutes on 2 cores), then the page itself.
 # The peers go into .venv only, never into the package's dependencies.
 bench: build corpora
-	$(PY) -m pip install -q tiktoken tokenizers rustbpe gigatoken sentencepiece
+	$(PY) -m pip install -q tiktoken tokenizers rustbpe gigatoken sentencepiece fastokens==0.3.5 tokie kitoken
 	$(PY) benchmarks/train_compare.py --corpus ts --vocab-size 10000
 	$(PY) benchmarks/train_compare.py --corpus en-small --vocab-size 32000
 	$(PY) benchmarks/train_compare.py --count --corpus en --vocab-size 32000
@@ -56,6 +56,7 @@ bench: build corpora
 	$(PY) benchmarks/pretokenize_compare.py
 	$(PY) benchmarks/formats_compare.py
 	$(PY) benchmarks/hf_compare.py
+	$(PY) benchmarks/peers_compare.py --tokenizers olmo2 neox gpt2-hub
 	$(PY) benchmarks/report.py
 
 clean:

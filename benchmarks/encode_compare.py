@@ -32,6 +32,10 @@ dependencies. Each (corpus, encoding) is one workload, written to
 ``--results``/encode-<corpus>-<encoding>.json; ``PYTHONPATH=DIR`` times the bpekit in
 DIR (the workers inherit it).
 
+``--peers`` runs the peer workloads of ``peers_compare.py`` on the encodings instead:
+per document, batch, flat and file, beside fastokens, tokie, kitoken, gigatoken and
+tiktoken, every document's ids checked against tiktoken.
+
     python benchmarks/encode_compare.py --corpora ts en-small --encodings gpt2 o200k_base
 """
 
@@ -237,8 +241,24 @@ def run_one(
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def run_peers(argv: list[str]) -> None:
+    """``--peers``: the per-document, batch, flat and file workloads beside fastokens,
+    tokie, kitoken, gigatoken and tiktoken, each document checked against tiktoken
+    (``peers_compare.py``, whose options the rest of the line are; ``--encodings``
+    names its tokenizers, gpt2 and o200k_base by default)."""
+    import peers_compare
+
+    argv = ["--tokenizers" if a == "--encodings" else a for a in argv if a != "--peers"]
+    if "--tokenizers" not in argv:
+        argv = ["--tokenizers", "gpt2", "o200k_base", *argv]
+    raise SystemExit(peers_compare.main(argv))
+
+
 def main() -> None:
+    if "--peers" in sys.argv[1:]:
+        run_peers(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--peers", action="store_true", help=run_peers.__doc__.split(" (")[0])
     p.add_argument("--worker", nargs=6, metavar=("TOOL", "ENCODING", "PATH", "MODE", "THREADS", "RUNS"))
     p.add_argument(
         "--dir", type=Path, default=None, help="corpora (default: $BPEKIT_BENCH_DIR or /tmp/bpekit_bench)"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
-GROUPS = ["train", "count", "formats", "encode", "hf", "torch", "dataset", "scale", "pretokenize"]
+GROUPS = ["train", "count", "formats", "encode", "peers", "hf", "torch", "dataset", "scale", "pretokenize"]
 
 INTRO = """\
 # Benchmarks
@@ -31,12 +31,14 @@ benchmark scripts write; do not edit it by hand.
 ## Regenerating
 
 `make bench` builds the extension, installs the peers into `.venv` (`pip install
-tiktoken tokenizers rustbpe gigatoken sentencepiece`), builds the corpora, runs every
-workload below but `dataset` and `scale` and rewrites this page; it takes about 20
-minutes on 2 cores (`dataset` writes several GB and `scale` reads up to 12 GB: run
-`python benchmarks/dataset_compare.py` and `python benchmarks/scale.py` apart, then
-`python benchmarks/report.py`). Each workload's own command is under its table
-(run it from the repository root inside `.venv`, then `python benchmarks/report.py`).
+tiktoken tokenizers rustbpe gigatoken sentencepiece fastokens==0.3.5 tokie kitoken`),
+builds the corpora, runs every workload below but `dataset`, `scale` and the OpenAI
+encodings beside the peers, and rewrites this page; it takes about 30 minutes on 2
+cores (`dataset` writes several GB and `scale` reads up to 12 GB: run `python
+benchmarks/dataset_compare.py`, `python benchmarks/scale.py` and `python
+benchmarks/encode_compare.py --peers` apart, then `python benchmarks/report.py`).
+Each workload's own command is under its table (run it from the repository root
+inside `.venv`, then `python benchmarks/report.py`).
 The corpora are built by `benchmarks/corpora.py` from the data folder (`--data`, else
 `$BPEKIT_DATA`, else `../shared/data`) into `$BPEKIT_BENCH_DIR` (default
 `/tmp/bpekit_bench`):
@@ -87,6 +89,19 @@ out of date with the result files (the tests run it).
   own patterns), HF tokenizers (bpekit's exported `tokenizer.json`, which gives the
   same ids), gigatoken (`Tokenizer.from_tiktoken`). HF tokenizers encodes at ~1 MB/s,
   so it runs only on corpora up to 5 MB.
+- **Beside the peers** (`peers-*`, by `benchmarks/peers_compare.py` on the
+  `tokenizer.json` files, and by `encode_compare.py --peers` on the OpenAI
+  encodings): fastokens, tokie, kitoken, gigatoken, HF tokenizers and tiktoken, each
+  driven by the call in its row (`benchmarks/peers.py`), on a corpus's documents, in
+  four workloads: each document in turn on one thread to lists of ids, one batch call
+  to lists, one batch call to a flat numpy array, and a whole file to ids. Every
+  document's ids are compared with the oracle's (HF `tokenizers` for a
+  `tokenizer.json`, tiktoken for an OpenAI encoding), and the column `ids vs oracle`
+  counts the documents that differ: a peer's mismatches are reported as measured, and
+  a tool that cannot load a tokenizer says so in its row. The thread counts are
+  enforced with each tool's setting (`RAYON_NUM_THREADS`, `FASTOKENS_BPE_THREADS`:
+  fastokens otherwise splits one long input across all cores) and the process's CPU
+  set (tokie has no setting; kitoken's `encode_all` runs on one thread).
 - **Encoding in memory** gives each call a new `str`, as new documents are: CPython
   caches a `str`'s UTF-8 inside it once a tool asks for it, so calls on one object
   would time every call after the first without that conversion (~160 ms for 116 MB of
@@ -204,8 +219,8 @@ def own_table(spec: dict) -> list[str]:
     columns = spec["columns"]
 
     def cell(row: dict, col: dict) -> str:
-        if col["kind"] == "time":
-            return _time(row)
+        if col["kind"] == "time":  # a row without a time: a tool that could not run
+            return _time(row) if row.get("seconds") is not None else "-"
         value = row.get(col["key"])
         if value is None or value == "":
             return "-" if col["kind"] != "text" else ""
