@@ -50,8 +50,29 @@ impl Encoder {
                 let slot = lowest.entry(bytes.as_slice()).or_insert(*id);
                 *slot = (*slot).min(*id);
             }
+            // A special token of one byte that the vocabulary holds under a second id
+            // too (CS336 training with special_tokens=["|"] gives byte token 124 and
+            // special token 256 the same bytes): ordinary text takes the byte's token,
+            // the lowest id, and the special token the lowest of the others, so that
+            // an allowed "|" encodes to the id training gave it.
+            let mut second_byte_id: [Option<u32>; 256] = [None; 256];
+            for (id, bytes) in &vocab {
+                if let [b] = bytes.as_slice() {
+                    if lowest.get(bytes.as_slice()) != Some(id) {
+                        let slot = &mut second_byte_id[usize::from(*b)];
+                        *slot = Some(slot.map_or(*id, |s| s.min(*id)));
+                    }
+                }
+            }
             let mut ids = Vec::with_capacity(special_tokens.len());
             for (k, tok) in special_tokens.iter().enumerate() {
+                if let Some(id) = match tok.as_bytes() {
+                    [b] => second_byte_id[usize::from(*b)],
+                    _ => None,
+                } {
+                    ids.push(id);
+                    continue;
+                }
                 let id = match lowest.entry(tok.as_bytes()) {
                     Entry::Occupied(e) => *e.get(),
                     Entry::Vacant(e) => {
@@ -138,16 +159,13 @@ impl Encoder {
             bpe.set_special(*id, bytes)?;
         }
         let front = Front::new(front)?;
-        let specials: Vec<(String, u32)> = front
-            .raw_tokens()
-            .map(|(t, id)| (t.to_owned(), id))
-            .collect();
+        let specials = front.raw_specials();
         Ok(Self {
             engine: Engine {
                 bpe,
                 pretok: Pretokenizer::from_steps(steps)?,
             },
-            specials: Specials::new(specials)?,
+            specials,
             workspaces: Workspaces::default(),
             front: Some(front),
         })
@@ -384,6 +402,24 @@ mod tests {
         assert_eq!(e.encode(" the th ", &all).unwrap(), vec![257, 101, 257, 32]);
         let none = Specials::default();
         assert_eq!(e.encode(" the th ", &none).unwrap(), vec![258, 257, 32]);
+    }
+
+    #[test]
+    fn a_one_byte_special_token_with_its_own_id_keeps_it() {
+        // CS336 training with special_tokens=["|"]: byte token 124 and special token
+        // 256 hold the same bytes. An allowed "|" is the special id, ordinary text the
+        // byte's; both decode to "|".
+        let mut vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        vocab.push((256, b"|".to_vec()));
+        vocab.push((257, b"ab".to_vec()));
+        let merges = vec![(b"a".to_vec(), b"b".to_vec())];
+        let e = Encoder::from_merges(vocab, &merges, vec!["|".into()], "gpt2").unwrap();
+        let all = e.specials().clone();
+        assert_eq!(all.ids, vec![256]);
+        assert_eq!(e.encode("ab|ab", &all).unwrap(), vec![257, 256, 257]);
+        let none = Specials::default();
+        assert_eq!(e.encode("ab|ab", &none).unwrap(), vec![257, 124, 257]);
+        assert_eq!(e.decode_bytes(&[256, 124]).unwrap(), b"||");
     }
 
     #[test]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bpekit.formats.gpt2 import unicode_to_bytes
+from bpekit.formats.gpt2 import decode_token
 
 if TYPE_CHECKING:
     from bpekit.tokenizer import Tokenizer
@@ -42,6 +42,15 @@ if TYPE_CHECKING:
 __all__ = ["HfExtras", "find_tokenizer_json", "load_hf", "load_hf_data"]
 
 _NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+#: The deepest nesting of JSON arrays and objects read. ``tokenizers`` reads at most
+#: 127 levels (serde_json's limit: 62 ``Sequence``s of normalizers in one another, not
+#: 63); within it the walks below, and a pickle or save of the document, stay far from
+#: Python's recursion limit.
+_MAX_DEPTH = 128
+_TOO_DEEP = (
+    f"arrays and objects nested more than {_MAX_DEPTH} levels deep (tokenizers reads at most 127; "
+    "a tokenizer.json nests a few)"
+)
 _BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 
 
@@ -90,6 +99,8 @@ def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{found}: not a valid JSON document ({e})") from None
+    except RecursionError:
+        raise ValueError(f"{found}: $: {_TOO_DEEP}") from None
     try:
         # A model's folder names it (".../olmo-2/tokenizer.json"); a file of another
         # name names itself.
@@ -106,6 +117,12 @@ def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
 
     if not isinstance(data, dict):
         raise _Bad("$", f"the document is a JSON {type(data).__name__}, not an object")
+    # The model's vocab and merges are left out (they are most of a file: checking
+    # them took 25 ms of dolma2's 600 ms load): _bpe checks that each entry is flat.
+    model = data.get("model")
+    big = [model.get(k) for k in ("vocab", "merges")] if isinstance(model, dict) else []
+    if _deeper_than(data, _MAX_DEPTH, skip=frozenset(id(x) for x in big)):
+        raise _Bad("$", _TOO_DEEP)
     for key in ("truncation", "padding"):
         if data.get(key) is not None:
             raise _Bad(key, "not supported (encode would cut or pad the ids); set it to null")
@@ -139,31 +156,56 @@ def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
 
 def _object(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _Bad(path, f"expected a JSON object, found {json.dumps(value)[:60]}")
+        raise _Bad(path, f"expected a JSON object, found {_show(value)}")
     return value
 
 
 def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _Bad(path, f"expected a JSON array, found {json.dumps(value)[:60]}")
+        raise _Bad(path, f"expected a JSON array, found {_show(value)}")
     return value
 
 
 def _str(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise _Bad(path, f"expected a string, found {json.dumps(value)[:60]}")
+        raise _Bad(path, f"expected a string, found {_show(value)}")
     return value
 
 
 def _bool(obj: dict[str, Any], key: str, path: str, default: bool) -> bool:
     value = obj.get(key, default)
     if not isinstance(value, bool):
-        raise _Bad(f"{path}.{key}", f"expected true or false, found {json.dumps(value)[:60]}")
+        raise _Bad(f"{path}.{key}", f"expected true or false, found {_show(value)}")
     return value
 
 
 def _type(obj: dict[str, Any], path: str) -> str:
     return _str(obj.get("type"), f"{path}.type")
+
+
+def _deeper_than(data: Any, limit: int, skip: frozenset[int] = frozenset()) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels deep in ``data``,
+    found without recursion; the contents of containers whose ``id`` is in ``skip``
+    are not looked at."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in skip:
+            continue
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _show(value: Any) -> str:
+    """``value`` as JSON for a message, cut to 60 characters; a deep one unwritten."""
+    if isinstance(value, dict | list) and _deeper_than(value, 8):
+        return "an array or object nested more than 8 levels deep"
+    return json.dumps(value)[:60]
 
 
 def _unsupported(kind: str, path: str, what: str, supported: str) -> _Bad:
@@ -256,6 +298,8 @@ def _onig_possessive_interval(text: str) -> bool:
 
 
 def _normalizers(spec: Any, path: str) -> list[tuple[str, str, bool, str]]:
+    from bpekit import _core
+
     out: list[tuple[str, str, bool, str]] = []
 
     def walk(node: Any, at: str) -> None:
@@ -272,7 +316,15 @@ def _normalizers(spec: Any, path: str) -> list[tuple[str, str, bool, str]]:
             text, literal = _pattern(node, at)
             if not text:
                 raise _Bad(f"{at}.pattern", "an empty pattern is not supported")
-            out.append((kind, text, literal, _str(node.get("content"), f"{at}.content")))
+            step = (kind, text, literal, _str(node.get("content"), f"{at}.content"))
+            if not literal:
+                # The core checks the regex (it refuses one that can match the empty
+                # string, which tokenizers replaces inconsistently): here, to name it.
+                try:
+                    _core.hf_normalize([step], "")
+                except ValueError as e:
+                    raise _Bad(f"{at}.pattern.Regex", str(e)) from None
+            out.append(step)
         elif kind == "Prepend":
             out.append((kind, "", False, _str(node.get("prepend"), f"{at}.prepend")))
         else:
@@ -293,11 +345,11 @@ def _decoder(spec: Any, path: str) -> None:
 
 def _byte_level(text: str) -> bytes | None:
     """The bytes of a byte-level token text, or ``None`` where a character is not one
-    of the 256."""
-    table = unicode_to_bytes()
+    of the 256 (``decode_token`` runs in C: a generator over the characters took 0.8 s
+    for an added token of 10 MB)."""
     try:
-        return bytes(table[c] for c in text)
-    except KeyError:
+        return decode_token(text)
+    except ValueError:
         return None
 
 
@@ -320,7 +372,7 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
     ids: dict[int, str] = {}
     for text, i in raw_vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
-            raise _Bad(f"{path}.vocab[{text!r}]", f"id {json.dumps(i)} is not an integer in 0..2**32-1")
+            raise _Bad(f"{path}.vocab[{text!r}]", f"id {_show(i)} is not an integer in 0..2**32-1")
         b = _byte_level(text)
         if b is None:
             # Not byte-level text (a special token kept in the vocab): its own bytes;
@@ -333,7 +385,9 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
         ids.setdefault(i, text)
         by_text[text] = b
         vocab.setdefault(b, i)
-    merges: list[tuple[bytes, bytes]] = []
+    # tokenizers ranks a pair by its last line (it builds its merge map line by line, a
+    # later line overwriting an earlier one); the core ranks by order in the list.
+    by_last_line: dict[tuple[bytes, bytes], None] = {}
     for k, m in enumerate(_list(model.get("merges", []), f"{path}.merges")):
         at = f"{path}.merges[{k}]"
         if isinstance(m, str):
@@ -343,12 +397,15 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
         elif isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m):
             parts = m
         else:
-            raise _Bad(at, f'expected "a b" or ["a", "b"], found {json.dumps(m)[:60]}')
+            raise _Bad(at, f'expected "a b" or ["a", "b"], found {_show(m)}')
         a, b = parts
         for part in (a, b, a + b):
             if part not in by_text:
                 raise _Bad(at, f"{part!r} is not in the vocab")
-        merges.append((by_text[a], by_text[b]))
+        pair = (by_text[a], by_text[b])
+        by_last_line.pop(pair, None)
+        by_last_line[pair] = None
+    merges = list(by_last_line)
     missing = [b for b in range(256) if bytes([b]) not in vocab]
     if any(b not in _NEVER_IN_UTF8 for b in missing):
         raise _Bad(
@@ -403,7 +460,7 @@ def _added_tokens(
         content = _str(tok.get("content"), f"{at}.content")
         given = tok.get("id")
         if not isinstance(given, int) or isinstance(given, bool) or not 0 <= given < 1 << 32:
-            raise _Bad(f"{at}.id", f"{json.dumps(given)} is not an integer in 0..2**32-1")
+            raise _Bad(f"{at}.id", f"{_show(given)} is not an integer in 0..2**32-1")
         if given in seen_ids:
             raise _Bad(f"{at}.id", f"id {given} is also the id of {path}[{seen_ids[given]}]")
         if content in seen_content:
@@ -469,7 +526,11 @@ def _post_processor(spec: Any, path: str) -> tuple[list[int], list[int]]:
                     raise _Bad(f"{pat}.SpecialToken.id", f"{name!r} is not in {at}.special_tokens")
                 where = f"{at}.special_tokens[{name!r}]"
                 ids = _list(_object(specials[name], where).get("ids"), f"{where}.ids")
-                (suffix if seen_a else prefix).extend(int(i) for i in ids)
+                for j, i in enumerate(ids):
+                    # As tokenizers reads them (u32): 1.0, true and -1 are refused.
+                    if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
+                        raise _Bad(f"{where}.ids[{j}]", f"{_show(i)} is not an integer in 0..2**32-1")
+                (suffix if seen_a else prefix).extend(ids)
             else:
                 raise _Bad(pat, "expected a Sequence or a SpecialToken")
         if not seen_a:

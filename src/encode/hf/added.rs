@@ -3,9 +3,10 @@
 //! `single_word`, `lstrip` and `rstrip`, special tokens skipped where a call does not
 //! recognise them (`tokenizers`' `encode_special_tokens`).
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashSet;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::specials::SpecialMatcher;
 
 /// An added token as `tokenizer.json` gives it.
 #[derive(Clone, Debug)]
@@ -33,34 +34,41 @@ pub(crate) enum Part<'t> {
 }
 
 /// The added tokens matched in one kind of text (the raw text, or the normalized).
+///
+/// Matched as special tokens are (leftmost-longest, in time linear in their size):
+/// aho-corasick's default DFA walks failure links unmemoized, and one periodic token
+/// "Q" * 20_000 took 1.5 s to load, 4x that for twice the length. The matcher of the
+/// raw text is also the encoder's special tokens' ([`AddedSet::matcher`]): built once.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AddedSet {
-    automaton: Option<AhoCorasick>,
-    /// By pattern index: the token (its content may be normalized).
+    matcher: SpecialMatcher,
+    /// By index in the matcher: the token (its content may be normalized).
     tokens: Vec<AddedToken>,
 }
 
 impl AddedSet {
+    /// Empty contents never match; of tokens of one content (normalized tokens may
+    /// normalize to one) the first is kept, the one leftmost-longest matching found.
     pub(crate) fn new(tokens: Vec<AddedToken>) -> Result<Self> {
+        let mut seen = FxHashSet::default();
         let tokens: Vec<AddedToken> = tokens
             .into_iter()
-            .filter(|t| !t.content.is_empty())
+            .filter(|t| !t.content.is_empty() && seen.insert(t.content.clone()))
             .collect();
-        if tokens.is_empty() {
-            return Ok(Self::default());
-        }
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(tokens.iter().map(|t| t.content.as_bytes()))
-            .map_err(|e| Error::invalid(format!("cannot match the added tokens: {e}")))?;
+        let contents: Vec<String> = tokens.iter().map(|t| t.content.clone()).collect();
         Ok(Self {
-            automaton: Some(automaton),
+            matcher: SpecialMatcher::new(&contents)?,
             tokens,
         })
     }
 
     pub(crate) fn tokens(&self) -> &[AddedToken] {
         &self.tokens
+    }
+
+    /// The matcher of the tokens' contents, by index in [`AddedSet::tokens`].
+    pub(crate) fn matcher(&self) -> &SpecialMatcher {
+        &self.matcher
     }
 
     /// Calls `f` with the parts of `text` in order: the text between tokens (never
@@ -73,17 +81,10 @@ impl AddedSet {
         recognise: impl Fn(u32) -> bool,
         mut f: impl FnMut(Part<'t>) -> Result<()>,
     ) -> Result<()> {
-        let Some(automaton) = &self.automaton else {
-            return if text.is_empty() {
-                Ok(())
-            } else {
-                f(Part::Text(text))
-            };
-        };
         let mut start_offset = 0;
-        for m in automaton.find_iter(text) {
-            let token = &self.tokens[m.pattern().as_usize()];
-            let (mut start, mut stop) = (m.start(), m.end());
+        for (start, stop, index) in self.matcher.find_iter(text.as_bytes()) {
+            let token = &self.tokens[index];
+            let (mut start, mut stop) = (start, stop);
             if token.special && !recognise(token.id) {
                 continue;
             }

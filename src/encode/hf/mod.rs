@@ -75,9 +75,13 @@ impl Front {
         &self.description
     }
 
-    /// The added tokens matched in the raw text: `(content, id)`.
-    pub(crate) fn raw_tokens(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.raw.tokens().iter().map(|t| (t.content.as_str(), t.id))
+    /// The added tokens matched in the raw text, as the encoder's special tokens:
+    /// their matcher is shared, not built again (a 10 MB token took ~1 s to match).
+    pub(crate) fn raw_specials(&self) -> Specials {
+        Specials {
+            matcher: self.raw.matcher().clone(),
+            ids: self.raw.tokens().iter().map(|t| t.id).collect(),
+        }
     }
 
     /// Whether a text may be cut before a match of its raw added tokens and each part

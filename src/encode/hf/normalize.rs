@@ -69,9 +69,7 @@ impl Normalizer {
                         }
                         let regex = match literal {
                             true => None,
-                            false => Some(fancy_regex::Regex::new(pattern).map_err(|e| {
-                                Error::invalid(format!("invalid Replace pattern {pattern:?}: {e}"))
-                            })?),
+                            false => Some(replace_regex(pattern)?),
                         };
                         Step::Replace {
                             regex,
@@ -112,6 +110,49 @@ impl Normalizer {
             }
         }
         Ok(cur)
+    }
+}
+
+/// A `Replace` regex, refused where it may match the empty string: `tokenizers`
+/// gives such matches no consistent meaning. With `x*` its `normalize_str` gives
+/// "ZaZbZ" for "ab" while `encode` panics (index out of bounds); with `^`, `\b` or
+/// `(?=a)` the `encode` of 0.22 puts the replacement in twice at the start of the
+/// text, and that of 0.23 panics. No real `tokenizer.json` has one (they replace runs
+/// of spaces, control characters and the like).
+fn replace_regex(pattern: &str) -> Result<fancy_regex::Regex> {
+    let regex = fancy_regex::Regex::new(pattern)
+        .map_err(|e| Error::invalid(format!("invalid Replace pattern {pattern:?}: {e}")))?;
+    let tree = fancy_regex::Expr::parse_tree(pattern)
+        .map_err(|e| Error::invalid(format!("invalid Replace pattern {pattern:?}: {e}")))?;
+    if min_len(&tree.expr) == 0 {
+        return Err(Error::invalid(format!(
+            "the Replace pattern {pattern:?} can match the empty string, which is not supported \
+             (tokenizers replaces such matches inconsistently); make it match at least one character"
+        )));
+    }
+    Ok(regex)
+}
+
+/// The fewest bytes a match of `expr` can have; 0 for what this does not look into
+/// (zero-width assertions, back-references, conditions): erring low only refuses.
+fn min_len(expr: &fancy_regex::Expr) -> usize {
+    use fancy_regex::{AstNode, Expr};
+    match expr {
+        Expr::Any { .. } | Expr::GeneralNewline { .. } | Expr::Delegate { .. } => 1,
+        Expr::Literal { val, .. } => val.len(),
+        Expr::LiteralBytes { bytes } => bytes.len(),
+        Expr::Concat(parts) => parts.iter().map(min_len).fold(0, usize::saturating_add),
+        Expr::Alt(parts) => parts.iter().map(min_len).min().unwrap_or(0),
+        Expr::Group(inner) => min_len(inner),
+        Expr::AtomicGroup(inner) => min_len(inner),
+        Expr::AstNode(AstNode::AstGroup { inner, .. }, _) => min_len(inner),
+        Expr::Repeat { child, lo, .. } => lo.saturating_mul(min_len(child)),
+        Expr::Conditional {
+            true_branch,
+            false_branch,
+            ..
+        } => min_len(true_branch).min(min_len(false_branch)),
+        _ => 0,
     }
 }
 
@@ -156,6 +197,15 @@ impl Step {
                     Some(r) => {
                         for m in r.find_iter(text) {
                             let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                            if m.start() == m.end() {
+                                // `replace_regex` refuses what can match empty; were one
+                                // let through, an error beats ids `tokenizers` does not give.
+                                return Err(Error::invalid(format!(
+                                    "the Replace pattern {:?} matched the empty string at byte {}",
+                                    r.as_str(),
+                                    m.start()
+                                )));
+                            }
                             replace(m.start(), m.end());
                         }
                     }
@@ -206,5 +256,36 @@ mod tests {
             content: "#".into(),
         };
         assert_eq!(norm(&[regex], "a12b3"), "a#b#");
+    }
+
+    #[test]
+    fn a_replace_that_can_match_empty_is_refused() {
+        let replace = |pattern: &str| {
+            Normalizer::new(&[NormSpec::Replace {
+                pattern: pattern.into(),
+                literal: false,
+                content: "Z".into(),
+            }])
+        };
+        for empty in [
+            "x*", "x?", "x|", "^", "$", r"\b", "(?=a)", "(x*)", "(?:a|)", "a{0,3}",
+        ] {
+            assert!(replace(empty).is_err(), "{empty:?} can match empty");
+        }
+        for nonempty in [
+            "x+",
+            " {2,}",
+            r"\s+",
+            "[\u{0}-\u{1f}]",
+            "(ab)|c",
+            "(?=a)a",
+            r"(a)\1",
+            r"\p{L}",
+        ] {
+            assert!(
+                replace(nonempty).is_ok(),
+                "{nonempty:?} matches a character"
+            );
+        }
     }
 }
