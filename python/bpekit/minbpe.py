@@ -72,6 +72,13 @@ _SCANNERS = {GPT2_SPLIT_PATTERN: "gpt2", GPT4_SPLIT_PATTERN: "llama3"}
 
 Pair = tuple[int, int]
 
+#: The most bytes all tokens of a loaded ``.model`` may hold together. A merge line
+#: makes a token as long as its two parts, so 45 lines of doubling merges ask for
+#: 2**46 bytes and a 260 KB chain of 30K merges for 450 MB (1.76 GB in Python), where
+#: vocabularies trained on text hold a few MB (cl100k's 100K tokens: 0.64 MB, o200k's
+#: 200K: 1.4 MB). Checked on the lengths, before any token is made.
+MAX_MODEL_TOKEN_BYTES = 1 << 28
+
 
 # ---- minbpe's helpers, as minbpe has them -------------------------------------------
 
@@ -378,8 +385,17 @@ class Tokenizer:
         path = os.fspath(model_file)
         if not path.endswith(".model"):
             raise ValueError(f"{path}: a minbpe model file ends in .model")
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            # Universal newlines, as minbpe's text-mode open reads the file.
+            text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError as e:
+            line_no = raw.count(b"\n", 0, e.start) + 1
+            raise ValueError(
+                f"{path}, line {line_no}: not UTF-8 (byte {e.start}); a minbpe .model file is UTF-8 text"
+            ) from None
+        lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
 
@@ -401,13 +417,18 @@ class Tokenizer:
         for k in range(num_special):
             text = line(3 + k, "a special token")
             parts = text.strip().split()
-            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            if len(parts) != 2 or not (parts[1].isascii() and parts[1].lstrip("-").isdigit()):
                 raise ValueError(f"{path}, line {4 + k}: {text[:40]!r} is not 'TOKEN ID'")
             specials[parts[0]] = int(parts[1])
         merges: dict[Pair, int] = {}
+        line_of: dict[Pair, int] = {}
+        # Each token's length in bytes, and all of them together: known before any
+        # token is made.
+        lengths = [1] * 256
+        total = 256
         for n in range(3 + num_special, len(lines)):
             parts = lines[n].split()
-            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
                 raise ValueError(f"{path}, line {n + 1}: {lines[n][:40]!r} is not a merge 'ID ID'")
             idx = 256 + len(merges)
             a, b = int(parts[0]), int(parts[1])
@@ -415,7 +436,21 @@ class Tokenizer:
                 raise ValueError(
                     f"{path}, line {n + 1}: merge ({a}, {b}) names a token not made yet (next is {idx})"
                 )
+            if (a, b) in merges:
+                raise ValueError(
+                    f"{path}, line {n + 1}: merge ({a}, {b}) is also line {line_of[(a, b)]} "
+                    "(each pair is merged once; is the file damaged?)"
+                )
+            lengths.append(lengths[a] + lengths[b])
+            total += lengths[-1]
+            if total > MAX_MODEL_TOKEN_BYTES:
+                raise ValueError(
+                    f"{path}, line {n + 1}: the tokens made up to this merge hold {total:,} bytes, "
+                    f"more than the {MAX_MODEL_TOKEN_BYTES:,} (bpekit.minbpe.MAX_MODEL_TOKEN_BYTES) "
+                    "a model is loaded with (models trained on text hold a few MB; is the file damaged?)"
+                )
             merges[(a, b)] = idx
+            line_of[(a, b)] = n + 1
         self.pattern = pattern
         self.merges = merges
         self.special_tokens = specials
