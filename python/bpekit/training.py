@@ -26,7 +26,7 @@ from bpekit._paths import PathArg
 from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
 from bpekit._utf8 import check_errors
-from bpekit.sources import check_special_in_text, resolve, warn_skipped
+from bpekit.sources import check_some_read, check_special_in_text, resolve, warn_skipped
 
 __all__ = ["WordCounts", "count_pretokens", "count_with_stats", "train_bpe", "train_from_counts"]
 
@@ -145,7 +145,8 @@ def count_with_stats(
             special_in_text=special_in_text,
             bad_records=bad_records,
         )
-    stats = inputs.stats(native)
+    stats = dict(native)
+    check_some_read(stats)  # before a vocabulary is trained from no text
     stats["files"] = inputs.files
     return counts, stats
 
@@ -156,9 +157,13 @@ MAX_VOCAB_SIZE = (1 << 21) - 1
 
 def check_vocab_size(vocab_size: int, specials: Sequence[str]) -> None:
     """Refuses a ``vocab_size`` that is not an int, below the byte and special tokens,
-    or beyond what the encoder can hold, and special tokens that no vocabulary can
-    hold (``check_trainable_special_tokens``), before any work starts."""
-    check_trainable_special_tokens(specials)
+    or beyond what the encoder can hold, before any work starts.
+
+    A special token of one byte (``"|"``) is trained as CS336 says: the corpus is split
+    at it, and the vocabulary holds it under an id of its own beside byte token 124.
+    Only ``vocab.json`` cannot hold two tokens of the same bytes; ``bpekit train``,
+    which writes one, refuses such a token before counting
+    (``bpekit.formats.gpt2.check_distinct_special_tokens``)."""
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     if vocab_size < 256 + len(specials):
@@ -170,29 +175,6 @@ def check_vocab_size(vocab_size: int, specials: Sequence[str]) -> None:
         raise ValueError(
             f"vocab_size {vocab_size} is too large: bpekit's encoder holds at most {MAX_VOCAB_SIZE:,} tokens"
         )
-
-
-def check_trainable_special_tokens(specials: Sequence[str]) -> None:
-    """Refuses a special token of one byte (``"\\n"``, ``"e"``): bytes 0..255 are tokens
-    0..255 already, and a vocabulary cannot give the same bytes two ids (vocab.json
-    maps each token to one id), so saving failed, after all the training.
-
-    Counting may still split the corpus at such a text: pass it to ``count_pretokens``
-    and not to ``train_from_counts``.
-
-    >>> check_trainable_special_tokens(["<|endoftext|>", "\\n"])
-    Traceback (most recent call last):
-    ...
-    ValueError: special token '\\n' is one byte, which is token 10 already: ...
-    """
-    for token in specials:
-        data = token.encode("utf-8") if isinstance(token, str) else b""
-        if len(data) == 1:
-            raise ValueError(
-                f"special token {token!r} is one byte, which is token {data[0]} already: a vocabulary "
-                "cannot hold the same bytes twice, so special tokens to train with must be 2 bytes or "
-                "more (count_pretokens may still split the corpus at it)"
-            )
 
 
 def train_from_counts(
@@ -207,8 +189,9 @@ def train_from_counts(
 
     Returns ``(vocab, merges)``: ids 0..255 are the bytes by value, then the special
     tokens in the order given, then one token per merge in creation order. Fewer
-    merges are made when no pair is left to merge. A special token must be 2 bytes or
-    more: one byte is a byte token already (see ``check_trainable_special_tokens``).
+    merges are made when no pair is left to merge. A special token of one byte (``"|"``)
+    gets an id of its own beside its byte's token, as CS336 and ``bpekit.reference``
+    give it (vocab.json cannot hold the two; ``Tokenizer`` encodes it to its own id).
     ``num_threads`` (default all cores) share the large merges, those of words by the
     million that open a large corpus's training; the result does not depend on it.
     """
@@ -243,9 +226,7 @@ def train_bpe(
     Face dataset or an iterable of ``str`` documents; ``.gz`` and ``.zst`` files are read
     transparently, JSON lines and Parquet by their field ``text_field``. See
     ``count_pretokens`` and ``train_from_counts`` for the options. Arguments are checked
-    before the corpus is read: a special token of one byte (``"\\n"``), which is a byte
-    token already, is a ``ValueError``; to split the corpus at one, call
-    ``count_pretokens`` with it and ``train_from_counts`` without.
+    before the corpus is read.
 
     >>> vocab, merges = train_bpe(iter(["low lower", "lowest"]), 258)
     >>> merges

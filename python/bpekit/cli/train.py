@@ -188,6 +188,10 @@ def train_and_summarize(
     inputs: list[str], vocab_size: int, special_tokens: list[str], out: Path, args: argparse.Namespace
 ) -> int:
     check_vocab_size(vocab_size, special_tokens)
+    # --out is a vocab.json folder: a token it cannot hold is refused before counting.
+    from bpekit.formats.gpt2 import check_distinct_special_tokens
+
+    check_distinct_special_tokens(special_tokens, "--special-token")
     check_out_folder(out)
     progress = not args.quiet
     t0 = time.perf_counter()

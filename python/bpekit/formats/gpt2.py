@@ -78,14 +78,41 @@ def vocab_merges_bytes(
     seen: dict[bytes, int] = {}
     for i, tok in vocab.items():
         if tok in seen:
+            first, second = sorted((seen[tok], i))
             raise ValueError(
-                f"ids {seen[tok]} and {i} are the same bytes {tok!r}; vocab.json cannot hold both"
+                f"ids {first} and {second} are the same bytes {tok!r}; vocab.json maps each "
+                "token to one id and cannot hold both (a special token of one byte, trained "
+                'beside its byte\'s token, makes such a pair): save it with format="tiktoken" '
+                "or pickle it"
             )
         seen[tok] = i
     data = {encode_token(tok): i for i, tok in sorted(vocab.items())}
     text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     lines = [VERSION_LINE] + [f"{encode_token(a)} {encode_token(b)}" for a, b in merges]
     return text.encode("utf-8"), ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def check_distinct_special_tokens(special_tokens: Sequence[str], flag: str = "special token") -> None:
+    """Refuses, before any training, a special token that a vocab.json of the trained
+    vocabulary could not hold: one of one byte (``"|"``), which training gives an id of
+    its own beside its byte's token (CS336's semantics), where vocab.json maps each
+    token's bytes to a single id. ``flag`` names the token as the caller takes it.
+
+    >>> check_distinct_special_tokens(["<|endoftext|>", "|"], "--special-token")
+    Traceback (most recent call last):
+    ...
+    ValueError: --special-token '|' is one byte, the bytes of byte token 124: ...
+    """
+    for token in special_tokens:
+        data = token.encode("utf-8")
+        if len(data) == 1:
+            raise ValueError(
+                f"{flag} {token!r} is one byte, the bytes of byte token {data[0]}: training gives "
+                "it an id of its own, and vocab.json maps each token to one id, so it cannot hold "
+                "both; give a special token of 2 bytes or more (say '<|sep|>'), or train with "
+                'bpekit.train_bpe in Python and save with Tokenizer.save(DIR, format="tiktoken"), '
+                "which hold both"
+            )
 
 
 def save_vocab_merges(
@@ -145,13 +172,29 @@ def json_object(path: Path, what: str) -> Callable[[list[tuple[str, Any]]], dict
     return hook
 
 
+def parse_json(path: Path, text: str, what: str, shape: str) -> Any:
+    """``json.loads`` of the text of ``path``, a ``what`` file (keys given twice are an
+    error: ``json_object``). Errors name the file: text that is not JSON, and JSON
+    nested too deeply, where Python's parser raises ``RecursionError`` (a traceback from
+    the command line) at ~1,000 levels; ``shape`` says what the file holds instead.
+
+    >>> parse_json(Path("tok/vocab.json"), "[" * 5000 + "]" * 5000, "token", "one object of token -> id")
+    Traceback (most recent call last):
+    ...
+    ValueError: tok/vocab.json: JSON nested too deeply to read; a vocab.json is one object of token -> id
+    """
+    try:
+        return json.loads(text, object_pairs_hook=json_object(path, what))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to read; a {path.name} is {shape}") from None
+
+
 def load_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
     """Reads ``vocab.json`` into {id: bytes}; a token given twice is an error."""
     path = Path(vocab_path)
-    try:
-        data = json.loads(read_utf8(path), object_pairs_hook=json_object(path, "token"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    data = parse_json(path, read_utf8(path), "token", "one object of token -> id")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object of token -> id")
     vocab: dict[int, bytes] = {}
