@@ -1,12 +1,15 @@
 //! Progress and cancellation shared between a long-running job and whoever watches it.
 //!
-//! The core never calls back into Python: it bumps atomic counters and polls a
-//! cancel flag; the binding layer reads the counters to draw a progress bar and
-//! sets the flag on Ctrl-C.
+//! The core never calls back into Python on its own: it bumps atomic counters and
+//! polls a cancel flag; the binding layer reads the counters to draw a progress bar and
+//! sets the flag on Ctrl-C. Work that must run on the watching thread (pulling a Python
+//! generator, see [`on_thread`]) is handed to it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -14,8 +17,20 @@ use crate::error::{Error, Result};
 pub struct Progress {
     done: AtomicU64,
     total: AtomicU64,
-    cancelled: AtomicBool,
+    /// Shared with readers that wait outside any loop of the core (a pipe's,
+    /// [`Progress::cancel_flag`]).
+    cancelled: Arc<AtomicBool>,
 }
+
+/// What wakes the thread that watches a job: the job's end, or work to run there.
+enum Wake {
+    Done,
+    Call(Box<dyn FnOnce() + Send>),
+}
+
+/// The threads that watch a job now ([`run_watched`]), and where work for each goes
+/// ([`on_thread`]). A few entries at most: one per thread that runs a job.
+static WATCHERS: Mutex<Vec<(ThreadId, mpsc::Sender<Wake>)>> = Mutex::new(Vec::new());
 
 impl Progress {
     pub fn new() -> Self {
@@ -44,6 +59,11 @@ impl Progress {
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
     }
+    /// The cancel flag, for a reader that waits on something else (a pipe) and checks
+    /// it between waits.
+    pub(crate) fn cancel_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.cancelled)
+    }
     /// `Err(Cancelled)` once someone asked to stop; jobs call it between units of work.
     pub(crate) fn check(&self) -> Result<()> {
         if self.cancelled.load(Ordering::Relaxed) {
@@ -54,9 +74,63 @@ impl Progress {
     }
 }
 
+/// Runs `work` on `thread` if it watches a job now ([`run_watched`]'s caller) and
+/// returns what it returns, waiting for it; runs it here otherwise. `Err(Cancelled)`
+/// when the job was stopped before `work` could run.
+///
+/// Why: a Python generator pulled on a worker thread could not be interrupted. Python
+/// runs signal handlers on its main thread only, so Ctrl-C waited for a generator
+/// blocked in `time.sleep` to yield, and forever for one blocked in `queue.get()`.
+/// Pulled on the thread that called the job (the main thread, for a script), a signal
+/// stops the generator where it waits, as it would a plain `for` loop over it.
+pub fn on_thread<R: Send + 'static>(
+    thread: ThreadId,
+    work: impl FnOnce() -> R + Send + 'static,
+) -> Result<R> {
+    let watcher = WATCHERS.lock().ok().and_then(|w| {
+        w.iter()
+            .find(|(id, _)| *id == thread)
+            .map(|(_, tx)| tx.clone())
+    });
+    let Some(watcher) = watcher else {
+        return Ok(work());
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    let call = Box::new(move || {
+        let _ = tx.send(work());
+    });
+    watcher
+        .send(Wake::Call(call))
+        .map_err(|_| Error::Cancelled)?;
+    // The watcher drops the call unrun once the job is cancelled, which ends this wait.
+    rx.recv().map_err(|_| Error::Cancelled)
+}
+
+/// Registers this thread as the watcher that `sender` reaches ([`on_thread`]), or
+/// (`None`) takes it off.
+fn set_watcher(sender: Option<mpsc::Sender<Wake>>) {
+    let me = std::thread::current().id();
+    if let Ok(mut w) = WATCHERS.lock() {
+        w.retain(|(id, _)| *id != me);
+        w.extend(sender.map(|tx| (me, tx)));
+    }
+}
+
+/// Sends [`Wake::Done`] when dropped: at the end of a job, also one that panicked.
+struct DoneOnDrop(mpsc::Sender<Wake>);
+
+impl Drop for DoneOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Wake::Done);
+    }
+}
+
 /// Runs `job` on a thread of its own while this thread calls `tick` every `every`: to
 /// draw progress, or to notice Ctrl-C. An `Err` from `tick` cancels the job and comes
 /// back beside the job's outcome; `tick` is not called again after one.
+///
+/// Work the job hands to this thread ([`on_thread`]) runs here as it comes,
+/// between ticks.
 ///
 /// A panic in the job comes back as [`Error::Internal`] instead of being raised again
 /// on this thread, so that the caller can report it as an error: the job's thread is
@@ -73,56 +147,74 @@ where
     K: FnMut(&Progress) -> std::result::Result<(), E>,
 {
     // Taken by whichever thread runs it (see below).
-    let job = std::sync::Mutex::new(Some(job));
-    let job = &job;
-    std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel();
-        let run = move |tx: mpsc::Sender<_>| {
-            let _watched = Watched::enter(progress);
-            let job = job.lock().ok().and_then(|mut j| j.take());
-            if let Some(job) = job {
-                let _ = tx.send(job(progress));
+    let job = Mutex::new(Some(job));
+    let outcome: Mutex<Option<Result<T>>> = Mutex::new(None);
+    let (job, slot) = (&job, &outcome);
+    let run = move || {
+        let _watched = Watched::enter(progress);
+        let job = job.lock().ok().and_then(|mut j| j.take());
+        if let Some(job) = job {
+            let r = job(progress);
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(r);
             }
-        };
-        let spawned = std::thread::Builder::new().spawn_scoped(s, {
-            let tx = tx.clone();
-            move || run(tx)
+        }
+    };
+    let take = || outcome.lock().ok().and_then(|mut o| o.take());
+    let stopped_by = std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        set_watcher(Some(tx.clone()));
+        let done = DoneOnDrop(tx);
+        let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+            let _done = done;
+            run();
         });
         let handle = match spawned {
             Ok(handle) => handle,
             // No thread to be had (a memory or thread limit): the job runs here, with
             // no ticks, and fails where it needs memory it cannot get.
             Err(_) => {
-                run(tx);
-                let outcome = rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Err(Error::internal("the job did not run")));
-                return (outcome, None);
+                set_watcher(None);
+                run();
+                return None;
             }
         };
-        drop(tx);
         let mut stopped_by = None;
-        let outcome = loop {
-            match rx.recv_timeout(every) {
-                Ok(r) => break Some(r),
-                Err(RecvTimeoutError::Disconnected) => break None,
-                Err(RecvTimeoutError::Timeout) => {
-                    if stopped_by.is_none() {
-                        if let Err(e) = tick(progress) {
-                            progress.cancel();
-                            stopped_by = Some(e);
-                        }
+        let mut next_tick = Instant::now() + every;
+        loop {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(Wake::Done) | Err(RecvTimeoutError::Disconnected) => break,
+                // Once the job is cancelled, a call is dropped unrun: its asker stops.
+                Ok(Wake::Call(call)) if stopped_by.is_none() && progress.check().is_ok() => call(),
+                Ok(Wake::Call(_)) | Err(RecvTimeoutError::Timeout) => {}
+            }
+            // Also after calls, which may come faster than ticks.
+            if Instant::now() >= next_tick {
+                next_tick = Instant::now() + every;
+                if stopped_by.is_none() {
+                    if let Err(e) = tick(progress) {
+                        progress.cancel();
+                        stopped_by = Some(e);
                     }
                 }
             }
-        };
-        let outcome = match (outcome, handle.join()) {
-            (Some(r), _) => r,
-            (None, Err(payload)) => Err(Error::from_panic(payload.as_ref())),
-            (None, Ok(())) => Err(Error::internal("the job's thread ended without a result")),
-        };
-        (outcome, stopped_by)
-    })
+        }
+        set_watcher(None);
+        // Calls sent after the end are dropped with `rx`: their askers stop.
+        drop(rx);
+        if let Err(payload) = handle.join() {
+            if let Ok(mut slot) = outcome.lock() {
+                slot.get_or_insert(Err(Error::from_panic(payload.as_ref())));
+            }
+        }
+        stopped_by
+    });
+    let outcome = match take() {
+        Some(r) => r,
+        None => Err(Error::internal("the job's thread ended without a result")),
+    };
+    (outcome, stopped_by)
 }
 
 thread_local! {
@@ -135,7 +227,7 @@ struct Watched;
 
 impl Watched {
     fn enter(progress: &Progress) -> Self {
-        WATCHED.with(|w| w.set(&progress.cancelled));
+        WATCHED.with(|w| w.set(Arc::as_ptr(&progress.cancelled)));
         Watched
     }
 }
@@ -194,6 +286,48 @@ mod tests {
             |p| loop {
                 p.check()?;
                 std::thread::sleep(Duration::from_millis(1));
+            },
+            TICK,
+            |_| Err::<(), _>("interrupted"),
+        );
+        assert!(matches!(outcome, Err::<(), _>(Error::Cancelled)));
+        assert_eq!(stopped, Some("interrupted"));
+    }
+
+    /// Work handed to the watching thread runs there, at once (not at the next tick),
+    /// and is dropped unrun once the job is cancelled, which stops its asker.
+    #[test]
+    fn on_thread_runs_work_on_the_watching_thread() {
+        let progress = Progress::new();
+        let me = std::thread::current().id();
+        let started = std::time::Instant::now();
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |_| {
+                let mut ran_on = Vec::new();
+                for _ in 0..20 {
+                    ran_on.push(on_thread(me, || std::thread::current().id())?);
+                }
+                Ok(ran_on)
+            },
+            Duration::from_secs(10),
+            |_| Ok::<(), ()>(()),
+        );
+        assert!(outcome.unwrap().iter().all(|&id| id == me) && stopped.is_none());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // With no job watched on `me`, work runs on the asking thread.
+        let elsewhere = std::thread::spawn(move || on_thread(me, || std::thread::current().id()));
+        let asker = elsewhere.thread().id();
+        assert_eq!(elsewhere.join().unwrap().unwrap(), asker);
+        // Cancelled: the work never runs, and its asker gets `Cancelled`.
+        let progress = Progress::new();
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |p| {
+                while p.check().is_ok() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                on_thread(me, || panic!("ran after the job was cancelled"))
             },
             TICK,
             |_| Err::<(), _>("interrupted"),

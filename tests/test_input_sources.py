@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bpekit import sources
-from bpekit.sources import Skipped, file_format, resolve
+from bpekit.sources import file_format, resolve
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow (the parquet extra) is not installed")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -35,7 +35,7 @@ def texts(source: tuple) -> list[str]:
     if kind == "str":
         return list(it)
     out = []
-    for data, offsets, _, _ in it:
+    for data, offsets, *_ in it:
         raw = bytes(data)
         assert offsets.ndim == 1 and offsets.flags.c_contiguous and offsets.dtype in (np.int32, np.int64)
         out.extend(raw[offsets[i] : offsets[i + 1]].decode() for i in range(len(offsets) - 1))
@@ -240,24 +240,11 @@ def test_special_in_text_is_checked() -> None:
         sources.check_special_in_text("ordinary")
 
 
-def test_stats_add_what_python_skipped() -> None:
-    out = resolve(iter([]))
-    out.skipped.add(2, "p.parquet: row group 0, row 3: field 'text' is null")
-    stats = out.stats(
-        {
-            "documents": 5,
-            "skipped": 1,
-            "skipped_examples": ["a.jsonl: line 2 (byte 9): not JSON"],
-            "bytes": 10,
-        }
-    )
-    assert stats == {
+def test_skipped_records_are_a_warning_naming_the_first() -> None:
+    stats = {
         "documents": 5,
         "skipped": 3,
-        "skipped_examples": [
-            "a.jsonl: line 2 (byte 9): not JSON",
-            "p.parquet: row group 0, row 3: field 'text' is null",
-        ],
+        "skipped_examples": ["a.jsonl: line 2 (byte 9): not JSON"],
         "bytes": 10,
     }
     with pytest.warns(
@@ -270,13 +257,18 @@ def test_stats_add_what_python_skipped() -> None:
 # --- Arrow batches ----------------------------------------------------------------------------
 
 
+def bad_rows(batches: list) -> list:
+    """The rows without text that the batches hand to the core, which counts them."""
+    return [bad for batch in batches for bad in (batch[4] if len(batch) > 4 else [])]
+
+
 def batches_of(
     arr: Any, bad_records: str = "error", name: str = "x", row_group: int | None = None
-) -> tuple[list, Skipped]:
+) -> tuple[list, list]:
     from bpekit._arrow import string_batches
 
-    skipped = Skipped()
-    return list(string_batches(arr, name, row_group, 10, "text", bad_records, skipped)), skipped
+    batches = list(string_batches(arr, name, row_group, 10, "text", bad_records))
+    return batches, bad_rows(batches)
 
 
 def test_string_batches_are_zero_copy_views_honouring_the_array_offset() -> None:
@@ -320,10 +312,14 @@ def test_nulls_are_an_error_naming_the_row() -> None:
 
 def test_skipped_nulls_keep_the_other_rows_and_their_numbers() -> None:
     arr = pa.array([None, "a", "b", None, None, "c", None])
-    batches, skipped = batches_of(arr, "skip", row_group=1)
+    batches, bad = batches_of(arr, "skip", row_group=1)
     assert [(b[2], b[3], b[1].tolist()) for b in batches] == [(1, 11, [0, 1, 2]), (1, 15, [2, 3])]
     assert texts(("arrow", "x", iter(batches))) == ["a", "b", "c"]
-    assert skipped == Skipped(4, ["x: row group 1, row 10: field 'text' is null"])
+    assert bad == [(row, "field 'text' is null") for row in (10, 13, 14, 16)]
+    # A column of nulls only is one batch of no documents, its rows for the core to count.
+    batches, bad = batches_of(pa.nulls(3, pa.string()), "skip")
+    assert [(bytes(b[0]), b[1].tolist(), b[3]) for b in batches] == [(b"", [0], 13)]
+    assert bad == [(row, "field 'text' is null") for row in (10, 11, 12)]
 
 
 # --- Parquet ------------------------------------------------------------------------------------
@@ -334,13 +330,13 @@ def write_parquet(path: Path, table: Any, **options: Any) -> Path:
     return path
 
 
-def parquet_texts(
-    path: Path, text_field: str = "text", bad_records: str = "error"
-) -> tuple[list[str], Skipped]:
+def parquet_texts(path: Path, text_field: str = "text", bad_records: str = "error") -> tuple[list[str], list]:
     out = resolve(path, text_field=text_field, bad_records=bad_records)
     (source,) = out.sources
     assert source[:2] == ("arrow", str(path))
-    return texts(source), out.skipped
+    batches = list(source[2])
+    bad = [(b[2], *row) for b in batches for row in bad_rows([b])]
+    return texts(("arrow", str(path), iter(batches))), bad
 
 
 @pytest.mark.parametrize("compression", ["zstd", "snappy", "none"])
@@ -377,11 +373,9 @@ def test_parquet_nested_fields_and_large_strings(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match=re.escape(f"{path}: row group 0, row 1: field 'meta.body' is null")):
         parquet_texts(path, "meta.body")
-    got, skipped = parquet_texts(path, "meta.body", "skip")
+    got, bad = parquet_texts(path, "meta.body", "skip")
     assert got == ["one", "four"]
-    assert (
-        skipped.count == 2 and skipped.examples[1] == f"{path}: row group 1, row 0: field 'meta.body' is null"
-    )
+    assert bad == [(0, 1, "field 'meta.body' is null"), (1, 0, "field 'meta.body' is null")]
 
 
 def test_parquet_without_the_column_names_the_columns_it_has(tmp_path: Path) -> None:
@@ -480,8 +474,9 @@ def test_dataset_nulls_and_missing_columns(hf) -> None:
     ds = hf.Dataset.from_dict({"text": ["a", None, "c"], "n": [1, 2, 3]})
     with pytest.raises(ValueError, match=re.escape("dataset 'text' column: row 1: field 'text' is null")):
         texts(resolve(ds).sources[0])
-    out = resolve(ds, bad_records="skip")
-    assert texts(out.sources[0]) == ["a", "c"] and out.skipped.count == 1
+    batches = list(resolve(ds, bad_records="skip").sources[0][2])
+    assert texts(("arrow", "x", iter(batches))) == ["a", "c"]
+    assert bad_rows(batches) == [(1, "field 'text' is null")]
     with pytest.raises(
         ValueError, match=re.escape("dataset 'body' column: no column 'body' (its columns: text, n)")
     ):

@@ -335,34 +335,54 @@ def test_an_input_that_shrinks_while_mapped_is_an_error(
 ) -> None:
     # Issue 22, item 2: truncating an input while it was mapped killed the
     # interpreter with SIGBUS, no message, and left a hidden temporary file. The
-    # file is mapped first; a pipe after it, which this test holds open, keeps the run
-    # waiting until the file has been cut. (1 MB -> 100 bytes faults; 5000 -> 4500
-    # stays inside the last page, where reads see zeros and nothing faults.)
+    # file is mapped first; the file after it, on which this test holds a lease,
+    # keeps the run waiting in open() until the first has been cut. (A FIFO did that
+    # once, but pipes are streamed after the mapped files now.) (1 MB -> 100 bytes
+    # faults; 5000 -> 4500 stays inside the last page, where reads see zeros and
+    # nothing faults.)
+    import fcntl
+    import signal
+
     victim = tmp_path / "a.txt"
     victim.write_bytes(b"hello world\n" * (size // 12) + b"x" * (size % 12))
-    fifo = tmp_path / "b.fifo"
-    os.mkfifo(fifo)
-    if how == "count_pretokens":
-        argv = ["-c", COUNT_SCRIPT, str(victim), str(fifo)]
-    elif how == "encode":
-        argv = ["-m", "bpekit.cli", "encode", str(victim), str(fifo), "-t", "gpt2", "-o", "out.npy"]
-    else:
-        argv = ["-m", "bpekit.cli", "train", str(victim), str(fifo), "--vocab-size", "300", "--out", "tok"]
-    proc = subprocess.Popen(
-        [sys.executable, *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings")), "PYTHONPATH": str(ROOT)},
-    )
+    held = tmp_path / "b.txt"
+    held.write_text("more text\n")
+    lease = os.open(held, os.O_RDONLY)
     try:
-        with open(fifo, "w") as writer:  # opened once the run has mapped a.txt
+        fcntl.fcntl(lease, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError as e:
+        os.close(lease)
+        pytest.skip(f"no file leases here ({e})")
+    if how == "count_pretokens":
+        argv = ["-c", COUNT_SCRIPT, str(victim), str(held)]
+    elif how == "encode":
+        argv = ["-m", "bpekit.cli", "encode", str(victim), str(held), "-t", "gpt2", "-o", "out.npy"]
+    else:
+        argv = ["-m", "bpekit.cli", "train", str(victim), str(held), "--vocab-size", "300", "--out", "tok"]
+    # The run's open() of b.txt breaks the lease, which the kernel tells this
+    # process with SIGIO (blocked here, and waited for).
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGIO])
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings")), "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            assert signal.sigtimedwait([signal.SIGIO], 60) is not None, "the run never opened b.txt"
             os.truncate(victim, shrink_to)
-            writer.write("more text\n")
-        out, err = proc.communicate(timeout=60)
+            os.close(lease)  # gives the lease up: the run's open() returns
+            lease = -1
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
     finally:
-        proc.kill()
+        if lease >= 0:
+            os.close(lease)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     message = f"{victim}: changed size while being read (was {size} bytes, now {shrink_to})"
     if how == "count_pretokens":
         assert proc.returncode == 0, err
@@ -371,7 +391,7 @@ def test_an_input_that_shrinks_while_mapped_is_an_error(
         assert proc.returncode == 2, err
         assert f"bpekit {how}: error: {message}" in err
         assert "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.fifo"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
 
 
 # ---------------------------------------------------------------- custom patterns
@@ -574,7 +594,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 @linux_only
 def test_a_long_pipe_is_encoded_in_bounded_memory(tmp_path: Path) -> None:
     # A pipe was read whole into memory (an endless one until memory ran out); it is
-    # spooled to a scratch file in TMPDIR now, and mapped like a file.
+    # read as it comes now, a block at a time.
     proc = run_args(
         ["-c", PIPE_SCRIPT, str(tmp_path / "o.npy")], 300, {"BPEKIT_ENCODINGS": str(data_path("encodings"))}
     )

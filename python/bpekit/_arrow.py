@@ -1,11 +1,13 @@
 """Arrow string columns for the native reader: Parquet files and Hugging Face datasets.
 
 Each source is ``("arrow", name, batches)``; a batch is ``(data, offsets, row_group,
-first_row)`` as the native API takes it: the column's UTF-8 data buffer and its offsets
-as a numpy view, both zero-copy (the array's ``.offset`` is applied to the offsets, not
-by copying), document ``i`` being ``data[offsets[i]:offsets[i + 1]]``. Nulls never reach
-the core: ``bad_records="error"`` raises naming the row, ``"skip"`` cuts the batch
-around them (still zero-copy, so rows keep their numbers) and counts them.
+first_row[, bad])`` as the native API takes it: the column's UTF-8 data buffer and its
+offsets as a numpy view, both zero-copy (the array's ``.offset`` is applied to the
+offsets, not by copying), document ``i`` being ``data[offsets[i]:offsets[i + 1]]``.
+Nulls never reach the core as text: ``bad_records="error"`` raises naming the row,
+``"skip"`` cuts the batch around them (still zero-copy, so rows keep their numbers) and
+hands their rows to the core as ``bad``, which counts them with every other bad record
+(so a column of nulls only is a run that read nothing, an error).
 
 A Parquet file is read one row group at a time, in batches of about ``BATCH_BYTES`` of
 text, and only its text column: memory does not grow with the file. A dataset is read
@@ -13,14 +15,10 @@ through ``with_format("arrow").iter(...)``, which honours its ``select`` and ``s
 indices and an ``IterableDataset``'s lazy ``map``; only the needed column is selected.
 
 >>> import pyarrow as pa
->>> from bpekit.sources import Skipped
 >>> arr = pa.array(["ab", None, "cde", "f"])
->>> skipped = Skipped()
->>> batches = string_batches(arr, "x", None, 0, "text", "skip", skipped)
->>> [(bytes(d), o.tolist(), row) for d, o, _, row in batches]
-[(b'abcdef', [0, 2], 0), (b'abcdef', [2, 5, 6], 2)]
->>> skipped
-Skipped(count=1, examples=["x: row 1: field 'text' is null"])
+>>> batches = string_batches(arr, "x", None, 0, "text", "skip")
+>>> [(bytes(d), o.tolist(), row, *bad) for d, o, _, row, *bad in batches]
+[(b'abcdef', [0, 2], 0, [(1, "field 'text' is null")]), (b'abcdef', [2, 5, 6], 2, [])]
 """
 
 from __future__ import annotations
@@ -34,11 +32,10 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from bpekit.sources import Skipped  # what bpekit.sources passes in; no import ring
-
 __all__ = ["dataset_source", "parquet_source", "string_batches"]
 
-Batch = tuple[Any, np.ndarray, int | None, int]
+# (data, offsets, row_group, first_row), and (row, why) of rows without text when any.
+Batch = tuple[Any, ...]
 Source = tuple[str, str, Iterator[Any]]
 
 # Text per batch handed to the core: large enough that the per-batch cost (a Python
@@ -113,10 +110,10 @@ def string_batches(
     first_row: int,
     field: str,
     bad_records: str,
-    skipped: Skipped,
 ) -> Iterator[Batch]:
     """The batches of one string array, whose row 0 is row ``first_row`` of ``name``
-    (within ``row_group`` when one is given); nulls raised or skipped and counted."""
+    (within ``row_group`` when one is given); nulls raised, or skipped: the first batch
+    lists them for the core to count."""
     arr = _string_array(arr, name, field)
     n = len(arr)
     if n == 0:
@@ -125,17 +122,20 @@ def string_batches(
         yield _batch(arr, 0, n, row_group, first_row)
         return
     nulls = np.flatnonzero(~arr.is_valid().to_numpy(zero_copy_only=False))
-    message = f"{_where(name, row_group, first_row + int(nulls[0]))}: field {field!r} is null"
+    why = f"field {field!r} is null"
     if bad_records == "error":
-        raise ValueError(message)
-    skipped.add(len(nulls), message)
+        raise ValueError(f"{_where(name, row_group, first_row + int(nulls[0]))}: {why}")
+    bad = [(first_row + i, why) for i in nulls.tolist()]
     start = 0
     for i in nulls.tolist():
         if i > start:
-            yield _batch(arr, start, i, row_group, first_row)
+            yield (*_batch(arr, start, i, row_group, first_row), bad)
+            bad = []
         start = i + 1
     if start < n:
-        yield _batch(arr, start, n, row_group, first_row)
+        yield (*_batch(arr, start, n, row_group, first_row), bad)
+    elif bad:  # nulls to the end, none of them counted yet: a batch of no documents
+        yield (b"", np.zeros(1, dtype=np.int64), row_group, first_row + n, bad)
 
 
 def _leaf(arr: pa.Array, parts: list[str], name: str, field: str) -> pa.Array:
@@ -189,7 +189,7 @@ def _check_column(schema: pa.Schema, field: str, name: str) -> None:
 
 
 def parquet_source(
-    path: Path, field: str, bad_records: str, skipped: Skipped, row_groups: tuple[int, int] | None = None
+    path: Path, field: str, bad_records: str, row_groups: tuple[int, int] | None = None
 ) -> Source:
     """``("arrow", path, batches)`` for a Parquet file (its row groups ``row_groups[0]``
     to ``row_groups[1]`` only, when given: a unit of a distributed job). Its footer is
@@ -212,7 +212,7 @@ def parquet_source(
             f"{name}: holds {metadata.num_row_groups} row groups, not the row groups "
             f"{groups.start}..{groups.stop} planned to be read (it changed since the run was planned)"
         )
-    return ("arrow", name, _parquet_batches(path, metadata, field, bad_records, skipped, groups))
+    return ("arrow", name, _parquet_batches(path, metadata, field, bad_records, groups))
 
 
 def _rows_per_batch(metadata: Any, group: int, column: str) -> int:
@@ -228,7 +228,7 @@ def _rows_per_batch(metadata: Any, group: int, column: str) -> int:
 
 
 def _parquet_batches(
-    path: Path, metadata: Any, field: str, bad_records: str, skipped: Skipped, groups: range
+    path: Path, metadata: Any, field: str, bad_records: str, groups: range
 ) -> Iterator[Batch]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -244,7 +244,7 @@ def _parquet_batches(
                 for record_batch in pf.iter_batches(batch_size=rows, row_groups=[group], columns=[field]):
                     column = record_batch.column(record_batch.schema.get_field_index(top))
                     arr = _leaf(column, rest, name, field)
-                    yield from string_batches(arr, name, group, first, field, bad_records, skipped)
+                    yield from string_batches(arr, name, group, first, field, bad_records)
                     first += len(column)
     except (pa.ArrowException, OSError) as e:
         if isinstance(e, FileNotFoundError | PermissionError):
@@ -266,7 +266,7 @@ def _column_path(item: Any) -> tuple[Any, str]:
     return item, ".".join(reversed(names))
 
 
-def dataset_source(item: Any, field: str, bad_records: str, skipped: Skipped) -> Source:
+def dataset_source(item: Any, field: str, bad_records: str) -> Source:
     """The source of a Hugging Face dataset (its column ``field``) or of a column of one.
 
     A dataset with a formatting transform (``set_transform``), whose output is not its
@@ -286,10 +286,10 @@ def dataset_source(item: Any, field: str, bad_records: str, skipped: Skipped) ->
     fmt = getattr(ds, "format", None)
     if isinstance(fmt, dict) and fmt.get("type") == "custom":
         return ("str", name, _transformed_texts(ds, field))
-    return ("arrow", name, _dataset_batches(ds, field, name, bad_records, skipped))
+    return ("arrow", name, _dataset_batches(ds, field, name, bad_records))
 
 
-def _dataset_batches(ds: Any, field: str, name: str, bad_records: str, skipped: Skipped) -> Iterator[Batch]:
+def _dataset_batches(ds: Any, field: str, name: str, bad_records: str) -> Iterator[Batch]:
     top, *rest = field.split(".")
     first = 0
     # Only the column read; an IterableDataset of unknown columns (from a generator)
@@ -301,7 +301,7 @@ def _dataset_batches(ds: Any, field: str, name: str, bad_records: str, skipped: 
             raise ValueError(f"{name}: no column {top!r} (its columns: {have}); pass text_field=")
         for chunk in table.column(top).chunks:
             arr = _leaf(chunk, rest, name, field)
-            yield from string_batches(arr, name, None, first, field, bad_records, skipped)
+            yield from string_batches(arr, name, None, first, field, bad_records)
             first += len(chunk)
 
 

@@ -7,11 +7,14 @@ Hugging Face datasets, made by ``bpekit._arrow``).
 
 What ``inputs`` may be, and how it is told apart:
 
-- a path (``str``, ``bytes``, ``os.PathLike``): a file; a directory (its files,
-  recursively, sorted by path, hidden ones skipped); or, when it holds ``*``, ``?`` or
-  ``[`` and is no existing path, a glob pattern (``"data/*.jsonl.zst"``,
-  ``"**/*.parquet"``): the files it matches, sorted, hidden ones and folders skipped.
-  A single ``str`` is never a document;
+- a path (``str``, ``bytes``, ``os.PathLike``): a file, or a pipe (``/dev/stdin``),
+  read as it comes; a directory (its files, recursively, sorted by path, hidden ones
+  skipped); or, when it holds ``*``, ``?`` or ``[`` and is no existing path, a glob
+  pattern (``"data/*.jsonl.zst"``, ``"**/*.parquet"``): the files it matches, sorted,
+  hidden ones skipped. A directory and a glob read regular files only (never FIFOs,
+  sockets or devices), and never go into a symbolic link to a folder: ``**`` matches
+  real folders only, as bash's ``globstar`` does, so a link back up the tree is not
+  read again and again. A single ``str`` is never a document;
 - a ``list`` or ``tuple``: each item a path as above, or one of the sources below, mixed
   freely. A list of ``str`` is a list of paths: to read strings as documents, pass
   ``iter(texts)``;
@@ -47,7 +50,7 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +60,10 @@ __all__ = [
     "BAD_RECORDS",
     "FORMATS",
     "SPECIAL_IN_TEXT",
-    "Skipped",
     "Sources",
     "check_bad_records",
     "check_format",
+    "check_some_read",
     "check_special_in_text",
     "check_text_field",
     "file_format",
@@ -160,21 +163,7 @@ def file_format(path: Path, format: str | None) -> str:
     return fmt
 
 
-# --- what Python skips itself, and the stats the API reports --------------------------
-
-
-@dataclass
-class Skipped:
-    """Bad records that Python left out before the core saw them (nulls in an Arrow
-    column): how many, and the first few messages."""
-
-    count: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def add(self, count: int, example: str) -> None:
-        self.count += count
-        if len(self.examples) < 5:
-            self.examples.append(example)
+# --- the resolved inputs, and the stats the API reports --------------------------------
 
 
 @dataclass
@@ -185,14 +174,27 @@ class Sources:
     files: int = 0  # files among the sources (a directory or glob counts its files)
     records: bool = False  # any input whose documents are records (JSONL, Parquet, iterables, datasets)
     text_files: bool = False
-    skipped: Skipped = field(default_factory=Skipped)
 
-    def stats(self, native: Mapping[str, Any]) -> dict[str, Any]:
-        """The core's stats with what Python skipped added in."""
-        stats = dict(native)
-        stats["skipped"] = int(stats.get("skipped", 0)) + self.skipped.count
-        stats["skipped_examples"] = (list(stats.get("skipped_examples", [])) + self.skipped.examples)[:5]
-        return stats
+
+def check_some_read(stats: Mapping[str, Any]) -> None:
+    """A ``ValueError`` where records were skipped and no document was read: a run
+    whose every record was bad read nothing, whatever ``bad_records`` says: for the
+    jobs whose stats are added up in Python (a count, a distributed run).
+
+    >>> check_some_read({"documents": 0, "skipped": 1000, "skipped_examples": ["a.parquet: row 0: null"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: every record was bad (1,000 skipped; the first: a.parquet: row 0: null), so no document \
+was read; fix the records, or how they are read (text_field=, format=)
+    """
+    n = int(stats.get("skipped", 0))
+    if n and not stats.get("documents", 0):
+        examples = stats.get("skipped_examples") or []
+        first = f"; the first: {examples[0]}" if examples else ""
+        raise ValueError(
+            f"every record was bad ({n:,} skipped{first}), so no document was read; fix the records, "
+            "or how they are read (text_field=, format=)"
+        )
 
 
 def warn_skipped(stats: Mapping[str, Any], stacklevel: int = 3) -> None:
@@ -319,13 +321,65 @@ def _paths(item: PathArg, in_list: bool) -> list[Path]:
     path = Path(text)
     if _GLOB_CHARS.isdisjoint(text) or _exists(path):
         return _files_of(path, in_list)
-    # Files only: "**/*" matches each folder too, whose files it matches already.
-    files = [Path(m) for m in sorted(glob.glob(text, recursive=True)) if not os.path.isdir(m)]
+    files = _glob_files(text)
     if not files:
         error = FileNotFoundError(f"{text}: no file matches this pattern")
         error.errno = errno.ENOENT
         raise error
     return files
+
+
+def _glob_files(pattern: str) -> list[Path]:
+    """The regular files that ``pattern`` matches, sorted, each once: what
+    ``glob.glob(pattern, recursive=True)`` matches, but for ``**``, which never enters a
+    symbolic link to a folder (``glob`` follows them: a link to ``..`` read every file
+    41 times, until the path was too long, and two such links ran for minutes).
+    Folders, FIFOs (whose open waits for a writer), sockets and devices are left
+    out, as the folder walk leaves them out; a broken link is an error naming it.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "sub").mkdir()
+    >>> _ = (d / "a.txt").write_text("a"), (d / "sub" / "b.txt").write_text("b")
+    >>> (d / "sub" / "up").symlink_to(d)
+    >>> [str(p.relative_to(d)) for p in _glob_files(str(d / "**" / "*.txt"))]
+    ['a.txt', 'sub/b.txt']
+    """
+    found = set()
+    for match in _glob_without_links(pattern):
+        path = Path(match)
+        try:
+            mode = path.stat().st_mode
+        except OSError as e:
+            raise _unreadable(path, e, False) from None
+        if stat.S_ISREG(mode):
+            found.add(match)
+    return [Path(m) for m in sorted(found)]
+
+
+def _glob_without_links(pattern: str) -> Iterator[str]:
+    """``glob.glob(pattern, recursive=True)``, where ``**`` (a whole path component)
+    matches the folders under a base that are real folders and not hidden: it walks
+    them with ``os.walk``, which never follows a link to a folder, and globs the rest
+    of the pattern in each."""
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        yield from glob.glob(pattern)
+        return
+    at = parts.index("**")
+    head, rest = os.sep.join(parts[:at]), os.sep.join(parts[at + 1 :]) or "*"
+    if at > 0 and not head:
+        head = os.sep  # "/**/x": from the root
+    bases = glob.glob(head) if glob.has_magic(head) else [head]
+    for base in bases:
+        if base and not os.path.isdir(base):
+            continue
+        for root, dirs, _ in os.walk(base or os.curdir):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            folder = "" if not base and root == os.curdir else root
+            if not base and folder.startswith(os.curdir + os.sep):
+                folder = folder[len(os.curdir + os.sep) :]  # "sub/x", as glob says it
+            yield from _glob_without_links(os.path.join(glob.escape(folder), rest) if folder else rest)
 
 
 def _exists(path: Path) -> bool:
@@ -341,12 +395,19 @@ def _files_of(path: Path, in_list: bool) -> list[Path]:
         mode = path.stat().st_mode
     except OSError as e:
         raise _unreadable(path, e, in_list) from None
+    if stat.S_ISSOCK(mode):
+        # Its open fails as "No such device or address", which does not say why.
+        raise ValueError(
+            f"{path}: is a socket, not a file or a pipe; give a file, or pipe what the socket sends "
+            "into /dev/stdin"
+        )
     return _files_under(path) if stat.S_ISDIR(mode) else [path]
 
 
 def _files_under(folder: Path) -> list[Path]:
-    """The files under ``folder``, recursively, sorted by path, hidden ones skipped. A
-    broken symbolic link among them is an error naming it, not a file left out."""
+    """The regular files under ``folder``, recursively, sorted by path, hidden ones
+    skipped; links to folders are not followed. A broken symbolic link among them is an
+    error naming it, not a file left out."""
     found = []
     for p in folder.rglob("*"):
         if any(part.startswith(".") for part in p.relative_to(folder).parts):
@@ -399,7 +460,7 @@ def _add_file(out: Sources, path: Path, format: str | None, text_field: str, bad
     else:
         from bpekit import _arrow
 
-        out.sources.append(_arrow.parquet_source(path, text_field, bad_records, out.skipped))
+        out.sources.append(_arrow.parquet_source(path, text_field, bad_records))
 
 
 def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, bad_records: str) -> None:
@@ -407,7 +468,7 @@ def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, 
         from bpekit import _arrow
 
         out.records = True
-        out.sources.append(_arrow.dataset_source(item, text_field, bad_records, out.skipped))
+        out.sources.append(_arrow.dataset_source(item, text_field, bad_records))
         return
     items: Iterator[Any] = iter(item)
     first = next(items, _END)

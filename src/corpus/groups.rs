@@ -10,8 +10,8 @@ use crate::progress::Progress;
 /// would leave none for the threads' stacks.
 const GROUP_FILES: usize = 1024;
 
-/// Input bytes read into memory (pipes and devices) held at once at most, beyond the
-/// file that passes it.
+/// Input bytes read into memory (files that cannot be mapped) held at once at most,
+/// beyond the file that passes it.
 const GROUP_READ_BYTES: usize = 256 << 20;
 
 /// Calls `work` with each group of a mapped run's `files`:
@@ -45,7 +45,8 @@ pub(crate) fn check_intact(sources: &[Source]) -> Result<()> {
 /// `paths` opened in order, a group at a time ([`GROUP_FILES`], [`GROUP_READ_BYTES`]):
 /// work that maps files runs group after group, so the open files and the bytes read
 /// into memory stay bounded however many files there are. Each group moves the
-/// progress total from its files' sizes on disk to the bytes they hold (a pipe's).
+/// progress total from its files' sizes on disk to the bytes they hold (a `/proc`
+/// file's).
 pub(crate) struct Groups<'a> {
     files: &'a [MappedFile],
     next: usize,

@@ -3,8 +3,8 @@
 //!
 //! A job's inputs are read in runs ([`plan`]): consecutive plain files are mapped, a
 //! bounded group at a time ([`super::Groups`]), and cut into chunks in parallel
-//! ([`super::Chunks`]); consecutive compressed files and feeds are read one after
-//! the other, a block or batch at a time, by whichever worker asks next.
+//! ([`super::Chunks`]); consecutive compressed files, pipes and feeds are read one
+//! after the other, a block or batch at a time, by whichever worker asks next.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -32,7 +32,7 @@ pub struct InputInfo {
 pub(crate) enum Run {
     /// Plain files, mapped.
     Mapped(Vec<MappedFile>),
-    /// Compressed files and feeds, read in order.
+    /// Compressed files, pipes and feeds, read in order.
     Sequential(Vec<(usize, Sequential)>),
 }
 
@@ -96,6 +96,11 @@ pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
                     format: Some(format),
                 });
                 match Compression::of(&path) {
+                    // A pipe is read as it comes, like a compressed file
+                    // ([`super::pipe`]).
+                    Compression::None if range.is_none() && super::pipe::is_pipe(&path) => {
+                        push_sequential(&mut runs, i, Sequential::File(path, Compression::None))
+                    }
                     Compression::None => {
                         let file = MappedFile {
                             input: i,
@@ -358,7 +363,8 @@ impl<'i> SequentialItems<'i> {
                     }
                     Some((i, Sequential::File(path, c))) => {
                         let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
-                        let mut stream = Stream::open(&path, c)?;
+                        let cancel = self.progress.cancel_flag();
+                        let mut stream = Stream::open(&path, c, cancel)?;
                         if let Some(start) = self.start.filter(|s| s.input == i) {
                             stream.pass_over(start.at, lines)?;
                         }
@@ -400,10 +406,14 @@ impl<'i> SequentialItems<'i> {
                         }
                     };
                     // Files count their compressed bytes read, against their sizes on
-                    // disk.
+                    // disk; a pipe's total grows with it, as a feed's.
                     let read = stream.read.get();
                     let now = state.read_before + read;
-                    self.progress.add(now.saturating_sub(state.reported));
+                    let new = now.saturating_sub(state.reported);
+                    if stream.is_pipe() {
+                        self.progress.set_total(self.progress.total() + new);
+                    }
+                    self.progress.add(new);
                     state.reported = now;
                     if block.is_none() {
                         state.read_before += read;

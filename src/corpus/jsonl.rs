@@ -32,7 +32,7 @@ impl FieldPath {
     }
 
     /// The first `depth` parts, dotted, for messages.
-    fn prefix(&self, depth: usize) -> String {
+    pub(crate) fn prefix(&self, depth: usize) -> String {
         self.parts[..depth.clamp(1, self.parts.len())].join(".")
     }
 }
@@ -54,6 +54,15 @@ pub(crate) enum Found<'de> {
 }
 
 impl Found<'_> {
+    /// The same, owning its text.
+    pub(crate) fn into_owned(self) -> Found<'static> {
+        match self {
+            Found::Text(t) => Found::Text(Cow::Owned(t.into_owned())),
+            Found::Missing { depth } => Found::Missing { depth },
+            Found::Wrong { depth, kind } => Found::Wrong { depth, kind },
+        }
+    }
+
     /// Why a line holds no document, for messages (`None` for a text).
     pub(crate) fn problem(&self, path: &FieldPath) -> Option<String> {
         match *self {
@@ -95,6 +104,201 @@ pub(crate) fn field_of<'de>(
         .map_err(not_json)?;
     de.end().map_err(not_json)?;
     Ok(found)
+}
+
+/// The keys of the object that a [`Found::Missing`] at `depth` looked in (the line's,
+/// or the one at the first `depth - 1` parts of `path`), for messages: the first
+/// [`KEYS_SHOWN`] of them, each quoted and cut to 40 characters, and how many more.
+/// `None` where the line no longer reads so (it is only read again for a message).
+pub(crate) fn keys_at(line: &str, path: &FieldPath, depth: usize) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let target = depth.saturating_sub(1);
+    let keys = Keys {
+        path,
+        depth: 0,
+        target,
+    }
+    .deserialize(&mut de)
+    .ok()??;
+    let (shown, more) = (keys.shown, keys.more);
+    let mut out = shown
+        .iter()
+        .map(|k| {
+            let cut: String = k.chars().take(40).collect();
+            match cut.len() < k.len() {
+                true => format!("{cut:?}..."),
+                false => format!("{cut:?}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more > 0 {
+        out.push_str(&format!(" and {more} more"));
+    }
+    Some(out)
+}
+
+/// Keys listed by [`keys_at`] at most.
+const KEYS_SHOWN: usize = 8;
+
+/// Keys of an object, as [`keys_at`] lists them.
+struct KeyList {
+    shown: Vec<String>,
+    more: usize,
+}
+
+/// The keys of the object at `path.parts[depth..target]` of the value being read.
+struct Keys<'p> {
+    path: &'p FieldPath,
+    depth: usize,
+    target: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Keys<'_> {
+    type Value = Option<KeyList>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Option<KeyList>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Keys<'_> {
+    type Value = Option<KeyList>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Option<KeyList>, A::Error> {
+        if self.depth == self.target {
+            let mut list = KeyList {
+                shown: Vec::new(),
+                more: 0,
+            };
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                match list.shown.len() < KEYS_SHOWN {
+                    true => list.shown.push(key),
+                    false => list.more += 1,
+                }
+            }
+            return Ok(Some(list));
+        }
+        let want = self.path.parts[self.depth].as_str();
+        let mut found = None;
+        while let Some(matched) = map.next_key_seed(KeyIs(want))? {
+            if matched {
+                found = map.next_value_seed(Keys {
+                    depth: self.depth + 1,
+                    ..self
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Option<KeyList>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Option<KeyList>, E> {
+        Ok(None)
+    }
+}
+
+/// What a line's lone surrogate escapes (`"\ud800"` with no low half after it, or a low
+/// half alone) become under a decoding policy: Python's `json` reads them into a `str`
+/// that is no valid text; serde_json refuses the line.
+pub(crate) enum Surrogates {
+    /// The line holds none.
+    None,
+    /// The first one's byte offset and text, where they are errors.
+    At(usize, String),
+    /// The line with each one replaced by `\ufffd` (`replace`, as decoding replaces an
+    /// invalid sequence) or dropped (`ignore`).
+    Fixed(String),
+}
+
+/// The lone surrogate escapes of `line` ([`Surrogates`]): `replace` gives U+FFFD for
+/// each, `ignore` drops them, `None` (strict) says where the first is. Every `\` that
+/// starts an escape is looked at: a `\` can only stand in a string of valid JSON.
+pub(crate) fn lone_surrogates(line: &str, replace: Option<bool>) -> Surrogates {
+    let b = line.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = b.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + k;
+        let Some(u) = unit(at) else {
+            i = at + 2; // another escape (or the line's end)
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&u);
+        let paired = high && unit(at + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+        if paired {
+            i = at + 12;
+            continue;
+        }
+        if !(0xD800..0xE000).contains(&u) {
+            i = at + 6;
+            continue;
+        }
+        match replace {
+            None => return Surrogates::At(at, line[at..at + 6].to_owned()),
+            Some(replace) => {
+                out.push_str(&line[copied..at]);
+                if replace {
+                    out.push_str("\\ufffd");
+                }
+                copied = at + 6;
+            }
+        }
+        i = at + 6;
+    }
+    if copied == 0 {
+        return Surrogates::None;
+    }
+    out.push_str(&line[copied..]);
+    Surrogates::Fixed(out)
 }
 
 /// The value at `path.parts[depth..]` of the value being read.
@@ -303,5 +507,48 @@ mod tests {
         );
         assert!(problem(r#"{"text": "a"#, "text").starts_with("EOF while parsing"));
         assert!(FieldPath::parse("a..b").is_err() && FieldPath::parse("").is_err());
+    }
+
+    #[test]
+    fn a_missing_field_lists_the_keys_where_it_was_looked_for() {
+        let path = FieldPath::parse("txt").unwrap();
+        let keys = |line: &str, depth| keys_at(line, &path, depth);
+        assert_eq!(
+            keys(r#"{"text": "a", "id": 1}"#, 1).as_deref(),
+            Some(r#""text", "id""#)
+        );
+        assert_eq!(keys("{}", 1).as_deref(), Some(""));
+        let many: Vec<String> = (0..10).map(|i| format!("\"k{i}\": {i}")).collect();
+        let line = format!("{{{}}}", many.join(", "));
+        assert!(keys(&line, 1).unwrap().ends_with(r#""k7" and 2 more"#));
+        let nested = FieldPath::parse("meta.body").unwrap();
+        assert_eq!(
+            keys_at(r#"{"meta": {"title": "t"}, "x": 1}"#, &nested, 2).as_deref(),
+            Some(r#""title""#)
+        );
+    }
+
+    #[test]
+    fn lone_surrogates_are_found_replaced_or_dropped_and_pairs_kept() {
+        let fixed = |line: &str, replace| match lone_surrogates(line, Some(replace)) {
+            Surrogates::Fixed(s) => s,
+            Surrogates::None => "none".to_owned(),
+            Surrogates::At(..) => unreachable!(),
+        };
+        let line = r#"{"text": "a\ud800b\udc00c \ud83d\ude00 \\ud800"}"#;
+        assert_eq!(
+            fixed(line, true),
+            r#"{"text": "a\ufffdb\ufffdc \ud83d\ude00 \\ud800"}"#
+        );
+        assert_eq!(
+            fixed(line, false),
+            r#"{"text": "abc \ud83d\ude00 \\ud800"}"#
+        );
+        assert!(matches!(lone_surrogates(line, None), Surrogates::At(11, s) if s == r"\ud800"));
+        assert_eq!(fixed(r#"{"text": "\ud83d\ude00 \n"}"#, true), "none");
+        assert_eq!(
+            text(&fixed(line, true), "text"),
+            "a\u{fffd}b\u{fffd}c 😀 \\ud800"
+        );
     }
 }

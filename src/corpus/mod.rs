@@ -4,9 +4,11 @@
 //!
 //! - `input`: what a job reads ([`Input`]: a file and its [`Format`], or a [`Feed`])
 //!   and the policies for special tokens in text and bad records.
-//! - `source`: one plain file's bytes (mapped, or spooled by `spool` for pipes),
-//!   released behind its readers and checked for shrinking under them.
-//! - `stream`: one compressed file, decompressed a block at a time.
+//! - `pipe`: an input opened by what it is (a file; a pipe, read as it comes; a
+//!   folder, socket or device, refused).
+//! - `source`: one plain file's bytes, mapped, released behind its readers and
+//!   checked for shrinking under them.
+//! - `stream`: one compressed file or pipe, read (and decompressed) a block at a time.
 //! - `groups`: many plain files, opened a bounded group at a time.
 //! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts (`cuts`)
 //!   or, for JSON lines, after newlines.
@@ -21,9 +23,9 @@ mod groups;
 mod input;
 mod items;
 mod jsonl;
+mod pipe;
 mod records;
 mod source;
-mod spool;
 mod stream;
 mod utf8;
 

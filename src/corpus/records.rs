@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use super::input::{BadRecords, DocBatch, Format, SpecialPolicy};
 use super::items::{Body, InputInfo, Item};
-use super::jsonl::{field_of, FieldPath, Found};
+use super::jsonl::{self, field_of, FieldPath, Found, Surrogates};
 use super::source::Source;
 use super::utf8::{decode, decode_ignoring_errors, Utf8Policy};
 use crate::error::{Error, Result};
@@ -51,6 +51,16 @@ pub struct Stats {
     examples: Mutex<Vec<String>>,
 }
 
+/// Why a JSON line holds no value to read ([`Reader::parse_line`]): serde_json's
+/// message, or a lone surrogate escape; and the byte of the line where.
+enum LineError {
+    NotJson(String, usize),
+    Surrogate(String, usize),
+}
+
+/// A UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Skipped records' messages kept as examples.
 const EXAMPLES: usize = 5;
 
@@ -64,6 +74,39 @@ pub struct StatsSummary {
     pub examples: Vec<String>,
     /// Bytes of text read (of documents, for records; decompressed).
     pub bytes: u64,
+}
+
+impl StatsSummary {
+    /// An error where records were skipped and no document was read: a run whose every
+    /// record was bad has read nothing, whatever `bad_records` says (skipping them all
+    /// wrote an empty output and exited 0, the summary's "skipped" line the only sign).
+    pub fn check_some_read(&self) -> Result<()> {
+        if self.documents > 0 || self.skipped == 0 {
+            return Ok(());
+        }
+        Err(Error::BadRecord(all_skipped_message(
+            self.skipped,
+            self.examples.first().map(String::as_str),
+        )))
+    }
+}
+
+/// The error of a run whose `skipped` records were all bad ([`StatsSummary::check_some_read`]),
+/// with the first one's message; `bpekit.sources.check_some_read` words it alike.
+fn all_skipped_message(skipped: u64, first: Option<&str>) -> String {
+    let count = skipped
+        .to_string()
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join(",");
+    let first = first.map_or(String::new(), |m| format!("; the first: {m}"));
+    format!(
+        "every record was bad ({count} skipped{first}), so no document was read; fix the \
+         records, or how they are read (text_field=, format=)"
+    )
 }
 
 impl Stats {
@@ -331,11 +374,94 @@ impl<'j> Reader<'j> {
             .map(|(start, _, i)| (start, self.specials.tokens()[i].as_str()))
     }
 
+    /// The value at `field` of the JSON line `line`, or why there is none. A lone
+    /// surrogate escape (`"\ud800"`), which Python's `json` reads into a `str` that is
+    /// no valid text, is what `errors` says: under "replace" U+FFFD, under "ignore"
+    /// nothing, under "strict" a bad record saying so.
+    fn parse_line<'s>(
+        &self,
+        line: &'s str,
+        field: &FieldPath,
+    ) -> std::result::Result<Found<'s>, LineError> {
+        let (message, at) = match field_of(line, field) {
+            Ok(found) => return Ok(found),
+            Err(e) => e,
+        };
+        let replace = match self.options.utf8 {
+            Utf8Policy::Strict => None,
+            Utf8Policy::Replace => Some(true),
+            Utf8Policy::Ignore => Some(false),
+        };
+        match jsonl::lone_surrogates(line, replace) {
+            Surrogates::None => Err(LineError::NotJson(message, at)),
+            Surrogates::At(at, escape) => Err(LineError::Surrogate(escape, at)),
+            Surrogates::Fixed(fixed) => field_of(&fixed, field)
+                .map(Found::into_owned)
+                .map_err(|(message, _)| LineError::NotJson(message, at)),
+        }
+    }
+
+    /// A line that is not JSON, or holds a lone surrogate ([`LineError`]), at `place`.
+    fn bad_line(&self, place: String, error: LineError, tally: &mut Tally) -> Result<()> {
+        match error {
+            LineError::NotJson(message, _) => {
+                self.bad(place, format!("not JSON ({message})"), tally)
+            }
+            LineError::Surrogate(escape, _) => {
+                let message = format!(
+                    "the text holds {escape}, half of a UTF-16 surrogate pair, which is no text"
+                );
+                let advice = "pass errors=\"replace\" or errors=\"ignore\" to read it anyway, or \
+                              bad_records=\"skip\" to leave such records out";
+                self.bad_with(place, message, advice, tally)
+            }
+        }
+    }
+
+    /// A record without the field `field` (at its first `depth` parts), whose object
+    /// there has `keys`: a bad record whose error lists them and names the option
+    /// that picks the field.
+    fn missing(
+        &self,
+        place: String,
+        field: &FieldPath,
+        depth: usize,
+        keys: Option<String>,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let problem = Found::Missing { depth }.problem(field).unwrap_or_default();
+        let keys = keys.map(|k| match k.is_empty() {
+            true => "no fields".to_owned(),
+            false => k,
+        });
+        let message = match keys {
+            None => problem,
+            Some(keys) if depth <= 1 => format!("{problem} (the record has {keys})"),
+            Some(keys) => format!("{problem} ('{}' has {keys})", field.prefix(depth - 1)),
+        };
+        let advice = "pass text_field= naming the field that holds the text, or \
+                      bad_records=\"skip\" to leave out records without it";
+        self.bad_with(place, message, advice, tally)
+    }
+
     /// A record holding no document, at `place`: an error, or skipped and counted.
     fn bad(&self, place: String, message: String, tally: &mut Tally) -> Result<()> {
+        let advice = "pass bad_records=\"skip\" to leave such records out";
+        self.bad_with(place, message, advice, tally)
+    }
+
+    /// [`Reader::bad`], whose error ends with `advice` (what to do, in the Python
+    /// API's keywords, which the command line words as its flags).
+    fn bad_with(
+        &self,
+        place: String,
+        message: String,
+        advice: &str,
+        tally: &mut Tally,
+    ) -> Result<()> {
         let message = format!("{place}: {message}");
         match self.options.bad_records {
-            BadRecords::Error => Err(Error::BadRecord(message)),
+            BadRecords::Error => Err(Error::BadRecord(format!("{message}; {advice}"))),
             BadRecords::Skip => {
                 tally.skipped += 1;
                 if let Ok(mut examples) = self.stats.examples.lock() {
@@ -389,7 +515,13 @@ impl<'j> Reader<'j> {
         f: &mut impl FnMut(Doc<'b>) -> Result<()>,
     ) -> Result<()> {
         let name = &self.info[input].name;
-        let mut start = 0;
+        // A byte-order mark before the first line (Windows editors write one), which
+        // JSON forbids and Python's `json` refuses, is left out: it is no text of any
+        // record.
+        let mut start = match offset == 0 && bytes.starts_with(BOM) {
+            true => BOM.len(),
+            false => 0,
+        };
         let mut k = 0u64; // lines of this chunk before this one
         while start < bytes.len() {
             let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
@@ -427,29 +559,31 @@ impl<'j> Reader<'j> {
                     },
                 },
             };
-            let doc: Cow<'b, str> = match &text {
-                Cow::Borrowed(s) => match field_of(s, field) {
-                    Ok(Found::Text(t)) => t,
-                    Ok(other) => {
-                        self.bad(place(0), other.problem(field).unwrap_or_default(), tally)?;
-                        continue;
-                    }
-                    Err((message, at)) => {
-                        self.bad(place(at), format!("not JSON ({message})"), tally)?;
-                        continue;
-                    }
-                },
-                Cow::Owned(s) => match field_of(s, field) {
-                    Ok(Found::Text(t)) => Cow::Owned(t.into_owned()),
-                    Ok(other) => {
-                        self.bad(place(0), other.problem(field).unwrap_or_default(), tally)?;
-                        continue;
-                    }
-                    Err((message, _)) => {
-                        self.bad(place(0), format!("not JSON ({message})"), tally)?;
-                        continue;
-                    }
-                },
+            let parsed = match &text {
+                Cow::Borrowed(s) => self.parse_line(s, field),
+                Cow::Owned(s) => self.parse_line(s, field).map(Found::into_owned),
+            };
+            let doc: Cow<'b, str> = match parsed {
+                Ok(Found::Text(t)) => t,
+                Ok(Found::Missing { depth }) => {
+                    // The keys it has, to name the right field: read again, for the
+                    // message only.
+                    let keys = jsonl::keys_at(&text, field, depth);
+                    self.missing(place(0), field, depth, keys, tally)?;
+                    continue;
+                }
+                Ok(other) => {
+                    self.bad(place(0), other.problem(field).unwrap_or_default(), tally)?;
+                    continue;
+                }
+                Err(error) => {
+                    let at = match (&text, &error) {
+                        (Cow::Owned(_), _) => 0, // not the file's bytes
+                        (_, LineError::NotJson(_, at) | LineError::Surrogate(_, at)) => *at,
+                    };
+                    self.bad_line(place(at), error, tally)?;
+                    continue;
+                }
             };
             self.record(input, doc, || place(0), tally, f)?;
         }
@@ -526,4 +660,31 @@ fn special_message(token: &str) -> String {
         "the text holds the special token {token:?} (special_in_text=\"error\"; pass \"text\" to \
          read it as text, or \"special\" as the special token)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_skipped_every_record_is_an_error() {
+        let mut summary = StatsSummary {
+            documents: 0,
+            skipped: 1234,
+            examples: vec!["a.jsonl: line 1 (byte 0): no field 'txt'".into()],
+            bytes: 0,
+        };
+        let e = summary.check_some_read().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "every record was bad (1,234 skipped; the first: a.jsonl: line 1 (byte 0): no \
+             field 'txt'), so no document was read; fix the records, or how they are read \
+             (text_field=, format=)"
+        );
+        summary.documents = 1;
+        assert!(summary.check_some_read().is_ok());
+        summary.documents = 0;
+        summary.skipped = 0;
+        assert!(summary.check_some_read().is_ok());
+    }
 }

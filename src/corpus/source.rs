@@ -1,14 +1,14 @@
-//! One plain input file's bytes: mapped where it can be, spooled to a scratch file
-//! where it cannot (pipes), and released behind its readers.
+//! One plain input file's bytes: mapped (read into memory where it is empty, or a
+//! file of `/proc`), and released behind its readers. Pipes are streamed instead
+//! ([`super::stream`]).
 
-use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use super::spool::{is_endless_device, spool};
+use super::pipe::{self, Kind};
 use crate::error::{Error, Result};
 use crate::mapguard::Guard;
 
@@ -16,21 +16,6 @@ use crate::mapguard::Guard;
 enum Bytes {
     Mapped(Mapped),
     Owned(Vec<u8>),
-}
-
-impl Bytes {
-    /// The bytes of a spooled input ([`spool`]): a map of a scratch file private to
-    /// this process, which nobody else can truncate, so not guarded; or no bytes.
-    fn spooled(map: Option<Mmap>) -> Self {
-        match map {
-            Some(map) => Bytes::Mapped(Mapped {
-                guard: None,
-                map,
-                id: None,
-            }),
-            None => Bytes::Owned(Vec::new()),
-        }
-    }
 }
 
 fn bytes_len(bytes: &Bytes) -> usize {
@@ -54,7 +39,8 @@ struct Mapped {
 pub struct Source {
     pub(crate) path: PathBuf,
     bytes: Bytes,
-    /// The file's size on disk (0 for pipes), which progress totals start from.
+    /// The file's size on disk (0 for files of `/proc`), which progress totals start
+    /// from.
     pub(super) on_disk: u64,
     /// The bytes a job reads: the whole file, or the byte range a distributed job
     /// planned for this worker ([`Source::open_window`]).
@@ -62,27 +48,16 @@ pub struct Source {
 }
 
 impl Source {
-    /// Maps `path`; spools it when it cannot be mapped (a pipe). Compressed files are
-    /// not sources: they are streamed ([`super::stream`]).
+    /// Maps `path`. Compressed files and pipes are not sources: they are streamed
+    /// ([`super::stream`]); a pipe here is an error.
     pub fn open(path: &Path) -> Result<Self> {
         let err = |e| Error::io(path, e);
-        let mut file = File::open(path).map_err(err)?;
-        let meta = file.metadata().map_err(err)?;
-        if meta.is_dir() {
+        let (mut file, meta, kind) = pipe::open(path)?;
+        let bytes = if kind == Kind::Pipe {
             return Err(Error::invalid(format!(
-                "{}: is a directory; pass its files",
+                "{}: is a pipe, not a file that can be mapped; write it to a file first",
                 path.display()
             )));
-        }
-        let bytes = if is_endless_device(&file, &meta) {
-            return Err(Error::invalid(format!(
-                "{}: is a device, not a file of text (it may never end); give a file or a pipe",
-                path.display()
-            )));
-        } else if !meta.is_file() {
-            // Pipes (`/dev/stdin`, `<(...)`) and terminals cannot be mapped, and may
-            // be endless: spooled, in bounded memory.
-            Bytes::spooled(spool(path, file, "reading")?)
         } else if meta.len() == 0 {
             // An empty file cannot be mapped; files of /proc report 0 and hold text.
             let mut buf = Vec::new();
@@ -102,7 +77,7 @@ impl Source {
                 // Out of address space (a memory limit): reading it whole would not
                 // fit either.
                 Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => return Err(err(e)),
-                // Pipes and special files cannot be mapped: read them instead.
+                // Files of some special file systems cannot be mapped: read instead.
                 Err(_) => {
                     file.read_to_end(&mut buf).map_err(err)?;
                     Bytes::Owned(buf)
@@ -217,7 +192,8 @@ impl Source {
         }
     }
 
-    /// Whether the bytes were read into memory (pipes) rather than mapped.
+    /// Whether the bytes were read into memory (files that cannot be mapped) rather
+    /// than mapped.
     pub(super) fn is_owned(&self) -> bool {
         matches!(self.bytes, Bytes::Owned(_))
     }

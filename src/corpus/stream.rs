@@ -1,19 +1,19 @@
-//! A compressed file (`.gz`, `.zst`) decompressed as it is read, a block at a time,
-//! each block ending where the next can start on its own: at a safe cut of text, or
-//! after a line of JSON lines.
+//! A compressed file (`.gz`, `.zst`) decompressed as it is read, or a pipe read as it
+//! comes, a block at a time, each block ending where the next can start on its own:
+//! at a safe cut of text, or after a line of JSON lines.
 //!
 //! Why streamed rather than decompressed into a scratch file and mapped: the workers
 //! start on the first block while the rest is decompressed (on 2 cores, the
 //! decompression overlaps the counting), nothing is written to disk, and a folder of
 //! compressed shards needs no room in the temporary folder.
 
-use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::input::Compression;
+use super::pipe::{self, Kind, PipeReader};
 use crate::error::{Error, Result};
 
 /// Bytes of the file read so far (compressed), shared with the progress report.
@@ -60,31 +60,34 @@ pub(crate) struct Stream {
     offset: u64,
     line: u64,
     done: bool,
+    /// Whether the file is a pipe (its size is not known ahead).
+    pipe: bool,
 }
 
 impl Stream {
-    pub(crate) fn open(path: &Path, compression: Compression) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        if file.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(Error::invalid(format!(
-                "{}: is a directory; pass its files",
-                path.display()
-            )));
-        }
+    /// Opens `path` to read it decompressed; a pipe's reads stop once `cancel` is set
+    /// ([`PipeReader`]).
+    pub(crate) fn open(
+        path: &Path,
+        compression: Compression,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Self> {
+        let (file, _, kind) = pipe::open(path)?;
         let read = ReadCount::default();
+        let inner: Box<dyn Read + Send> = match kind {
+            Kind::File => Box::new(file),
+            Kind::Pipe => Box::new(PipeReader::new(file, cancel)),
+        };
         let counted = std::io::BufReader::with_capacity(
             1 << 16,
             Counted {
-                inner: file,
+                inner,
                 count: read.clone(),
             },
         );
         let reader: Box<dyn Read + Send> = match compression {
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(counted)),
-            Compression::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(counted)
-                    .map_err(|e| Error::io(path, e))?,
-            ),
+            Compression::Zstd => Box::new(zstd_decoder(path, counted)?),
             Compression::None => Box::new(counted),
         };
         Ok(Self {
@@ -96,7 +99,13 @@ impl Stream {
             offset: 0,
             line: 0,
             done: false,
+            pipe: kind == Kind::Pipe,
         })
+    }
+
+    /// Whether the file is a pipe, whose size is not known ahead.
+    pub(crate) fn is_pipe(&self) -> bool {
+        self.pipe
     }
 
     /// The next block of about `target` bytes or more, ending at the cut that `cut`
@@ -198,6 +207,12 @@ impl Stream {
     /// A read error: a damaged or cut-short compressed file says so, naming it.
     fn read_error(&self, e: std::io::Error) -> Error {
         use std::io::ErrorKind;
+        if pipe::is_stopped(&e) {
+            return Error::Cancelled;
+        }
+        if self.compression == Compression::Zstd && is_zstd_out_of_memory(&e) {
+            return zstd_out_of_memory(&self.path, None);
+        }
         match (self.compression, e.kind()) {
             (Compression::None, _) => Error::io(&self.path, e),
             (
@@ -214,6 +229,90 @@ impl Stream {
             _ => Error::io(&self.path, e),
         }
     }
+}
+
+/// The largest window a `.zst` frame may ask for: zstd's own limit on 64-bit
+/// (`zstd --long=31`), where the decoder's default stops at 128 MiB (`--long=27`).
+const ZSTD_WINDOW_LOG_MAX: u32 = if cfg!(target_pointer_width = "64") {
+    31
+} else {
+    30
+};
+
+/// The window up to which zstd decodes by default, and no memory check is made.
+const ZSTD_DEFAULT_WINDOW: u64 = 1 << 27;
+
+/// A decoder of the `.zst` file `path` that `reader` reads, taking frames written with
+/// a long window (`zstd --long=31`: up to 2 GiB), which zstd's default refuses as
+/// "Frame requires too much memory". The first frame's window is read from its header
+/// and, past the default, checked to fit in memory first ([`crate::hugemem::probe`]):
+/// an error naming the file and the window, rather than an allocation that fails in
+/// the decoder (or, with overcommit, a process killed as it fills).
+fn zstd_decoder<R: BufRead>(
+    path: &Path,
+    mut reader: R,
+) -> Result<zstd::stream::read::Decoder<'static, R>> {
+    let window = reader.fill_buf().ok().and_then(zstd_window);
+    if let Some(window) = window.filter(|&w| w > ZSTD_DEFAULT_WINDOW) {
+        let fits = usize::try_from(window).is_ok_and(crate::hugemem::probe);
+        if !fits {
+            return Err(zstd_out_of_memory(path, Some(window)));
+        }
+    }
+    let io = |e| Error::io(path, e);
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(reader).map_err(io)?;
+    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(io)?;
+    Ok(decoder)
+}
+
+/// The window (bytes) that the zstd frame starting `bytes` declares, from its header:
+/// the window descriptor, or for a single-segment frame its content size. `None` for
+/// what is not the start of a zstd frame (a skippable frame, too few bytes).
+fn zstd_window(bytes: &[u8]) -> Option<u64> {
+    const MAGIC: u32 = 0xFD2F_B528;
+    if u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) != MAGIC {
+        return None;
+    }
+    let descriptor = *bytes.get(4)?;
+    if descriptor & 0x20 == 0 {
+        // Window_Descriptor: exponent (5 bits) and mantissa (3 bits).
+        let wd = *bytes.get(5)?;
+        let base = 1u64 << (10 + u32::from(wd >> 3));
+        return Some(base + base / 8 * u64::from(wd & 7));
+    }
+    // Single segment: the window is the whole content, whose size follows the
+    // dictionary id.
+    let dict_len = [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let size_len = [1, 2, 4, 8][usize::from(descriptor >> 6)];
+    let at = 5 + dict_len;
+    let mut size = [0u8; 8];
+    size[..size_len].copy_from_slice(bytes.get(at..at + size_len)?);
+    let size = u64::from_le_bytes(size);
+    Some(if size_len == 2 { size + 256 } else { size })
+}
+
+/// Whether `e` is zstd's failure to allocate (a window that did not fit).
+fn is_zstd_out_of_memory(e: &std::io::Error) -> bool {
+    e.to_string().contains("Allocation error")
+}
+
+/// The error for a `.zst` file whose window (if known) could not be had in memory.
+fn zstd_out_of_memory(path: &Path, window: Option<u64>) -> Error {
+    let window = match window {
+        Some(w) => format!("its window of {} MiB", w >> 20),
+        None => "its window".to_owned(),
+    };
+    Error::io(
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!(
+                "out of memory for {window} (it was compressed with a long window, \
+                 zstd --long): decompress it where there is more memory, or compress it \
+                 again without --long"
+            ),
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -234,7 +333,7 @@ mod tests {
             false => memchr::memrchr(b'\n', b).map_or(0, |i| i + 1),
         };
         for target in [1, 100, 4096, 1 << 20] {
-            let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+            let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
             let (mut joined, mut line) = (Vec::new(), 0);
             while let Some(block) = stream.next_block(target, true, lines).unwrap() {
                 assert_eq!(block.offset, joined.len() as u64);
@@ -249,7 +348,7 @@ mod tests {
         // Gone on with from a line start: the blocks are the rest, their lines counted.
         let at = text.len() / 3;
         let at = at + text[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
-        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
         stream.pass_over(at as u64, true).unwrap();
         let block = stream.next_block(1 << 20, true, lines).unwrap().unwrap();
         assert_eq!((block.offset, &block.bytes[..]), (at as u64, &text[at..]));
@@ -257,12 +356,12 @@ mod tests {
             block.line,
             memchr::memchr_iter(b'\n', &text[..at]).count() as u64
         );
-        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
         let e = stream.pass_over(text.len() as u64 + 1, true).unwrap_err();
         assert!(e.to_string().contains("was it changed?"), "{e}");
         // A damaged file names itself.
         std::fs::write(&path, b"not zstd at all").unwrap();
-        let mut stream = Stream::open(&path, Compression::Zstd).unwrap();
+        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
         let e = stream
             .next_block(10, true, lines)
             .err()
@@ -270,5 +369,29 @@ mod tests {
             .to_string();
         assert!(e.contains("t.jsonl.zst: not a valid .zst file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_zst_frame_header_gives_its_window() {
+        // A frame of `zstd --long=31` read from a pipe: window descriptor 0xA8.
+        assert_eq!(
+            zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x04, 0xA8]),
+            Some(1 << 31)
+        );
+        // Exponent 17, mantissa 4: 2^27 + 4/8 of it.
+        assert_eq!(
+            zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, (17 << 3) | 4]),
+            Some((1 << 27) + (1 << 26))
+        );
+        // Single segment: the content size (2 bytes, plus 256).
+        assert_eq!(
+            zstd_window(&[0x28, 0xB5, 0x2F, 0xFD, 0x60, 0x10, 0x00]),
+            Some(0x10 + 256)
+        );
+        assert_eq!(zstd_window(b"not zstd"), None);
+        assert_eq!(zstd_window(&[0x28, 0xB5, 0x2F, 0xFD]), None);
+        // What zstd writes itself decodes, and says its window.
+        let frame = zstd::encode_all(&b"hello"[..], 3).unwrap();
+        assert!(zstd_window(&frame).is_some());
     }
 }

@@ -39,9 +39,8 @@ impl From<Error> for PyErr {
             Error::InvalidUtf8 { .. } => PyValueError::new_err(format!(
                 "{msg}; pass errors=\"replace\" or errors=\"ignore\" to decode it anyway"
             )),
-            Error::BadRecord(_) => PyValueError::new_err(format!(
-                "{msg}; pass bad_records=\"skip\" (--bad-records skip) to leave such records out"
-            )),
+            // The core's message ends with what to do (bad_records="skip", text_field=).
+            Error::BadRecord(_) => PyValueError::new_err(msg),
             Error::InvalidArgument(_) | Error::Format { .. } | Error::Regex(_) => {
                 PyValueError::new_err(msg)
             }

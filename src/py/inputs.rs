@@ -2,12 +2,15 @@
 //! `("jsonl", path, text_field)`, `("str", name, iterator)` and
 //! `("arrow", name, iterator)` (see `python/bpekit/sources.py`, which makes them).
 //!
-//! Feeds pull from their Python iterator on the worker that asks, holding the GIL
-//! only while they pull: a batch of `str` items is copied (its UTF-8), an Arrow
-//! batch's text buffer is borrowed through the buffer protocol, not copied.
+//! Feeds pull from their Python iterator on the thread that called the job (see
+//! [`PyFeed`]), holding the GIL only while they pull: a batch of `str` items is copied
+//! (its UTF-8), an Arrow batch's text buffer is borrowed through the buffer protocol,
+//! not copied.
 
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
 use numpy::PyReadonlyArray1;
 use pyo3::buffer::PyBuffer;
@@ -49,8 +52,8 @@ pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
                 let name: String = tuple.get_item(1)?.extract()?;
                 let iter = PyIterator::from_object(&tuple.get_item(2)?)?.unbind();
                 let feed: Box<dyn Feed> = match kind.as_str() {
-                    "str" => Box::new(StrFeed { iter, next_item: 0 }),
-                    _ => Box::new(ArrowFeed { iter }),
+                    "str" => Box::new(PyFeed::new(StrFeed { iter, next_item: 0 })),
+                    _ => Box::new(PyFeed::new(ArrowFeed { iter })),
                 };
                 Input::Feed { name, feed }
             }
@@ -104,6 +107,43 @@ fn raised(e: PyErr) -> Error {
     Error::Feed(Box::new(e))
 }
 
+/// A feed whose batches are pulled from a Python iterator on the thread that made it,
+/// the thread that calls the job ([`crate::progress::on_thread`]), not on the worker
+/// that asks: Python runs signal handlers on its main thread only, so a generator
+/// pulled there stops at Ctrl-C wherever it waits (`time.sleep`, `queue.get()`), as a
+/// plain `for` loop over it would. Pulled on a worker, it held Ctrl-C back until it
+/// yielded, or forever.
+struct PyFeed<P> {
+    pull: Arc<Mutex<P>>,
+    caller: ThreadId,
+}
+
+/// A source of batches that runs Python code ([`PyFeed`]).
+trait Pull: Send + 'static {
+    fn pull(&mut self) -> Result<Option<DocBatch>>;
+}
+
+impl<P: Pull> PyFeed<P> {
+    fn new(pull: P) -> Self {
+        Self {
+            pull: Arc::new(Mutex::new(pull)),
+            caller: std::thread::current().id(),
+        }
+    }
+}
+
+impl<P: Pull> Feed for PyFeed<P> {
+    fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+        let pull = Arc::clone(&self.pull);
+        crate::progress::on_thread(self.caller, move || {
+            let mut pull = pull
+                .lock()
+                .map_err(|_| Error::internal("a feed of documents panicked"))?;
+            pull.pull()
+        })?
+    }
+}
+
 /// Documents pulled from an iterator of `str`.
 struct StrFeed {
     iter: Py<PyIterator>,
@@ -115,8 +155,8 @@ struct StrFeed {
 const STR_BATCH_BYTES: usize = 1 << 20;
 const STR_BATCH_ITEMS: usize = 4096;
 
-impl Feed for StrFeed {
-    fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+impl Pull for StrFeed {
+    fn pull(&mut self) -> Result<Option<DocBatch>> {
         Python::attach(|py| {
             let iter = self.iter.bind(py);
             let mut data: Vec<u8> = Vec::new();
@@ -170,7 +210,17 @@ impl Feed for StrFeed {
     }
 }
 
-/// Batches of an Arrow string column: `(data, offsets, row_group, first_row)`.
+/// A batch as Python hands it over: `(data, offsets, row_group, first_row, bad)`.
+type ArrowBatch<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<u64>,
+    u64,
+    Vec<(u64, String)>,
+);
+
+/// Batches of an Arrow string column: `(data, offsets, row_group, first_row)`, and
+/// optionally the rows without text: `[(row, why), ...]`.
 struct ArrowFeed {
     iter: Py<PyIterator>,
 }
@@ -186,20 +236,24 @@ impl AsRef<[u8]> for Borrowed {
     }
 }
 
-impl Feed for ArrowFeed {
-    fn next_batch(&mut self) -> Result<Option<DocBatch>> {
+impl Pull for ArrowFeed {
+    fn pull(&mut self) -> Result<Option<DocBatch>> {
         Python::attach(|py| {
             let Some(item) = self.iter.bind(py).clone().next() else {
                 return Ok(None);
             };
             let item = item.map_err(raised)?;
             let batch = (|| -> PyResult<DocBatch> {
-                let (data, offsets, row_group, first_row): (
-                    Bound<'_, PyAny>,
-                    Bound<'_, PyAny>,
-                    Option<u64>,
-                    u64,
-                ) = item.extract()?;
+                // A fifth element, where there is one, lists the rows that hold no
+                // text (nulls skipped under bad_records="skip"), counted here as every
+                // other bad record is.
+                let (data, offsets, row_group, first_row, bad): ArrowBatch<'_> = match item.len()? {
+                    4 => {
+                        let (d, o, g, r) = item.extract()?;
+                        (d, o, g, r, Vec::new())
+                    }
+                    _ => item.extract()?,
+                };
                 let buffer = PyBuffer::<u8>::get(&data)?;
                 if !buffer.is_c_contiguous() {
                     return Err(PyValueError::new_err(
@@ -219,7 +273,7 @@ impl Feed for ArrowFeed {
                     row_group,
                     first_row,
                     unit: "row",
-                    bad: Vec::new(),
+                    bad,
                 })
             })()
             .map_err(raised)?;

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bpekit import _core
-from bpekit.sources import Skipped, resolve_files
+from bpekit.sources import resolve_files
 
 __all__ = ["DEFAULT_UNIT_BYTES", "Plan", "Unit", "plan_units"]
 
@@ -51,7 +51,7 @@ class Unit:
     range: tuple[int, int] | None
     size: int  # bytes it covers on disk, for progress
 
-    def source(self, text_field: str, bad_records: str, skipped: Skipped) -> tuple[Any, ...]:
+    def source(self, text_field: str, bad_records: str) -> tuple[Any, ...]:
         """The native API's input tuple that reads this unit."""
         if self.format == "text":
             return ("text", self.path, self.range)
@@ -59,7 +59,7 @@ class Unit:
             return ("jsonl", self.path, text_field, self.range)
         from bpekit import _arrow
 
-        return _arrow.parquet_source(Path(self.path), text_field, bad_records, skipped, self.range)
+        return _arrow.parquet_source(Path(self.path), text_field, bad_records, self.range)
 
 
 @dataclass(frozen=True)
