@@ -381,7 +381,7 @@ def test_a_finished_dataset_missing_a_shard_is_written_again(tmp_path: Path, tok
     m = bpekit.encode_dataset(corpus, root, tok, shard_tokens=300)
     want = files_of(root)
     (root / m["splits"]["train"]["shards"][1]["file"]).unlink()
-    with pytest.raises(FileNotFoundError, match=r"00001\.npy: missing .*re-run the encode to write it again"):
+    with pytest.raises(FileNotFoundError, match=r"00001\.npy: missing .*again with resume=False"):
         bpekit.TokenDataset(root)
     assert bpekit.encode_dataset(corpus, root, tok, shard_tokens=300) == m
     assert files_of(root) == want

@@ -84,6 +84,10 @@ def count_pretokens(
     special_in_text: Literal["special", "text", "error"] | None = None,
     bad_records: Literal["error", "skip"] = "error",
 ) -> tuple[WordCounts, Stats]: ...
+def feeds_sha256(inputs: list[Source], digest: list[int], progress: _Progress = None) -> str | None:
+    """The chain ``Encoder.encode_dataset`` comes to over the documents of the inputs
+    numbered in ``digest``, read to their end (None where none is)."""
+
 def file_ranges(
     path: str | PathLike[str],
     format: Literal["text", "jsonl"],
@@ -233,6 +237,7 @@ class Encoder:
         resume: list[tuple[int, dict[str, Any] | None]] | None = None,
         on_shard: Callable[[str, dict[str, Any]], None] | None = None,
         checksums: bool = True,
+        digest: list[int] = ...,
     ) -> dict[str, Any]:
         """Writes the shards and their indexes into ``out_dir/train`` (and ``val``);
         ``on_shard(split, shard)`` is called (from another thread) as each shard is
@@ -241,9 +246,12 @@ class Encoder:
         "next"}`` (``next``: where the shard after it starts, to go on from; the
         sha256 are None without ``checksums``). With
         ``resume`` (``(kept, next)`` a split each) the run goes on after ``kept``
-        shards of an earlier one. Returns ``{"shards": [shard + "split", ...],
-        "documents", "stats"}``: this run's shards, and the whole dataset's counts.
-        The manifest is Python's."""
+        shards of an earlier one. ``digest``: the inputs (feeds) whose documents are
+        hashed, in one chain (``next["fed_sha256"]``: the chain up to there, which a
+        run going on from there must come to, else a ValueError). Returns
+        ``{"shards": [shard + "split", ...], "documents", "stats", "fed_sha256"}``: this
+        run's shards, the whole dataset's counts and the feeds' chain (None without
+        ``digest``). The manifest is Python's."""
     def encode_unit(
         self,
         inputs: list[Source],

@@ -15,14 +15,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from bpekit._atomic import atomic_write
+from bpekit._lock import LOCK_NAME, FolderLock
 from bpekit._paths import sha256_of
 from bpekit._progress import progress_bar
 from bpekit._threads import check_num_threads
@@ -66,16 +69,21 @@ def encode_dataset(
     ``bad_records``, ``errors``, ``dtype``, ``num_threads``, ``chunk_size``,
     ``progress``. Skipped bad records are a warning.
 
-    ``out_dir`` must be empty, missing or hold a dataset. Each shard is written under
-    no name and put in place when whole, and the manifest is rewritten (atomically)
-    as shards finish (after each, at most every 0.5 s). With ``resume=True`` (the
-    default), a folder holding a dataset written from the same inputs with the same
-    options is gone on with: a finished one
-    is returned as it is, and a run that was cut short (Ctrl-C, a kill, a full disk)
-    keeps every shard the manifest records whose size and sha256 check out and writes
-    the rest, ending byte-identical to an uninterrupted run. A dataset of other inputs
-    or options is refused, naming what differs; ``resume=False`` starts over, replacing
-    the dataset (never other files).
+    ``out_dir`` must be empty, missing or hold a dataset, and lie outside the input
+    folders. The run holds it for its whole length (a kernel lock on a file inside it,
+    gone with the process): a second run on it fails at once, naming the first's pid.
+    Each shard is written under no name and put in place when whole, and the manifest
+    is rewritten (atomically) as shards finish (after each, at most every 0.5 s). With
+    ``resume=True`` (the default), a folder holding a dataset written from the same
+    inputs with the same options is gone on with: a finished one is returned as it is,
+    and a run that was cut short (Ctrl-C, a kill, a full disk) keeps every shard the
+    manifest records whose size and sha256 check out and writes the rest, ending
+    byte-identical to an uninterrupted run. Files are told by their names, sizes and
+    modification times; an iterable or a dataset object by the sha256 of its
+    documents: a resumed run hashes what it reads again or passes over and compares,
+    and a finished dataset is returned only once the documents hash the same. A
+    dataset of other inputs or options is refused, naming what differs;
+    ``resume=False`` starts over, replacing the dataset's files (never other files).
     """
     written = write_dataset(inputs, out_dir, tokenizer, **options)
     warn_skipped(written.stats)
@@ -134,9 +142,11 @@ def write_dataset(
         chunk_size=chunk_size,
         checksums=checksums,
     )
-    sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
-    framing = resolve_framing(job.tok, eos, bos, sources, cli)
     root = Path(os.fspath(out_dir))
+    check_output_folder(root, inputs)
+    sources = resolve(inputs, format=format, text_field=text_field, bad_records=bad_records)
+    check_output_folder(root, inputs, [s[1] for s in sources.sources if _is_file(s)])
+    framing = resolve_framing(job.tok, eos, bos, sources, cli)
     manifest = dataset_manifest(
         job,
         tokenizer,
@@ -166,18 +176,64 @@ def write_dataset(
             resume=resume_from,
             on_shard=on_shard,
             checksums=checksums,
+            digest=digest,
             **framing.native(),
         )
 
-    state = prepare_folder(root, manifest, resume, job.num_threads)
-    if isinstance(state, Done):
-        return Written(state.manifest, state.stats(), framing, sources.files, True)
-    done = write_shards(root, manifest, state, run, progress=progress)
-    stats = sources.stats(done.stats)
-    done.manifest["totals"]["skipped"] = stats["skipped"]
-    done.manifest["totals"]["bytes"] = stats["bytes"]
-    finish_manifest(root, done.manifest)
+    # The inputs that nothing but their documents identifies.
+    digest = [k for k, source in enumerate(sources.sources) if not _is_file(source)]
+
+    def feeds_sha256() -> str | None:
+        from bpekit import _core
+
+        return _core.feeds_sha256(sources.sources, digest)
+
+    with FolderLock(_checked_folder(root)):
+        state = prepare_folder(
+            root, manifest, resume, job.num_threads, feeds=feeds_sha256 if digest else None
+        )
+        if isinstance(state, Done):
+            return Written(state.manifest, state.stats(), framing, sources.files, True)
+        done = write_shards(root, manifest, state, run, progress=progress)
+        stats = dict(done.stats)
+        done.manifest["totals"]["skipped"] = stats["skipped"]
+        done.manifest["totals"]["bytes"] = stats["bytes"]
+        finish_manifest(root, done.manifest)
     return Written(done.manifest, stats, framing, sources.files, False, done.kept)
+
+
+def _is_file(source: tuple[Any, ...]) -> bool:
+    """Whether an input of ``Sources`` is a file (told by its name, size and time)."""
+    return source[0] in ("text", "jsonl") or (source[0] == "arrow" and os.path.isfile(source[1]))
+
+
+def _checked_folder(root: Path) -> Path:
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: not a folder; give the folder to write the dataset in")
+    return root
+
+
+def check_output_folder(root: Path, inputs: Any, files: list[str] | None = None) -> None:
+    """Refuses a dataset folder that an input folder holds (a later run would read its
+    shards as inputs, and ``--overwrite`` would delete them first) or that holds an
+    input file (``files``, resolved; without, the inputs given as folders are checked),
+    as a ``.npy`` output that is also an input is refused."""
+    out = os.path.realpath(root)
+    if files is not None:
+        for name in files:
+            if os.path.realpath(name).startswith(out + os.sep):
+                raise ValueError(
+                    f"{root}: the output is also an input ({name} lies inside it); write it elsewhere"
+                )
+        return
+    for item in inputs if isinstance(inputs, list | tuple) else [inputs]:
+        if isinstance(item, str | os.PathLike) and os.path.isdir(item):
+            folder = os.path.realpath(item)
+            if out == folder or out.startswith(folder.rstrip(os.sep) + os.sep):
+                raise ValueError(
+                    f"{root}: the output folder lies inside the input folder {os.fspath(item)}, whose files "
+                    "are all read: a later run would read the dataset's shards as inputs; write it elsewhere"
+                )
 
 
 class Job(NamedTuple):
@@ -326,6 +382,8 @@ def write_shards(
     def on_shard(split: str, shard: dict[str, Any]) -> None:
         # Called from the core's hasher thread, in the order the shards finish.
         start = shard.pop("next")
+        if resumable and start is not None:
+            start["sha256"] = _start_sha256(split, len(splits[split]["shards"]), shard, start)
         manifest["resume"][split].append(start if resumable else None)
         splits[split]["shards"].append(shard)
         recorder.changed()
@@ -347,6 +405,10 @@ def write_shards(
         "bytes": stats["bytes"],
         "skipped": stats["skipped"],
     }
+    if written.get("fed_sha256") is not None:
+        # Of the inputs known only by their documents: what a rerun on a finished
+        # dataset compares (``_same_feeds``).
+        manifest["fed_sha256"] = written["fed_sha256"]
     return Shards(manifest, stats, sum(len(k) for k in state.kept))
 
 
@@ -401,15 +463,22 @@ def _split_names(val_fraction: float) -> tuple[str, ...]:
 
 
 def _check_layout(shard_tokens: int, shard_format: str, val_fraction: float, seed: int) -> None:
-    """Refuses a layout that cannot be written, before any input is read.
+    """Refuses a layout that cannot be written, before any input is read (the command
+    line names the flags for the keywords).
 
     >>> _check_layout(0, "npy", 0.0, 0)
     Traceback (most recent call last):
     ...
     ValueError: shard_tokens must be a positive int, not 0
+    >>> _check_layout(2**64 + 1, "npy", 0.0, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: shard_tokens must be from 1 to 2**64 - 1, not 18446744073709551617
     """
     if not isinstance(shard_tokens, int) or isinstance(shard_tokens, bool) or shard_tokens < 1:
         raise ValueError(f"shard_tokens must be a positive int, not {shard_tokens!r}")
+    if shard_tokens >= 2**64:  # The core counts a shard's ids in 64 bits.
+        raise ValueError(f"shard_tokens must be from 1 to 2**64 - 1, not {shard_tokens!r}")
     if shard_format not in SHARD_FORMATS:
         raise ValueError(f"shard_format must be one of {', '.join(SHARD_FORMATS)}, not {shard_format!r}")
     if shard_format == "llmc" and shard_tokens >= 2**31:
@@ -445,94 +514,193 @@ class Fresh(NamedTuple):
 
 
 def prepare_folder(
-    root: Path, manifest: dict[str, Any], resume: bool, num_threads: int | None, keep: bool = True
+    root: Path,
+    manifest: dict[str, Any],
+    resume: bool,
+    num_threads: int | None,
+    keep: bool = True,
+    feeds: Callable[[], str | None] | None = None,
 ) -> Done | Fresh:
-    """Makes ``root`` ready for the dataset ``manifest`` describes: a finished one there
-    already, the shards an interrupted run left to go on after (none unless ``keep``),
-    or an empty folder."""
+    """Makes ``root`` (held by the caller's ``FolderLock``) ready for the dataset
+    ``manifest`` describes: a finished one there already, the shards an interrupted
+    run left to go on after (none unless ``keep``), or an empty folder. ``feeds``: where
+    inputs are known only by their documents, reads them for their sha256, which a
+    finished dataset must have recorded to be returned as it is.
+
+    Only the dataset's own files are ever removed (its manifest, and in its split
+    folders the shards, indexes and temporary files its runs name so); a split folder
+    that is a link is refused, never followed."""
     names = _split_names(manifest["val_fraction"])
     fresh = Fresh([[] for _ in names])
-    if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"{root}: not a folder; give the folder to write the dataset in")
-    root.mkdir(parents=True, exist_ok=True)
-    present = sorted(p.name for p in root.iterdir())
+    _checked_folder(root).mkdir(parents=True, exist_ok=True)
+    present = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME)
+    for split in ("train", "val"):
+        folder = root / split
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            what = "a link" if folder.is_symlink() else "not a folder"
+            raise FileExistsError(
+                f"{folder}: {what}, where the dataset's {split} shards go (bpekit never writes through "
+                "a link); remove it, or give another folder for the dataset"
+            )
     if not present:
         return fresh
-    old = _read_manifest(root / MANIFEST) if MANIFEST in present else None
-    if old is None:
+    if MANIFEST not in present:
         raise FileExistsError(
             f"{root}: the folder holds other files ({', '.join(present[:3])}); "
             "give an empty or new folder for the dataset"
         )
-    strangers = [name for name in present if name not in (MANIFEST, "train", "val")]
+    strangers = [
+        name for name in present if name not in (MANIFEST, "train", "val") and not _TEMP.fullmatch(name)
+    ]
     if strangers:
         raise FileExistsError(f"{root}: the folder holds files that are not the dataset's ({strangers[0]})")
-    differs = _differences(old, manifest)
-    if resume and differs:
+    old, damage = _read_manifest(root / MANIFEST)
+    if old is None and damage is None:
+        raise FileExistsError(
+            f"{root / MANIFEST}: not a bpekit dataset's manifest (it has no format_version); "
+            "give an empty or new folder for the dataset"
+        )
+    if old is None:
+        if resume:
+            raise FileExistsError(
+                f"{root / MANIFEST}: the manifest is corrupt ({damage}), so the dataset there cannot be "
+                "gone on with; pass resume=False (--overwrite) to start over"
+            )
+        old = {}
+    differs = _differences(old, manifest) if resume else []
+    if differs:
         state = "a dataset" if old.get("complete") else "an unfinished dataset"
         raise FileExistsError(
             f"{root}: holds {state} written with other {', '.join(differs)}; "
             "pass resume=False (--overwrite) to start over"
         )
     if resume and old.get("complete"):
-        if _all_present(root, old):
+        if _all_present(root, old) and _same_feeds(root, old, feeds):
             return Done(old)
         # A shard gone or cut since: a finished manifest keeps no resume points, so
         # the dataset is written again (what TokenDataset's error tells users to do).
         resume = False
     kept = _kept_shards(root, old, names, num_threads) if resume and keep else fresh.kept
-    # Whatever is not kept goes: shards after the kept ones, temporary files.
-    keep = {s[key] for shards in kept for s, _ in shards for key in ("file", "index")}
+    # Whatever is not kept goes: shards after the kept ones, temporary files. Other
+    # files in the split folders stay, as does a folder they keep from being empty.
+    keep_names = {s[key] for shards in kept for s, _ in shards for key in ("file", "index")}
     for split in ("train", "val"):
         folder = root / split
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
-            if f"{split}/{path.name}" not in keep:
+            if f"{split}/{path.name}" not in keep_names and _OURS.fullmatch(path.name) and not path.is_dir():
                 path.unlink()
         if split not in names:
-            folder.rmdir()
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    for name in present:
+        if _TEMP.fullmatch(name):
+            (root / name).unlink(missing_ok=True)
     if not any(kept):
         (root / MANIFEST).unlink()
     return Fresh(kept)
 
 
+# The files a dataset's runs write in a split folder: shards and indexes, and the
+# temporary names of those (where O_TMPFILE is missing) and of a spilled document's
+# scratch file, which a killed run may leave.
+_OURS = re.compile(r"\.?\d{5,}\.(npy|bin|idx\.npy)(\.[0-9a-f]{16}\.tmp)?|\.bpekit-scratch\.[0-9a-f]{16}\.tmp")
+# The manifest's temporary names (bpekit._atomic's), beside it.
+_TEMP = re.compile(r"\.manifest\.json\.[A-Za-z0-9_]+\.tmp")
+
+
+def _same_feeds(root: Path, old: dict[str, Any], feeds: Callable[[], str | None] | None) -> bool:
+    """Whether the inputs known only by their documents (``feeds`` reads them for their
+    sha256) are those a finished dataset was written from; true where there are none."""
+    if feeds is None:
+        return True
+    recorded = old.get("fed_sha256")
+    if not isinstance(recorded, str):
+        raise FileExistsError(
+            f"{root}: holds a dataset whose documents cannot be told apart from these (its manifest "
+            "records no sha256 of them); pass resume=False (--overwrite) to write it again"
+        )
+    got = feeds()
+    if got != recorded:
+        names = [i.get("name", "?") for i in old.get("inputs", []) if isinstance(i, dict)]
+        raise FileExistsError(
+            f"{root}: holds a dataset written from other documents of {', '.join(map(str, names))} (their "
+            "sha256 differs); pass resume=False (--overwrite) to start over"
+        )
+    return True
+
+
 def _all_present(root: Path, manifest: dict[str, Any]) -> bool:
-    """Whether every shard and index a finished manifest lists is there, the shards
-    with their recorded sizes (``TokenDataset.verify`` checks their sha256)."""
-    for split in (manifest.get("splits") or {}).values():
-        for shard in split.get("shards", []):
+    """Whether every shard and index a finished manifest lists is there with the size
+    it takes (``TokenDataset.verify`` checks their sha256)."""
+    splits = manifest.get("splits")
+    if not isinstance(splits, dict):
+        return False
+    for split in splits.values():
+        shards = split.get("shards") if isinstance(split, dict) else None
+        if not isinstance(shards, list):
+            return False
+        for shard in shards:
             try:
-                if (root / shard["file"]).stat().st_size != shard["size"] or not (
+                parts = shard["documents"] + bool(shard["continues"]) + 1
+                if (root / shard["file"]).stat().st_size != shard["size"] or (
                     root / shard["index"]
-                ).is_file():
+                ).stat().st_size != _NPY_HEADER + 8 * parts:
                     return False
-            except (OSError, KeyError, TypeError):
+            except (OSError, KeyError, TypeError, AttributeError):
                 return False
     return True
+
+
+# The length of the .npy header the core writes (src/encode/file/npy.rs).
+_NPY_HEADER = 128
 
 
 def _kept_shards(
     root: Path, old: dict[str, Any], names: tuple[str, ...], num_threads: int | None
 ) -> list[list[tuple[dict[str, Any], dict[str, Any]]]]:
     """Per split, the shards an interrupted run recorded whose size and sha256 (and the
-    index's) check out, with where the next starts: the first run of them in order, up
-    to the first that does not."""
+    index's) check out, with where the next starts, that start's own sha256 checking
+    out: the first run of them in order, up to the first that does not."""
     recorded = []
+    splits, resume = old.get("splits"), old.get("resume")
     for name in names:
-        shards = (old.get("splits") or {}).get(name, {}).get("shards", [])
-        starts = (old.get("resume") or {}).get(name, [])
-        recorded.append(list(zip(shards, starts, strict=False)))
+        split = splits.get(name) if isinstance(splits, dict) else None
+        shards = split.get("shards") if isinstance(split, dict) else None
+        starts = resume.get(name) if isinstance(resume, dict) else None
+        if not isinstance(shards, list) or not isinstance(starts, list):
+            shards, starts = [], []
+        pairs = list(zip(shards, starts, strict=False))
+        # Up to the first entry that is no shard at all (a damaged manifest).
+        whole = next((k for k, (s, _) in enumerate(pairs) if not isinstance(s, dict)), len(pairs))
+        recorded.append(pairs[:whole])
     ok = _check_shards(root, [s for split in recorded for s, _ in split], num_threads)
     kept = []
-    for split in recorded:
+    for name, split in zip(names, recorded, strict=True):
         good = []
-        for shard, start in split:
-            if not ok[id(shard)] or not isinstance(start, dict):
+        for k, (shard, start) in enumerate(split):
+            if (
+                not ok[id(shard)]
+                or not isinstance(start, dict)
+                or start.get("sha256") != _start_sha256(name, k, shard, start)
+            ):
                 break
             good.append((shard, start))
         kept.append(good)
     return kept
+
+
+def _start_sha256(split: str, k: int, shard: dict[str, Any], start: dict[str, Any]) -> str:
+    """The sha256 that covers where shard ``k`` of ``split``'s successor starts, with the
+    shard's entry: a resume point damaged or edited by hand (a negative or huge
+    offset, a document number or a count of tokens written that is not the run's)
+    does not check out, and the run goes on from the shard before it instead."""
+    point = {key: value for key, value in start.items() if key != "sha256"}
+    text = json.dumps([split, k, shard, point], sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | None) -> dict[int, bool]:
@@ -556,12 +724,20 @@ def _check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | N
     return {id(s): r for s, r in zip(shards, results, strict=True)}
 
 
-def _read_manifest(path: Path) -> dict[str, Any] | None:
+def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A dataset's manifest, or ``None`` and what is wrong with it where it cannot be
+    read (``None``, ``None``: JSON, but no bpekit manifest)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and "format_version" in data else None
+        data = json.loads(path.read_bytes())
+    except OSError as e:
+        return None, f"unreadable: {e.strerror or e}"
+    except (ValueError, UnicodeDecodeError) as e:
+        return None, f"not valid JSON: {e}"
+    except RecursionError:
+        return None, "nested too deeply to be JSON bpekit wrote"
+    if isinstance(data, dict) and "format_version" in data:
+        return data, None
+    return None, None
 
 
 # What must agree for a dataset on disk to be the one asked for.

@@ -284,7 +284,7 @@ def encode_file_counts(
             bad_records=bad_records,
             **framing.native(),
         )
-    return Encoded(n_tokens, n_bytes, sources.stats(native), sources.files, framing)
+    return Encoded(n_tokens, n_bytes, dict(native), sources.files, framing)
 
 
 def _single_token_id(tok: Tokenizer, text: str, role: str) -> int:

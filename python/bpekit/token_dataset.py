@@ -47,6 +47,10 @@ _ITEMSIZE = {"uint16": 2, "uint32": 4}
 LLMC_HEADERS = {"uint16": (20240520, 1), "uint32": (20240801, 7)}
 LLMC_HEADER_BYTES = 1024
 _INCOMPLETE = "the run writing it has not finished; re-run it to resume"
+# What writes a damaged dataset again. Not a plain rerun: on a finished dataset that
+# checks only that every file has its size, and says there is nothing to do where a
+# file's bytes changed and its size did not.
+_REWRITE = "encode the dataset again with resume=False (--overwrite)"
 # Memory maps kept open at once. Each holds a file descriptor (Python's mmap keeps a
 # duplicate), so a dataset of 20,000 shards must not map them all: a batch that
 # touches more shards than this maps some again, which costs a few microseconds each.
@@ -104,7 +108,11 @@ def read_manifest(folder: PathLike) -> dict[str, Any]:
     try:
         manifest = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e}); the manifest is damaged") from None
+        raise ValueError(f"{path}: not valid JSON ({e}); the manifest is damaged: {_REWRITE}") from None
+    except RecursionError:
+        raise ValueError(
+            f"{path}: JSON nested too deeply to read; the manifest is damaged: {_REWRITE}"
+        ) from None
     if not isinstance(manifest, dict):
         raise ValueError(f"{path}: not a bpekit dataset manifest (a JSON object was expected)")
     version = manifest.get("format_version")
@@ -452,7 +460,9 @@ class TokenDataset:
         elif len(offsets) > 1 and bool((np.diff(offsets.astype(np.int64)) < 0).any()):
             bad = "has offsets that decrease"
         if bad is not None:
-            raise ValueError(f"{shard.index}: not the document index of {shard.path.name}: it {bad}")
+            raise ValueError(
+                f"{shard.index}: not the document index of {shard.path.name}: it {bad}; {_REWRITE}"
+            )
         return offsets
 
     # -- memory maps, kept for a while -----------------------------------------------
@@ -512,9 +522,7 @@ def _size(path: Path, what: str) -> int:
     try:
         return path.stat().st_size
     except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{path}: missing ({what} listed in the manifest); re-run the encode to write it again"
-        ) from None
+        raise FileNotFoundError(f"{path}: missing ({what} listed in the manifest); {_REWRITE}") from None
 
 
 def _npy_header(path: Path) -> tuple[np.dtype[Any], tuple[int, ...], int]:
@@ -547,7 +555,7 @@ def _check_ids_file(shard: Shard, fmt: str) -> int:
         if got != dtype or shape != (tokens,):
             raise ValueError(
                 f"{path}: holds {got} of shape {shape}, but the manifest says {tokens:,} {dtype.name} ids; "
-                "the shard is corrupt or from another run"
+                f"the shard is corrupt or from another run: {_REWRITE}"
             )
     elif fmt == "llmc":
         offset = LLMC_HEADER_BYTES
@@ -556,7 +564,7 @@ def _check_ids_file(shard: Shard, fmt: str) -> int:
         if header is None or header != (magic, version, tokens):
             raise ValueError(
                 f"{path}: its llm.c header {header} is not (magic {magic}, version {version}, {tokens:,} "
-                f"tokens) as {dtype.name} ids need; the shard is corrupt or from another run"
+                f"tokens) as {dtype.name} ids need; the shard is corrupt or from another run: {_REWRITE}"
             )
     else:
         offset = 0
@@ -564,7 +572,7 @@ def _check_ids_file(shard: Shard, fmt: str) -> int:
     if size != want:
         raise ValueError(
             f"{path}: {size:,} bytes, not the {want:,} that its {tokens:,} {dtype.name} ids (as the manifest "
-            "says) take; the shard is truncated or was changed: re-run the encode to write it again"
+            f"says) take; the shard is truncated or was changed: {_REWRITE}"
         )
     return offset
 
@@ -585,7 +593,7 @@ def _check_index_file(path: Path, entries: int) -> None:
     if dtype != np.dtype("<u8") or shape != (entries,) or size != offset + 8 * entries:
         raise ValueError(
             f"{path}: {size:,} bytes holding {dtype} of shape {shape}, but the manifest calls for "
-            f"{entries:,} uint64 offsets; the index is corrupt: re-run the encode to write it again"
+            f"{entries:,} uint64 offsets; the index is corrupt: {_REWRITE}"
         )
 
 
@@ -608,8 +616,7 @@ def _check_sha256(path: Path, want: str | None) -> None:
         got = hashlib.file_digest(f, "sha256").hexdigest()
     if got != want.lower():
         raise ValueError(
-            f"{path}: sha256 {got} differs from the manifest's {want}; the file is corrupt: re-run the "
-            "encode to write it again"
+            f"{path}: sha256 {got} differs from the manifest's {want}; the file is corrupt: {_REWRITE}"
         )
 
 

@@ -39,9 +39,9 @@ pub(crate) mod vocab;
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
 pub use file::{
-    assemble_dataset, encode_dataset, encode_files, encode_inputs, encode_unit, split_names,
-    Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions, Marks, OnShard,
-    Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
+    assemble_dataset, digest_feeds, encode_dataset, encode_files, encode_inputs, encode_unit,
+    split_names, Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions,
+    Marks, OnShard, Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
 };
 pub use hf::{normalize, AddedToken, FrontSpec, NormSpec};
 pub use parallel::encode_batch;

@@ -1,6 +1,7 @@
 //! A dataset's shards and resume points as Python dicts (the manifest's entries), and
 //! back; the report of each finished shard to a Python callback.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -53,14 +54,50 @@ fn start_dict<'py>(py: Python<'py>, s: &ShardStart) -> PyResult<Bound<'py, PyDic
     d.set_item("last_input_document", c.place.document)?;
     d.set_item("document", s.document)?;
     d.set_item("skip", s.skip)?;
+    // None where no feed was digested ([`crate::encode::digest_feeds`]).
+    let fed = (c.fed != [0u8; 32]).then(|| hex(&c.fed));
+    d.set_item("fed_sha256", fed)?;
     Ok(d)
 }
 
+/// Lower-case hex of a sha256.
+pub fn hex(d: &[u8; 32]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A sha256 from its hex (`None`: zero, nothing digested).
+fn digest_of(hex: Option<String>) -> PyResult<[u8; 32]> {
+    let Some(hex) = hex else {
+        return Ok([0; 32]);
+    };
+    let mut out = [0u8; 32];
+    let ok = hex.len() == 64
+        && hex.is_ascii()
+        && out.iter_mut().enumerate().all(|(k, byte)| {
+            u8::from_str_radix(&hex[2 * k..2 * k + 2], 16)
+                .map(|b| *byte = b)
+                .is_ok()
+        });
+    match ok {
+        true => Ok(out),
+        false => Err(PyValueError::new_err(format!(
+            "a shard's \"next\": \"fed_sha256\" is {hex:?}, not 64 hex digits"
+        ))),
+    }
+}
+
 fn start_of(d: &Bound<'_, PyDict>) -> PyResult<ShardStart> {
+    // A value of the wrong type or out of range (a negative or huge count) is a
+    // ValueError naming it, never a bare OverflowError.
     fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
         match d.get_item(key)? {
-            Some(v) => v.extract().map_err(Into::into),
-            None => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            Some(v) => v.extract().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "a shard's \"next\": {key:?} is {}, out of range or of the wrong type",
+                    v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            }),
+            None => Err(PyValueError::new_err(format!(
                 "a shard's \"next\" lacks {key:?}"
             ))),
         }
@@ -81,6 +118,10 @@ fn start_of(d: &Bound<'_, PyDict>) -> PyResult<ShardStart> {
                 input: get(d, "last_input")?,
                 document: get(d, "last_input_document")?,
             },
+            fed: digest_of(match d.get_item("fed_sha256")? {
+                Some(v) if !v.is_none() => Some(get(d, "fed_sha256")?),
+                _ => None,
+            })?,
         },
         document: get(d, "document")?,
         skip: get(d, "skip")?,
@@ -113,4 +154,26 @@ pub fn report_to(callback: Option<Py<PyAny>>) -> Option<OnShard> {
         })
         .map_err(|e| std::io::Error::other(format!("recording {}: {e}", shard.file)))
     }))
+}
+
+/// The sha256 chain over the documents of the feeds of `inputs` numbered in `digest`,
+/// read to their end, as `Encoder.encode_dataset` comes to it (`None` where none is
+/// digested): how a finished dataset tells whether it was written from them.
+#[pyfunction]
+#[pyo3(signature = (inputs, digest, progress = None))]
+fn feeds_sha256(
+    py: Python<'_>,
+    inputs: &Bound<'_, PyAny>,
+    digest: Vec<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Option<String>> {
+    let inputs = super::inputs::inputs_of(inputs)?;
+    let chain = super::progress::run_with_progress(py, progress, move |p| {
+        crate::encode::digest_feeds(inputs, &digest, p)
+    })?;
+    Ok(chain.as_ref().map(hex))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(feeds_sha256, m)?)
 }

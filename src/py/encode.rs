@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PyString};
 
-use super::dataset::{report_to, resume_of, shard_dict};
+use super::dataset::{hex, report_to, resume_of, shard_dict};
 use super::inputs::{inputs_of, stats_dict};
 use super::progress::{check_room, run_with_progress};
 use super::text::text_of;
@@ -675,8 +675,10 @@ impl PyEncoder {
     /// Encodes the documents of `inputs` into the dataset folder `out_dir` (shards and
     /// document indexes; the manifest is Python's, told of each shard by
     /// `on_shard(split, shard)`); `resume`: `[(kept, next), ...]` a split each, to go
-    /// on from an earlier run. Returns the shards written, the documents and stats.
-    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None, resume = None, on_shard = None, checksums = true))]
+    /// on from an earlier run; `digest`: the inputs (feeds) whose documents are hashed
+    /// and checked where the run goes on. Returns the shards written, the documents,
+    /// the stats and the feeds' hash (`fed_sha256`).
+    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None, resume = None, on_shard = None, checksums = true, digest = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn encode_dataset<'py>(
         &self,
@@ -702,6 +704,7 @@ impl PyEncoder {
         resume: Option<Vec<(usize, Option<Bound<'py, PyDict>>)>>,
         on_shard: Option<Py<PyAny>>,
         checksums: bool,
+        digest: Vec<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
         check_room()?;
         let options = file_options(
@@ -736,6 +739,7 @@ impl PyEncoder {
                     resume,
                     on_shard: report,
                     skip_checksums: !checksums,
+                    digest,
                 },
             )
         })?;
@@ -843,6 +847,7 @@ impl PyEncoder {
                     resume: None,
                     on_shard: report,
                     skip_checksums: !checksums,
+                    digest: Vec::new(),
                 },
             )
         })?;
@@ -881,6 +886,7 @@ fn summary_dict<'py>(py: Python<'py>, summary: &DatasetSummary) -> PyResult<Boun
     out.set_item("shards", shards)?;
     out.set_item("documents", summary.documents)?;
     out.set_item("stats", stats_dict(py, &summary.stats)?)?;
+    out.set_item("fed_sha256", summary.fed.as_ref().map(hex))?;
     Ok(out)
 }
 

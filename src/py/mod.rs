@@ -21,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     inputs::register(m)?;
     train::register(m)?;
     encode::register(m)?;
+    dataset::register(m)?;
     Ok(())
 }

@@ -121,7 +121,8 @@ def check_files(folder: Path, manifest: dict[str, Any], verify: bool) -> tuple[s
             if verify:
                 ds.verify()
     except (OSError, ValueError) as e:
-        return f"files       BAD: {e}", False
+        # The library names the keyword and the flag; here the flag does.
+        return f"files       BAD: {str(e).replace('resume=False (--overwrite)', '--overwrite')}", False
     if verify and manifest.get("checksums") is False:
         return "files       all present with the sizes the manifest says (written without sha256)", True
     if verify:

@@ -36,8 +36,22 @@ from bpekit._utf8 import check_errors
 from bpekit.distributed.backends import Backend, open_backend
 from bpekit.distributed.dataset import encode_dataset
 from bpekit.distributed.plan import DEFAULT_UNIT_BYTES, Plan, plan_units
-from bpekit.distributed.work import CountSpec, UnitCounts, count_unit, kept_unit, resume_units, unit_files
-from bpekit.sources import check_bad_records, check_special_in_text, check_text_field, warn_skipped
+from bpekit.distributed.work import (
+    CountSpec,
+    UnitCounts,
+    count_unit,
+    holding_work_dir,
+    kept_unit,
+    resume_units,
+    unit_files,
+)
+from bpekit.sources import (
+    check_bad_records,
+    check_some_read,
+    check_special_in_text,
+    check_text_field,
+    warn_skipped,
+)
 
 __all__ = ["count_pretokens", "count_with_stats", "encode_dataset", "train_bpe"]
 
@@ -89,6 +103,7 @@ def count_pretokens(
     return counts
 
 
+@holding_work_dir
 def count_with_stats(
     inputs: Any,
     special_tokens: Sequence[str] | None = None,
@@ -155,7 +170,9 @@ def count_with_stats(
             bar.close(completed)
     assert total is not None
     unit_stats = {i: r.stats for i, r in results.items()}
-    return total, plan.stats(unit_stats, kept=len(plan.units) - len(todo))
+    stats = plan.stats(unit_stats, kept=len(plan.units) - len(todo))
+    check_some_read(stats)  # before a vocabulary is trained from no text
+    return total, stats
 
 
 def _gather(

@@ -18,6 +18,7 @@ and encodes only the rest; once the dataset is written, the unit files are delet
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import threading
@@ -27,13 +28,16 @@ from typing import Any
 
 import bpekit
 from bpekit._atomic import atomic_write
+from bpekit._lock import FolderLock
 from bpekit._progress import ProgressBar
 from bpekit.dataset_writer import (
     Done,
     Shards,
     Written,
+    _checked_folder,
     _fingerprint,
     check_job,
+    check_output_folder,
     dataset_manifest,
     finish_manifest,
     prepare_folder,
@@ -52,7 +56,14 @@ from bpekit.distributed.work import (
     save_record,
     unit_files,
 )
-from bpekit.sources import Sources, check_bad_records, check_text_field, resolve_files, warn_skipped
+from bpekit.sources import (
+    Sources,
+    check_bad_records,
+    check_some_read,
+    check_text_field,
+    resolve_files,
+    warn_skipped,
+)
 from bpekit.tokenizer import Tokenizer
 
 __all__ = ["encode_dataset", "write_dataset"]
@@ -143,13 +154,77 @@ def write_dataset(
     text_field = check_text_field(text_field)
     bad_records = check_bad_records(bad_records)
     tok = job.tok
+    root = Path(os.fspath(out_dir))
+    check_output_folder(root, inputs)
     files = resolve_files(inputs, format=format)
+    check_output_folder(root, inputs, [str(path) for path, _ in files])
     sources = _sources(files, text_field)
     framing = resolve_framing(tok, eos, bos, sources, cli)
-    root = Path(os.fspath(out_dir))
     manifest = dataset_manifest(
         job, tokenizer, sources, framing, format=format, text_field=text_field, bad_records=bad_records
     )
+    with contextlib.ExitStack() as held:
+        # The dataset folder, and a work_dir of the caller's, for the whole run (the
+        # units' folder of our own goes with the dataset's name, so with its lock).
+        held.enter_context(FolderLock(_checked_folder(root)))
+        if work_dir is not None:
+            held.enter_context(FolderLock(work_dir, "work_dir", remove_empty=True))
+        return _write(
+            root,
+            manifest,
+            job,
+            files,
+            sources,
+            framing,
+            tok,
+            address=address,
+            backend=backend,
+            workers=workers,
+            work_dir=work_dir,
+            unit_bytes=unit_bytes,
+            shard_tokens=shard_tokens,
+            shard_format=shard_format,
+            val_fraction=val_fraction,
+            seed=seed,
+            format=format,
+            text_field=text_field,
+            bad_records=bad_records,
+            chunk_size=chunk_size,
+            progress=progress,
+            resume=resume,
+            checksums=checksums,
+            _crash_once=_crash_once,
+        )
+
+
+def _write(
+    root: Path,
+    manifest: dict[str, Any],
+    job: Any,
+    files: list[tuple[Path, str]],
+    sources: Sources,
+    framing: Any,
+    tok: Tokenizer,
+    *,
+    address: str | None,
+    backend: str,
+    workers: int | None,
+    work_dir: str | os.PathLike[str] | None,
+    unit_bytes: int,
+    shard_tokens: int,
+    shard_format: str,
+    val_fraction: float,
+    seed: int,
+    format: str | None,
+    text_field: str,
+    bad_records: str,
+    chunk_size: int,
+    progress: bool,
+    resume: bool,
+    checksums: bool,
+    _crash_once: tuple[int, str] | None,
+) -> Written:
+    """``write_dataset`` once its folders are held."""
     # A finished dataset is returned as it is; an unfinished one keeps no shards: the
     # units are what a rerun keeps.
     state = prepare_folder(root, manifest, resume, None, keep=False)
@@ -235,6 +310,7 @@ def write_dataset(
         raise
     done = assembly.result()
     stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
+    check_some_read(stats)  # before the manifest says complete
     done.manifest["totals"]["skipped"] = stats["skipped"]
     done.manifest["totals"]["bytes"] = stats["bytes"]
     finish_manifest(root, done.manifest)

@@ -14,19 +14,21 @@ done; a rerun after the driver died keeps it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bpekit import _core
 from bpekit._atomic import atomic_write
+from bpekit._lock import FolderLock
 from bpekit._paths import sha256_of
 from bpekit.distributed.plan import Unit
-from bpekit.sources import Skipped, Sources
 
 __all__ = [
     "CountSpec",
@@ -35,6 +37,7 @@ __all__ = [
     "UnitEncoded",
     "count_unit",
     "encode_unit",
+    "holding_work_dir",
     "kept_record",
     "kept_unit",
     "resume_units",
@@ -103,15 +106,15 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
         if entry["unit"] != index or result.stat().st_size != entry["size"]:
             return None
         return entry if sha256_of(result) == entry["sha256"] else None
-    except (OSError, ValueError, KeyError, TypeError):
+    # RecursionError: JSON nested ~1,000 deep, which is no record of bpekit's either.
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
 def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
     """Counts the pre-tokens of one unit, as ``bpekit.count_pretokens`` counts them."""
     _crash_once(unit, spec.crash_once)
-    skipped = Skipped()
-    source = unit.source(spec.text_field, spec.bad_records, skipped)
+    source = unit.source(spec.text_field, spec.bad_records)
     counts, native = _core.count_pretokens(
         [source],
         list(spec.special_tokens),
@@ -123,7 +126,7 @@ def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
         special_in_text=spec.special_in_text,
         bad_records=spec.bad_records,
     )
-    stats = Sources([], skipped=skipped).stats(native)
+    stats = dict(native)
     if spec.work_dir is None:
         return UnitCounts(unit.index, counts._to_bytes(), stats)
     wc, record = unit_files(spec.work_dir, unit.index)
@@ -193,8 +196,7 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
     which the driver replays into the dataset as ``bpekit.encode_dataset`` writes it."""
     _crash_once(unit, spec.crash_once)
     tok = _tokenizer(spec)
-    skipped = Skipped()
-    source = unit.source(spec.text_field, spec.bad_records, skipped)
+    source = unit.source(spec.text_field, spec.bad_records)
 
     def encode(path: Path) -> dict[str, Any]:
         tokens, _, native = tok._core.encode_unit(
@@ -210,7 +212,7 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
             record_bos=spec.record_bos,
             record_eos=spec.record_eos,
         )
-        return {"tokens": tokens, "stats": Sources([], skipped=skipped).stats(native)}
+        return {"tokens": tokens, "stats": dict(native)}
 
     if spec.work_dir is None:
         with tempfile.TemporaryDirectory(prefix="bpekit-unit-") as folder:
@@ -222,6 +224,25 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
     done = encode(ids)
     save_record(record, unit.index, ids, **done)
     return UnitEncoded(unit.index, None, done["tokens"], done["stats"])
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def holding_work_dir(fn: _F) -> _F:
+    """``fn`` with the folder of its ``work_dir`` keyword (where given) held for the
+    whole call (``bpekit._lock.FolderLock``): two runs on one work_dir would take each
+    other's units. A second one fails at once, naming the first's pid."""
+
+    @functools.wraps(fn)
+    def held(*args: Any, **kwargs: Any) -> Any:
+        work_dir = kwargs.get("work_dir")
+        if work_dir is None:
+            return fn(*args, **kwargs)
+        with FolderLock(work_dir, "work_dir", remove_empty=True):
+            return fn(*args, **kwargs)
+
+    return held  # type: ignore[return-value]
 
 
 def resume_units(
@@ -240,7 +261,7 @@ def resume_units(
         old = json.loads(record.read_bytes())
     except FileNotFoundError:
         old = None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         if not fresh:
             raise ValueError(f"{record}: not a bpekit plan; give an empty or new work_dir") from None
         old = {}

@@ -8,7 +8,9 @@
 //! split does not depend on threads, chunk sizes or shard sizes.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use super::fed::{Digest, DigestFeed, FedLog};
 use super::hasher::{Hasher, OnShard};
 use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
 use super::options::FileOptions;
@@ -40,6 +42,9 @@ pub struct DatasetSummary {
     pub documents: u64,
     /// What was read, the run this one went on from included.
     pub stats: StatsSummary,
+    /// The chain of the digested feeds' batches ([`super::fed`]), where any input was
+    /// digested: what a finished dataset records to tell its feeds again.
+    pub fed: Option<Digest>,
 }
 
 /// The splits a layout has: `train`, and `val` when `val_fraction > 0`.
@@ -61,6 +66,9 @@ pub struct DatasetRun {
     /// Leaves the shards unhashed (their sha256 empty): a run then resumes checking
     /// sizes only.
     pub skip_checksums: bool,
+    /// The feeds whose documents are hashed ([`super::fed`]), by input number: those
+    /// that nothing else identifies (a Python iterable, a dataset object).
+    pub digest: Vec<usize>,
 }
 
 /// Encodes `inputs` into the dataset folder `root` (which exists), shard by shard.
@@ -75,6 +83,7 @@ pub fn encode_dataset(
 ) -> Result<DatasetSummary> {
     let n_inputs = inputs.len();
     let is_text = is_text_file(&inputs);
+    let (inputs, fed) = digested(inputs, &run.digest);
     write_dataset(
         encoder,
         is_text,
@@ -82,7 +91,9 @@ pub fn encode_dataset(
         options,
         layout,
         run,
+        fed,
         |writer, resume| {
+            let mut inputs = inputs;
             let from = resume::from(resume);
             if from.input > n_inputs {
                 return Err(Error::invalid(format!(
@@ -91,11 +102,83 @@ pub fn encode_dataset(
                 )));
             }
             writer.restore(&from);
+            // The digested feeds before the start are read for their hash alone: the
+            // shards kept hold their documents ([`super::fed`]).
+            for input in inputs.iter_mut().take(from.input) {
+                if let Input::Feed { feed, .. } = input {
+                    if writer.fed.is_some() {
+                        while feed.next_batch()?.is_some() {
+                            progress.check()?;
+                        }
+                    }
+                }
+            }
             let start = (from != Checkpoint::default()).then(|| from.start());
             let stats = encode_all(encoder, inputs, options, progress, root, writer, start)?;
+            // Before the manifest is written; a resumed run read only the rest.
+            if start.is_none() {
+                stats.check_some_read()?;
+            }
             Ok(stats.examples)
         },
     )
+}
+
+/// `inputs` with the feeds of `digest` hashed as they are read into a log, and the
+/// log (none where no feed is digested): the feeds' names too, for messages.
+fn digested(inputs: Vec<Input>, digest: &[usize]) -> (Vec<Input>, Option<Fed>) {
+    let feeds: Vec<(usize, String)> = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, input)| match input {
+            Input::Feed { name, .. } if digest.contains(&i) => Some((i, name.clone())),
+            _ => None,
+        })
+        .collect();
+    if feeds.is_empty() {
+        return (inputs, None);
+    }
+    let log = Arc::new(FedLog::default());
+    let inputs = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| match input {
+            Input::Feed { name, feed } if digest.contains(&i) => Input::Feed {
+                name,
+                feed: Box::new(DigestFeed::new(feed, i, log.clone())),
+            },
+            other => other,
+        })
+        .collect();
+    (inputs, Some(Fed { log, names: feeds }))
+}
+
+/// Reads the feeds of `inputs` numbered in `digest` to their end, for the chain that
+/// [`encode_dataset`] would come to over them (`None` where none is digested): how a
+/// finished dataset tells whether it was written from these documents.
+pub fn digest_feeds(
+    inputs: Vec<Input>,
+    digest: &[usize],
+    progress: &Progress,
+) -> Result<Option<Digest>> {
+    let (inputs, fed) = digested(inputs, digest);
+    let Some(fed) = fed else {
+        return Ok(None);
+    };
+    for input in inputs {
+        if let Input::Feed { mut feed, .. } = input {
+            while feed.next_batch()?.is_some() {
+                progress.check()?;
+            }
+        }
+    }
+    Ok(Some(fed.log.chain()))
+}
+
+/// The log of the digested feeds, and their names by input number.
+struct Fed {
+    log: Arc<FedLog>,
+    names: Vec<(usize, String)>,
 }
 
 /// Writes into the dataset folder `root` the items of the assembly's unit files
@@ -123,16 +206,27 @@ pub fn assemble_dataset(
     } = assembly;
     progress.reset(size);
     let n_inputs = is_text.len();
-    write_dataset(encoder, is_text, root, options, layout, run, |writer, _| {
-        replay(units, n_inputs, options.dtype_bytes, writer, progress)?;
-        writer.end_until(n_inputs).map_err(|e| Error::io(root, e))?;
-        Ok(Vec::new())
-    })
+    write_dataset(
+        encoder,
+        is_text,
+        root,
+        options,
+        layout,
+        run,
+        None,
+        |writer, _| {
+            replay(units, n_inputs, options.dtype_bytes, writer, progress)?;
+            writer.end_until(n_inputs).map_err(|e| Error::io(root, e))?;
+            Ok(Vec::new())
+        },
+    )
 }
 
 /// Checks the layout and resume, makes the splits' folders and runs `body` (which
 /// feeds the writer, and returns examples of skipped records) with the writer and
-/// its hasher; ends the shards.
+/// its hasher; ends the shards. `fed`: the digested feeds, whose chain the writer
+/// follows and checks ([`super::fed`]).
+#[allow(clippy::too_many_arguments)]
 fn write_dataset(
     encoder: &Encoder,
     is_text: Vec<bool>,
@@ -140,12 +234,14 @@ fn write_dataset(
     options: FileOptions,
     layout: DatasetOptions,
     run: DatasetRun,
+    fed: Option<Fed>,
     body: impl FnOnce(&mut DatasetWriter, &[SplitResume]) -> Result<Vec<String>>,
 ) -> Result<DatasetSummary> {
     let DatasetRun {
         resume,
         on_shard,
         skip_checksums,
+        digest: _,
     } = run;
     check_options(encoder, &options)?;
     if !(0.0..1.0).contains(&layout.val_fraction) {
@@ -180,14 +276,31 @@ fn write_dataset(
     for name in names {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        // A link there would have the shards written wherever it points.
+        let real = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(&dir, e))?;
+        if !real.is_dir() {
+            return Err(Error::invalid(format!(
+                "{}: a link, where the dataset's {name} shards go (bpekit never writes through \
+                 a link); remove it, or give another folder for the dataset",
+                dir.display()
+            )));
+        }
     }
     let n_inputs = is_text.len();
     let hasher = Hasher::start(root, !skip_checksums, on_shard).map_err(|e| Error::io(root, e))?;
     let mut writer = DatasetWriter::new(encoder, root, is_text, options, layout, &resume, &hasher);
+    writer.follow(fed, &resume);
     let outcome = body(&mut writer, &resume).and_then(|examples| {
         writer.finish(n_inputs).map_err(|e| Error::io(root, e))?;
         Ok(examples)
     });
+    // Documents other than those the shards kept were read from: the run's error,
+    // whatever failed after it.
+    let outcome = match writer.mismatch.take() {
+        Some(message) => Err(Error::invalid(message)),
+        None => outcome,
+    };
+    let fed = writer.fed.as_ref().map(|_| writer.chain);
     let (documents, read, is_text) = (writer.documents, writer.read, writer.is_text.clone());
     // The shards' senders go with the writer: the hasher ends once they are gone.
     drop(writer);
@@ -204,6 +317,7 @@ fn write_dataset(
             examples,
             bytes: read.bytes,
         },
+        fed,
     })
 }
 
@@ -233,6 +347,14 @@ struct DatasetWriter {
     read: Tally,
     /// The last document begun: its input, and its number among that input's.
     place: Place,
+    /// The digested feeds ([`super::fed`]), and the chain through the items written.
+    fed: Option<Fed>,
+    chain: Digest,
+    /// Per split gone on from: where it starts, and the chain the run it goes on from
+    /// had come to there; checked once the run passes there, before it writes on.
+    checks: Vec<(usize, u64, Digest)>,
+    /// Why the run stopped where its documents differ from those the shards kept hold.
+    mismatch: Option<String>,
 }
 
 impl DatasetWriter {
@@ -278,6 +400,73 @@ impl DatasetWriter {
             item: Checkpoint::default(),
             read: Tally::default(),
             place: Place::default(),
+            fed: None,
+            chain: Digest::default(),
+            checks: Vec::new(),
+            mismatch: None,
+        }
+    }
+
+    /// Follows the chain of the digested feeds `fed`, checking it at the start of
+    /// each split of `resume` gone on from.
+    fn follow(&mut self, fed: Option<Fed>, resume: &[SplitResume]) {
+        if fed.is_none() {
+            return;
+        }
+        self.fed = fed;
+        self.checks = resume
+            .iter()
+            .filter_map(|r| r.next.map(|n| (n.from.input, n.from.at, n.from.fed)))
+            .collect();
+    }
+
+    /// Takes the chain up to the item at `(input, at)` (`before`: the items before
+    /// it; else through it), and checks every split's start that lies there.
+    fn take_fed(&mut self, input: usize, at: u64, before: bool) -> std::io::Result<()> {
+        let Some(fed) = &self.fed else {
+            return Ok(());
+        };
+        let taken = match (input, at) {
+            (usize::MAX, u64::MAX) => fed.log.take_all(),
+            _ => fed.log.take_until(input, at, !before),
+        };
+        if let Some(chain) = taken {
+            self.chain = chain;
+        }
+        let (chain, due) = (self.chain, (input, at));
+        let mut bad = None;
+        self.checks.retain(|&(i, a, want)| {
+            let here = if before { (i, a) < due } else { (i, a) <= due };
+            if here && want != chain {
+                bad = Some(i);
+            }
+            !here
+        });
+        match bad {
+            None => Ok(()),
+            Some(i) => {
+                let names: Vec<&str> = fed
+                    .names
+                    .iter()
+                    .filter(|(k, _)| *k <= i)
+                    .map(|(_, n)| n.as_str())
+                    .collect();
+                let names = match names.is_empty() {
+                    true => fed.names.iter().map(|(_, n)| n.as_str()).collect(),
+                    false => names,
+                };
+                let message = format!(
+                    "{}: the documents differ from those the run being resumed read (their \
+                     sha256 up to where it stopped does not match); start over with \
+                     resume=False (--overwrite)",
+                    names.join(", ")
+                );
+                self.mismatch = Some(message.clone());
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    message,
+                ))
+            }
         }
     }
 
@@ -406,6 +595,7 @@ impl DatasetWriter {
 
     /// Ends the last document and every split's last shard, once every input is.
     fn finish(&mut self, n_inputs: usize) -> std::io::Result<()> {
+        self.take_fed(usize::MAX, u64::MAX, true)?;
         self.end()?;
         let end = ShardStart {
             from: Checkpoint {
@@ -416,6 +606,7 @@ impl DatasetWriter {
                 started: false,
                 read: self.read,
                 place: self.place,
+                fed: self.chain,
             },
             document: self.documents,
             skip: 0,
@@ -439,7 +630,11 @@ fn changed_input() -> std::io::Error {
 impl Sink for DatasetWriter {
     fn write(&mut self, encoded: &Encoded<'_>) -> std::io::Result<()> {
         let input = encoded.input;
+        // The chain before the item, for what the end of earlier inputs writes; then
+        // through it, which a shard starting in it records.
+        self.take_fed(input, encoded.at, true)?;
         self.end_until(input)?;
+        self.take_fed(input, encoded.at, false)?;
         self.item = Checkpoint {
             input,
             at: encoded.at,
@@ -448,6 +643,7 @@ impl Sink for DatasetWriter {
             started: self.started,
             read: self.read,
             place: self.place,
+            fed: self.chain,
         };
         self.read.add(encoded.tally);
         let text = self.is_text[input];

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 mod dataset;
+mod fed;
 mod hasher;
 mod job;
 mod npy;
@@ -30,7 +31,8 @@ use crate::encode::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 pub use dataset::{
-    assemble_dataset, encode_dataset, split_names, DatasetOptions, DatasetRun, DatasetSummary,
+    assemble_dataset, digest_feeds, encode_dataset, split_names, DatasetOptions, DatasetRun,
+    DatasetSummary,
 };
 pub use hasher::OnShard;
 use job::{check_options, encode_all, is_text_file, Encoded, Sink};
@@ -171,6 +173,8 @@ fn write_npy(
         &mut writer,
         None,
     )?;
+    // Before the output is in place: a run that read no document writes nothing.
+    stats.check_some_read()?;
     let count = writer.count;
     file.finish(&npy::header(descr, count)).map_err(io)?;
     Ok((count, stats))

@@ -9,6 +9,7 @@
 //! of input behind each split's open shard: about `shard_tokens / val_fraction`
 //! tokens of input for `val/`, whatever the corpus's size.
 
+use super::fed::Digest;
 use crate::corpus::{Start, Tally};
 
 /// The writer's state at the start of an item: what a run started there restores.
@@ -27,6 +28,9 @@ pub struct Checkpoint {
     pub read: Tally,
     /// The last document begun before it.
     pub place: Place,
+    /// The chain of the digested feeds' batches read up to and through the item
+    /// ([`super::fed`]; zero where none was): what a resumed run must come to there.
+    pub fed: Digest,
 }
 
 /// A document's input, and its number among that input's documents (from 0: a
