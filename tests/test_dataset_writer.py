@@ -176,13 +176,15 @@ def test_the_command_writes_a_dataset_when_out_is_a_folder(tmp_path: Path, tok, 
     assert main([*args, "--val-fraction", "0.25", "--seed", "7", "--shard-format", "bin"]) == 0
     assert "holds this dataset already" in capsys.readouterr().out
     assert main([*args, "--seed", "8"]) == 2
-    assert "holds a dataset written with other shard_format, val_fraction, seed" in capsys.readouterr().err
+    # The command line names the options by their flags.
+    err = capsys.readouterr().err
+    assert "holds a dataset written with other --shard-format, --val-fraction, seed" in err
     # Dataset options with a .npy output are a mistake, said before any work.
     assert main(["encode", str(src), "-t", "gpt2", "-o", str(tmp_path / "x.npy"), "--seed", "3"]) == 2
     assert "--seed is for a dataset folder, and --out" in capsys.readouterr().err
     # A zero is a value given, and refused as the API refuses it.
     assert main([*args[:-2], "--shard-tokens", "0", "--overwrite"]) == 2
-    assert "shard_tokens must be a positive int, not 0" in capsys.readouterr().err
+    assert "--shard-tokens must be a positive int, not 0" in capsys.readouterr().err
     assert not (tmp_path / "x.npy").exists()
 
 

@@ -38,8 +38,13 @@ def gpt2() -> bpekit.Tokenizer:
     return bpekit_encoding("gpt2")
 
 
-# What an error of a bad record adds: how to go on past it.
-SKIP_HINT = '; pass bad_records="skip" (--bad-records skip) to leave such records out'
+# What an error of a bad record adds on the command line: how to go on past it.
+CLI_SKIP_HINT = "; pass --bad-records skip to leave such records out"
+# A missing field: the fields there are, and the flag that picks one.
+CLI_FIELD_HINT = (
+    "; pass --text-field naming the field that holds the text, or --bad-records skip to leave out records "
+    "without it"
+)
 
 
 def encoded(inputs: Any, tok: Any, out: Path, **options: Any) -> list[int]:
@@ -319,13 +324,16 @@ def test_cli_train_flags(tmp_path: Path, capsys) -> None:
     ]
     status, _, err = run_cli(capsys, *args, "--format", "jsonl", "--text-field", "meta.body")
     assert status == 2
-    assert err == f"bpekit train: error: {path}: line 2 (byte 32): no field 'meta.body'{SKIP_HINT}\n"
+    assert err == (
+        f"bpekit train: error: {path}: line 2 (byte 32): no field 'meta.body' ('meta' has no fields)"
+        f"{CLI_FIELD_HINT}\n"
+    )
     more = ["--format", "jsonl", "--text-field", "meta.body", "--bad-records", "skip"]
     status, out, err = run_cli(capsys, *args, *more)
     assert status == 0, err
     assert (
-        f"  2 documents; skipped 2 bad records (the first: {path}: line 2 (byte 32): no field 'meta.body')\n"
-        in out
+        f"  2 documents; skipped 2 bad records (the first: {path}: line 2 (byte 32): no field 'meta.body' "
+        "('meta' has no fields))\n" in out
     )
     one = tmp_path / "one.jsonl"
     one.write_bytes(b'{"meta": {"body": "a <|endoftext|>"}}\n')
@@ -437,7 +445,7 @@ def test_cli_encode_skips_bad_records_and_says_so(tmp_path: Path, capsys) -> Non
         status == 2
         and err
         == f"bpekit encode: error: {path}: line 2 (byte 14): field 'text' is a number, not a string"
-        f"{SKIP_HINT}\n"
+        f"{CLI_SKIP_HINT}\n"
     )
     status, stdout, err = run_cli(capsys, *args, "--bad-records", "skip")
     assert status == 0 and err == ""
@@ -487,5 +495,7 @@ def test_cli_inspect_of_zst_text_and_format_flags(tmp_path: Path, capsys, gpt2) 
     assert (
         status == 2
         and out == ""
-        and err == f"bpekit inspect: error: {nested}: line 1 (byte 0): no field 'text'{SKIP_HINT}\n"
+        and err
+        == f"bpekit inspect: error: {nested}: line 1 (byte 0): no field 'text' "
+        f'(the record has "id", "meta"){CLI_FIELD_HINT}\n'
     )

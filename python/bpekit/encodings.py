@@ -193,9 +193,9 @@ def _read(spec: EncodingSpec, f: RankFile, path: str | os.PathLike[str] | None) 
     raise FileNotFoundError(
         f"{spec.name}: cannot find {f.names[0]}{all_files} (bpekit never downloads). "
         f"Looked in:\n  {looked or '(nowhere: no path given, BPEKIT_ENCODINGS unset, no tiktoken cache)'}\n"
-        f"Download {f.url} into a folder, then pass that folder as path= "
-        "(get_encoding(name, path=DIR)) or name it in the BPEKIT_ENCODINGS environment variable "
-        "(several folders separated by os.pathsep); tiktoken's cache folder works too."
+        f"Download {f.url} into a folder and name that folder in the BPEKIT_ENCODINGS environment "
+        f"variable (several folders separated by {os.pathsep!r}; tiktoken's cache folder works too), "
+        "or pass it as path= (get_encoding(name, path=DIR))."
     )
 
 
@@ -312,6 +312,27 @@ def _warn_unreachable(folder: Path, vocab: dict[int, bytes], merges: list[tuple[
     )
 
 
+def _warn_past_vocab(vocab_path: Path, vocab: dict[int, bytes], tok: Tokenizer) -> None:
+    """Warns of the special tokens that vocab.json does not hold: they are appended
+    after its highest id, so the vocabulary outgrows what it was trained to, and a
+    model with one embedding row per trained token cannot take their ids."""
+    size = max(vocab, default=-1) + 1
+    added = sorted((i, t) for t, i in tok.special_tokens.items() if i >= size)
+    if not added:
+        return
+    import warnings
+
+    names = ", ".join(f"{t!r} (id {i})" for i, t in added)
+    s = "s" * (len(added) > 1)
+    warnings.warn(
+        f"{vocab_path} holds no special token{s} {names}: added past its {size:,} ids, so the "
+        f"vocabulary grows to {tok.n_vocab:,} ids (a model with {size:,} embedding rows cannot "
+        f"take id {added[0][0]})",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def load_tokenizer(
     spec: Tokenizer | str | os.PathLike[str], special_tokens: list[str] | None = None
 ) -> Tokenizer:
@@ -361,8 +382,92 @@ def load_tokenizer(
             specials = infer_special_tokens(vocab, merges)
             _warn_unreachable(folder, vocab, merges)
         pattern, name = ("gpt2", None) if config is None else (config.pattern, config.name)
-        return Tokenizer._from_loaded_files(vocab, merges, specials, pattern, name, merges_path)
-    raise FileNotFoundError(
-        f"{spec}: not an encoding name ({', '.join(ENCODINGS)}), a tokenizer.json, "
-        "nor a folder holding tokenizer.json or vocab.json and merges.txt"
+        tok = Tokenizer._from_loaded_files(vocab, merges, specials, pattern, name, merges_path)
+        _warn_past_vocab(vocab_path, vocab, tok)
+        return tok
+    raise _not_a_tokenizer(spec)
+
+
+def _close_name(name: str, names: list[str]) -> str | None:
+    """The one of ``names`` that ``name`` likely meant: itself in other case, the first
+    it is the start of (``o200k`` -> ``o200k_base``), else the closest by ``difflib``
+    (``gpt4`` -> ``gpt-4``)."""
+    import difflib
+
+    name = name.lower()
+    if name in names:
+        return name
+    starts = [n for n in names if n.startswith(name + "_")]
+    if starts:
+        return starts[0]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _not_a_tokenizer(spec: str | os.PathLike[str]) -> Exception:
+    """The error for a tokenizer spec that names nothing loadable, saying what it is:
+    a model's name (and its encoding), a near miss of an encoding or model name, a
+    path with nothing there (and a near miss beside it), or a folder or file of
+    something else.
+
+    >>> str(_not_a_tokenizer("gpt-4o"))
+    "gpt-4o is an OpenAI model's name, not an encoding's: it uses o200k_base, so give o200k_base"
+    >>> print(_not_a_tokenizer("gpt4"))
+    gpt4: no encoding, model or folder of that name; did you mean gpt-4, a model whose encoding ...
+    """
+    from bpekit.models import MODEL_TO_ENCODING, encoding_name_for_model
+
+    text = os.fspath(spec)
+    path = Path(text)
+    wants = (
+        "a tokenizer is an encoding name, a tokenizer.json, or a folder of one or of vocab.json + merges.txt"
     )
+    if path.is_dir():
+        return FileNotFoundError(
+            f"{text}: a folder without tokenizer.json, nor vocab.json and merges.txt; {wants}"
+        )
+    if path.name in ("vocab.json", "merges.txt") and path.is_file():
+        return ValueError(f"{text}: give the folder that holds vocab.json and merges.txt, {path.parent}")
+    if path.exists():
+        return ValueError(f"{text}: not a tokenizer.json; {wants}")
+    here = _close_entry(path)
+    bare = isinstance(spec, str) and not any(c in text for c in "/\\") and not text.startswith((".", "~"))
+    if not bare or text.endswith(".json"):
+        kind = "folder" if text.endswith(("/", os.sep)) else "file or folder"
+        return FileNotFoundError(f"{text}: no such {kind}" + (f"; did you mean {here}?" if here else ""))
+    try:
+        encoding = encoding_name_for_model(text)
+    except KeyError:
+        encoding = None
+    if encoding is not None:
+        return ValueError(
+            f"{text} is an OpenAI model's name, not an encoding's: it uses {encoding}, so give {encoding}"
+        )
+    what = f"{text}: no encoding, model or folder of that name"
+    guess = _close_name(text, [*ENCODINGS, *MODEL_TO_ENCODING])
+    if guess in ENCODINGS:
+        return FileNotFoundError(f"{what}; did you mean {guess}?")
+    if guess is not None:
+        return FileNotFoundError(
+            f"{what}; did you mean {guess}, a model whose encoding is {MODEL_TO_ENCODING[guess]}?"
+        )
+    if here is not None:
+        return FileNotFoundError(f"{what}; did you mean {here}?")
+    return FileNotFoundError(f"{what}; the encodings: {', '.join(ENCODINGS)}")
+
+
+def _close_entry(path: Path) -> str | None:
+    """A file or folder beside where ``path`` would be whose name is close to its name
+    (``../tokk/`` -> ``../tok``), as written for the user; None when there is none or
+    the folder it would be in does not exist."""
+    import difflib
+
+    parent, name = path.parent, path.name
+    try:
+        names = [entry.name for entry in parent.iterdir()] if parent.is_dir() else []
+    except OSError:
+        return None
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    if not close:
+        return None
+    return close[0] if str(parent) == "." else str(parent / close[0])

@@ -104,7 +104,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help="write this token after each document: each record, and each text file as one document "
         "(default: the tokenizer's '<|endoftext|>' after each record when it has one, nothing for "
-        "text files, whose separators are in their text)",
+        "text files, whose separators are in their text); a token like '<|endoftext|>' that a "
+        "vocab.json tokenizer lacks is added as a special token, with a warning giving its id",
     )
     eos.add_argument("--no-eos", action="store_true", help="write no token after records")
     p.add_argument(
@@ -132,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
     args.out = Path(fspath(args.out, "--out"))
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
+    tok = _with_framing_tokens(args, tok)
     # Every flag's default is None: `--shard-tokens 0` is given (and refused).
     given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None}
     if args.out.suffix != ".npy":
@@ -156,6 +158,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {note}")
     print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}")
     return 0
+
+
+def _with_framing_tokens(args: argparse.Namespace, tok: Any) -> Any:
+    """``tok`` with the special-looking tokens of ``--eos``, ``--bos`` and
+    ``--after-each-file`` that it lacks added as special tokens, where it is a
+    vocab.json + merges.txt folder (whose special tokens can be given): the summary's
+    advice for a tokenizer trained without ``<|endoftext|>`` is ``--eos TOKEN``.
+    ``load_tokenizer`` warns of each id past the vocabulary. Other tokenizers are left
+    as they are, and a token they lack stays an error naming their special tokens."""
+    from bpekit.encodings import looks_special
+
+    given = [t for t in (args.eos, args.bos, args.after_each_file) if isinstance(t, str)]
+    missing = []
+    for token in dict.fromkeys(given):
+        if token in tok.special_tokens or not looks_special(token.encode("utf-8")):
+            continue
+        try:
+            tok.encode_single_token(token)
+        except KeyError:
+            missing.append(token)
+    if not missing:
+        return tok
+    specials = [*tok.special_tokens, *missing]
+    try:
+        grown = load_tokenizer(args.tokenizer, specials)
+    except ValueError:  # an encoding or a tokenizer.json: its special tokens are its own
+        return tok
+    args.special_tokens = specials  # the dataset's manifest records this tokenizer
+    return grown
 
 
 def _encode_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -212,5 +243,7 @@ def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> 
             f"  {name}: {len(split['shards']):,} {m['format']} shard(s) of {m['dtype']}, "
             f"{split['tokens']:,} tokens, {split['documents']:,} documents"
         )
-    print(f"  peak memory {peak_rss_mib():,.0f} MiB; wrote {args.out}/manifest.json")
+    # A dataset there already was left as it was: nothing was written.
+    wrote = "" if result.done_before else f"; wrote {args.out}/manifest.json"
+    print(f"  peak memory {peak_rss_mib():,.0f} MiB{wrote}")
     return 0

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from bpekit._atomic import atomic_write_all
 from bpekit._paths import fspath
-from bpekit.formats.gpt2 import json_object, read_utf8, vocab_merges_bytes
+from bpekit.formats.gpt2 import parse_json, read_utf8, vocab_merges_bytes
 from bpekit.patterns import NAMED, unknown_name
 
 VOCAB = "vocab.json"
@@ -69,10 +69,7 @@ def load_config(directory: str | os.PathLike[str]) -> FolderConfig | None:
         text = read_utf8(path)
     except FileNotFoundError:
         return None
-    try:
-        data = json.loads(text, object_pairs_hook=json_object(path, "key"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    data = parse_json(path, text, "key", 'one object of "pattern", "special_tokens" and "name"')
     pattern = data.get("pattern") if isinstance(data, dict) else None
     specials = data.get("special_tokens", []) if isinstance(data, dict) else None
     name = data.get("name") if isinstance(data, dict) else None
