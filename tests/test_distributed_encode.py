@@ -303,7 +303,7 @@ def test_units_of_any_size_replay_to_the_whole(tmp_path_factory, texts, unit, sh
     units = []
     for u in plan.units:
         units.append((str(d / f"u{u.index}.ids"), u.input))
-        tok._core.encode_unit([u.source("text", "error", None)], units[-1][0], 2)
+        tok._core.encode_unit([u.source("text", "error")], units[-1][0], 2)
     core = tok._core.assemble_dataset(
         units,
         [True] * len(paths),
