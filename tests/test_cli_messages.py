@@ -6,6 +6,11 @@ the special tokens that an encode adds past the trained vocabulary."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -75,6 +80,11 @@ def test_messages_name_flags_not_python_keywords(tmp_path: Path, capsys: pytest.
     assert status == 2 and error_line(err).endswith(
         "pass --errors replace or --errors ignore to decode it anyway"
     )
+    # A one-word keyword named first by its check.
+    status, _, err = cli(
+        capsys, "encode", str(records), "-t", "gpt2", "-o", str(tmp_path / "ds2"), "--seed", "-1"
+    )
+    assert status == 2 and error_line(err).startswith("bpekit encode: error: --seed must be an int")
     # "keyword (--flag)", the library's way of naming both, becomes the flag alone.
     other = tmp_path / "e.jsonl"
     other.write_text('{"txt": "a"}\n')
@@ -320,3 +330,33 @@ def test_special_tokens_past_the_vocabulary_are_a_warning(
         warnings.simplefilter("error")
         load_tokenizer(tmp_path / "with")
         load_tokenizer(tmp_path / "with", ["<|endoftext|>"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child process (Linux)")
+def test_a_dataset_stopped_part_way_is_not_called_complete(tmp_path: Path) -> None:
+    # A dataset folder changes as soon as a run starts in it, which read as "after the
+    # output was complete: wrote ds" though its manifest said complete: false.
+    out = tmp_path / "ds"
+    env = {**os.environ, "BPEKIT_ENCODINGS": str(data_path("encodings"))}
+    args = ["encode", "/dev/stdin", "-t", "gpt2", "-o", str(out), "--shard-tokens", "1000", "--quiet"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bpekit.cli", *args],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("the quick brown fox jumps over the lazy dog. " * 20_000)
+        proc.stdin.flush()  # and kept open: the run waits for more
+        deadline = time.monotonic() + 60
+        while not (out / "manifest.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert not json.loads((out / "manifest.json").read_text(encoding="utf-8"))["complete"]
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert f"{out} holds an unfinished dataset" in err and "complete" not in err, err

@@ -147,6 +147,9 @@ def cli_wording(message: str, parser: argparse.ArgumentParser | None) -> str:
     "no column 'txt'; pass --text-field"
     >>> cli_wording("differs; start over with resume=False (--overwrite)", p)
     'differs; start over with --overwrite'
+    >>> _ = p.add_argument("--seed")
+    >>> cli_wording("seed must be an int from 0 to 2**64 - 1, not -1", p)
+    '--seed must be an int from 0 to 2**64 - 1, not -1'
     >>> cli_wording("text_field 'a..b' has an empty part; see bpekit.train_bpe", p)
     "--text-field 'a..b' has an empty part; see bpekit.train_bpe"
     >>> cli_wording('in Python: encode_file(path, out, errors="replace")', p)
@@ -194,6 +197,8 @@ def cli_wording(message: str, parser: argparse.ArgumentParser | None) -> str:
         return word if action is None else next(o for o in action.option_strings if o.startswith("--"))
 
     message = re.sub(_KEYWORD, flag, message)
+    # A one-word keyword that a check names first ("seed must be an int ...").
+    message = re.sub(r"^[a-z]+(?= must )", bare, message)
     # A keyword named alone ("shard_tokens must be a positive int"): only those with an
     # underscore, which no English word has, and none quoted, called or part of a path.
     message = re.sub(r"(?<![\w'\"./\\-])[a-z]+(?:_[a-z]+)+(?![\w'\"=(./\\-])", bare, message)
@@ -273,11 +278,29 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _complete_dataset(folder: Path) -> bool:
+    """Whether ``folder`` holds a dataset whose manifest says it is complete."""
+    import json
+
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("complete") is True
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+
+
 def _interrupted_message(args: argparse.Namespace, before: dict[Path, Any], e: KeyboardInterrupt) -> str:
     """What an interrupt left on disk, from the outputs' identities before and now:
     an interrupt can land after the last rename, when the new outputs are in place."""
     what = f"terminated ({e.args[0]})" if isinstance(e, Terminated) else "interrupted"
     changed = [p for p in output_paths(args) if _identity(p) != before.get(p)]
+    # A dataset folder changes as soon as a run starts in it: only its manifest says
+    # whether the dataset was complete.
+    unfinished = [p for p in changed if p.is_dir() and not _complete_dataset(p)]
+    if unfinished:
+        return (
+            f"bpekit: {what}; {unfinished[0]} holds an unfinished dataset: run the same command "
+            "again to go on from its finished shards (or with --overwrite to start over)"
+        )
     if not changed:
         return f"bpekit: {what}; nothing was written"
     return f"bpekit: {what} after the output was complete: wrote {', '.join(map(str, changed))}"
