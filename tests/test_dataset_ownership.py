@@ -164,3 +164,20 @@ def test_a_deeply_nested_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert f"{ds / 'manifest.json'}: JSON nested too deeply" in lines[0] and "--overwrite" in lines[0]
+
+
+def test_a_file_of_another_beside_the_dataset_is_kept_and_the_refusal_says_what_to_do(
+    tmp_path: Path, tok
+) -> None:
+    # The refusal named the file but not what to do about it.
+    path = corpus(tmp_path / "in")
+    out = tmp_path / "ds"
+    bpekit.encode_dataset(path, out, tok, shard_tokens=200)
+    (out / "README.md").write_text("mine", encoding="utf-8")
+    with pytest.raises(
+        FileExistsError,
+        match=r"holds files that are not the dataset's \(README\.md\), which bpekit never removes; move "
+        r"them out, or give another folder",
+    ):
+        bpekit.encode_dataset(path, out, tok, shard_tokens=200, resume=False)
+    assert (out / "README.md").read_text(encoding="utf-8") == "mine"

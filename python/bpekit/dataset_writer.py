@@ -553,7 +553,10 @@ def prepare_folder(
         name for name in present if name not in (MANIFEST, "train", "val") and not _TEMP.fullmatch(name)
     ]
     if strangers:
-        raise FileExistsError(f"{root}: the folder holds files that are not the dataset's ({strangers[0]})")
+        raise FileExistsError(
+            f"{root}: the folder holds files that are not the dataset's ({', '.join(strangers[:3])}), "
+            "which bpekit never removes; move them out, or give another folder for the dataset"
+        )
     old, damage = _read_manifest(root / MANIFEST)
     if old is None and damage is None:
         raise FileExistsError(
