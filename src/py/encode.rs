@@ -13,6 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PyString};
 
 use super::dataset::{hex, report_to, resume_of, shard_dict};
 use super::inputs::{inputs_of, stats_dict};
+use super::ints::{id_list, IdInts};
 use super::progress::{check_room, run_with_progress};
 use super::text::text_of;
 use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
@@ -35,35 +36,17 @@ pub struct PyEncoder {
     inner: Arc<Encoder>,
     /// Address and length of the last `str` encoded from its code points.
     last_wide: Mutex<(usize, usize)>,
+    /// The Python ints of the ids, for lists.
+    ints: IdInts,
 }
 
-/// `ids` as a Python list, or `MemoryError` where it cannot be made. PyO3's own
-/// conversion panics when `PyList_New` fails, and with memory gone the panic's
-/// message then aborts the process.
-pub(super) fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-    let len = pyo3::ffi::Py_ssize_t::try_from(ids.len())
-        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many token ids for a list"))?;
-    // SAFETY: plain CPython calls with the GIL held; every pointer is checked before
-    // use, and a list whose items are not all set yet is freed safely (its free
-    // function skips NULL items).
-    unsafe {
-        let list = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))?;
-        for (i, &id) in ids.iter().enumerate() {
-            let item = pyo3::ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id));
-            if item.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            pyo3::ffi::PyList_SET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, item);
-        }
-        Ok(list.cast_into_unchecked())
-    }
-}
-
-/// `items` as a Python list, or `MemoryError` where it cannot be made (see [`id_list`]).
+/// `items` as a Python list, or `MemoryError` where it cannot be made (see
+/// [`super::ints`]'s `fill_list`).
 fn object_list<'py, T>(py: Python<'py>, items: Vec<Bound<'py, T>>) -> PyResult<Bound<'py, PyList>> {
     let len = pyo3::ffi::Py_ssize_t::try_from(items.len())
         .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many items for a list"))?;
-    // SAFETY: as in `id_list`; each item's reference moves into the list.
+    // SAFETY: plain CPython calls with the GIL held; each item's reference moves into
+    // the list, and a list whose items are not all set yet is freed safely.
     unsafe {
         let list = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))?;
         for (i, item) in items.into_iter().enumerate() {
@@ -83,6 +66,15 @@ fn to_ids(ids: Vec<i64>) -> PyResult<Vec<u32>> {
 }
 
 impl PyEncoder {
+    fn new(inner: Encoder) -> Self {
+        let ints = IdInts::new(inner.bpe().id_limit());
+        Self {
+            inner: Arc::new(inner),
+            last_wide: Mutex::new((0, 0)),
+            ints,
+        }
+    }
+
     /// Whether `text` (read as code points, `len` of them) seems to be the `str` the
     /// last such call read; remembers it either way.
     ///
@@ -278,10 +270,7 @@ impl PyEncoder {
         room_to_load(vocab.len()? + merges.len()? + special_tokens.len())?;
         let (vocab, merges) = vocab_and_merges(vocab, merges)?;
         let inner = py.detach(|| Encoder::from_merges(vocab, &merges, special_tokens, pattern))?;
-        Ok(Self {
-            inner: Arc::new(inner),
-            last_wide: Mutex::new((0, 0)),
-        })
+        Ok(Self::new(inner))
     }
 
     /// From an HF `tokenizer.json`, as `bpekit.formats.hf` reads it: the BPE model
@@ -347,10 +336,7 @@ impl PyEncoder {
         };
         let inner =
             py.detach(|| Encoder::from_hf(vocab, &merges, ignore_merges, &steps, spec, &decode))?;
-        Ok(Self {
-            inner: Arc::new(inner),
-            last_wide: Mutex::new((0, 0)),
-        })
+        Ok(Self::new(inner))
     }
 
     /// From tiktoken mergeable ranks and `(special token, id)` pairs.
@@ -366,10 +352,7 @@ impl PyEncoder {
         let ranks: Vec<(PyBackedBytes, u32)> = ranks.extract()?;
         let ranks: Vec<(Vec<u8>, u32)> = ranks.into_iter().map(|(b, r)| (b.to_vec(), r)).collect();
         let inner = py.detach(|| Encoder::from_ranks(ranks, special_tokens, pattern))?;
-        Ok(Self {
-            inner: Arc::new(inner),
-            last_wide: Mutex::new((0, 0)),
-        })
+        Ok(Self::new(inner))
     }
 
     /// From the bytes of a rank file (`name` for errors), parsed here: `format` is
@@ -398,10 +381,7 @@ impl PyEncoder {
         room_to_load(data.len() / 4 + special_tokens.len())?;
         let inner =
             py.detach(|| Encoder::from_rank_file(format, &data, name, special_tokens, pattern))?;
-        Ok(Self {
-            inner: Arc::new(inner),
-            last_wide: Mutex::new((0, 0)),
-        })
+        Ok(Self::new(inner))
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
@@ -412,7 +392,8 @@ impl PyEncoder {
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        id_list(py, &self.encode_ids(py, text, allowed, disallowed)?)
+        self.ints
+            .list(py, &self.encode_ids(py, text, allowed, disallowed)?)
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
@@ -447,9 +428,9 @@ impl PyEncoder {
             .into_iter()
             .zip(&texts)
             .map(|(ids, text)| match ids {
-                Some(ids) => id_list(py, &ids),
+                Some(ids) => self.ints.list(py, &ids),
                 // A code point without UTF-8: CPython's conversion raises its error.
-                None => id_list(
+                None => self.ints.list(
                     py,
                     &self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?,
                 ),

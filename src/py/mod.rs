@@ -7,6 +7,7 @@ mod dataset;
 mod encode;
 mod errors;
 mod inputs;
+mod ints;
 mod pretok;
 mod progress;
 mod text;
