@@ -191,3 +191,16 @@ def test_a_work_dir_is_held_by_one_distributed_run(tmp_path: Path) -> None:
     finally:
         holder.communicate(timeout=60)
     assert list(work.iterdir()) == []  # the holder's lock file went with it
+
+
+def test_a_manifest_left_half_written_by_a_killed_run_is_the_datasets_own(tmp_path: Path) -> None:
+    # A run killed while writing its manifest left ".manifest.json.XXXX.tmp", and the
+    # next run refused the folder as holding other files.
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / ".manifest.json.c2ee6qln.tmp").write_text('{"format_ver', encoding="utf-8")
+    other = text_file(tmp_path / "b.txt", "other words", 50)
+    done = cli("encode", str(other), "-t", "gpt2", "-o", str(ds), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert bpekit.TokenDataset(ds).n_documents == 50
+    assert sorted(p.name for p in ds.iterdir()) == ["manifest.json", "train"]

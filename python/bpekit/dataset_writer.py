@@ -534,6 +534,11 @@ def prepare_folder(
     fresh = Fresh([[] for _ in names])
     _checked_folder(root).mkdir(parents=True, exist_ok=True)
     present = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME)
+    # A manifest's temporary file is left only by a run that was killed while writing
+    # it (the lock says none runs now): the dataset's own, removed.
+    for name in [n for n in present if _TEMP.fullmatch(n)]:
+        (root / name).unlink(missing_ok=True)
+        present.remove(name)
     for split in ("train", "val"):
         folder = root / split
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
