@@ -35,8 +35,7 @@ impl Classify for Baseline {
     fn masks(block: &[u8; 64]) -> Masks {
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: SSE2 is part of the x86_64 baseline, so the CPU has it.
-            unsafe { sse2::masks(block) }
+            sse2::masks(block)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -88,27 +87,42 @@ mod sse2 {
     /// Bytes with `x + add` (wrapping) below `limit` as signed bytes: a range test in
     /// two instructions (SSE2 has only signed byte compares).
     #[inline(always)]
-    unsafe fn in_range(x: __m128i, add: i8, limit: i8) -> __m128i {
-        _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(add)), _mm_set1_epi8(limit))
+    fn in_range(x: __m128i, add: i8, limit: i8) -> __m128i {
+        // SAFETY: SSE2 is part of the x86_64 baseline, so every CPU this runs on has
+        // it; these intrinsics only compute on register values.
+        unsafe { _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(add)), _mm_set1_epi8(limit)) }
     }
 
     #[inline(always)]
-    unsafe fn bits(v: __m128i) -> u64 {
-        _mm_movemask_epi8(v) as u16 as u64
+    fn bits(v: __m128i) -> u64 {
+        // SAFETY: as in `in_range`: SSE2 is baseline, and this reads only a register.
+        unsafe { _mm_movemask_epi8(v) as u16 as u64 }
     }
 
-    /// # Safety
-    /// The CPU must have SSE2 (every x86_64 CPU does). Not `#[target_feature]`: SSE2
-    /// is the x86_64 baseline, and the attribute kept this from being inlined into
-    /// the scanners (a call per 64 bytes, with the masks passed through memory).
+    /// Safe although the intrinsics need SSE2: every x86_64 CPU has it. Not
+    /// `#[target_feature]` (which would make it callable only in `unsafe`): SSE2 is
+    /// the x86_64 baseline, and the attribute kept this from being inlined into the
+    /// scanners (a call per 64 bytes, with the masks passed through memory).
     #[inline(always)]
-    pub(crate) unsafe fn masks(block: &[u8; 64]) -> Masks {
+    pub(crate) fn masks(block: &[u8; 64]) -> Masks {
         let mut m = Masks::default();
         for (i, part) in block.chunks_exact(16).enumerate() {
-            let x = _mm_loadu_si128(part.as_ptr().cast());
+            // SAFETY: `part` is 16 readable bytes, and `loadu` needs no alignment.
+            let x = unsafe { _mm_loadu_si128(part.as_ptr().cast()) };
             let shift = 16 * i;
+            // SAFETY: SSE2 is part of the x86_64 baseline; only register values.
+            let (folded, space, newline, apostrophe) = unsafe {
+                (
+                    _mm_or_si128(x, _mm_set1_epi8(0x20)),
+                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8)),
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\r' as i8)),
+                        _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\n' as i8)),
+                    ),
+                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8)),
+                )
+            };
             // Letters: (x | 0x20) in 'a'..='z', i.e. (x | 0x20) + 31 in 128..=153.
-            let folded = _mm_or_si128(x, _mm_set1_epi8(0x20));
             let letter = in_range(
                 folded,
                 128u8.wrapping_sub(b'a') as i8,
@@ -116,14 +130,9 @@ mod sse2 {
             );
             let upper = in_range(x, 128u8.wrapping_sub(b'A') as i8, (128 + 26 - 256) as i8);
             let digit = in_range(x, 128u8.wrapping_sub(b'0') as i8, (128 + 10 - 256) as i8);
-            let space = _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8));
             let controls = in_range(x, 128u8.wrapping_sub(9) as i8, (128 + 5 - 256) as i8);
-            let ws = _mm_or_si128(space, controls);
-            let newline = _mm_or_si128(
-                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\r' as i8)),
-                _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\n' as i8)),
-            );
-            let apostrophe = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\'' as i8));
+            // SAFETY: as above.
+            let ws = unsafe { _mm_or_si128(space, controls) };
             m.non_ascii |= bits(x) << shift;
             m.letter |= bits(letter) << shift;
             m.upper |= bits(upper) << shift;
@@ -143,36 +152,54 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     /// Bytes `x` with `x - low` below `count` (unsigned): `low..low + count`.
+    ///
+    /// # Safety
+    /// As [`masks`]: the CPU must have AVX-512F and AVX-512BW.
     #[inline(always)]
     unsafe fn in_range(x: __m512i, low: u8, count: u8) -> u64 {
-        _mm512_cmplt_epu8_mask(
-            _mm512_sub_epi8(x, _mm512_set1_epi8(low as i8)),
-            _mm512_set1_epi8(count as i8),
-        )
+        // SAFETY: the caller guarantees AVX-512F/BW; only register values.
+        unsafe {
+            _mm512_cmplt_epu8_mask(
+                _mm512_sub_epi8(x, _mm512_set1_epi8(low as i8)),
+                _mm512_set1_epi8(count as i8),
+            )
+        }
     }
 
+    /// The bytes of `x` equal to `c`.
+    ///
+    /// # Safety
+    /// As [`masks`]: the CPU must have AVX-512F and AVX-512BW.
     #[inline(always)]
     unsafe fn eq(x: __m512i, c: u8) -> u64 {
-        _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c as i8))
+        // SAFETY: the caller guarantees AVX-512F/BW; only register values.
+        unsafe { _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c as i8)) }
     }
 
+    /// Unsafe, unlike the SSE2 kernel, because AVX-512 is not in the baseline; and
+    /// not `#[target_feature]`, which cannot be combined with `#[inline(always)]`.
+    ///
     /// # Safety
     /// The CPU must have AVX-512F and AVX-512BW, and the caller be compiled with them
     /// (so that the intrinsics are inlined).
     #[inline(always)]
     pub(crate) unsafe fn masks(block: &[u8; 64]) -> Masks {
-        let x = _mm512_loadu_si512(block.as_ptr().cast());
-        let folded = _mm512_or_si512(x, _mm512_set1_epi8(0x20));
-        let space = eq(x, b' ');
-        Masks {
-            non_ascii: _mm512_movepi8_mask(x),
-            letter: in_range(folded, b'a', 26),
-            upper: in_range(x, b'A', 26),
-            digit: in_range(x, b'0', 10),
-            ws: space | in_range(x, 9, 5),
-            space,
-            newline: eq(x, b'\r') | eq(x, b'\n'),
-            apostrophe: eq(x, b'\''),
+        // SAFETY: the caller guarantees AVX-512F/BW (for this and the helpers below);
+        // `block` is 64 readable bytes, and `loadu` needs no alignment.
+        unsafe {
+            let x = _mm512_loadu_si512(block.as_ptr().cast());
+            let folded = _mm512_or_si512(x, _mm512_set1_epi8(0x20));
+            let space = eq(x, b' ');
+            Masks {
+                non_ascii: _mm512_movepi8_mask(x),
+                letter: in_range(folded, b'a', 26),
+                upper: in_range(x, b'A', 26),
+                digit: in_range(x, b'0', 10),
+                ws: space | in_range(x, 9, 5),
+                space,
+                newline: eq(x, b'\r') | eq(x, b'\n'),
+                apostrophe: eq(x, b'\''),
+            }
         }
     }
 }
@@ -339,6 +366,10 @@ mod tests {
         }
     }
 
+    /// [`Avx512::masks`] compiled with the features it needs.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512BW.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn avx512_masks(block: &[u8; 64]) -> Masks {

@@ -62,7 +62,8 @@ impl CachedIds {
     #[inline(always)]
     pub(crate) fn count(self) -> usize {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE2 is part of the x86_64 baseline.
+        // SAFETY: SSE2 is part of the x86_64 baseline, so every CPU this runs on has
+        // it; the intrinsics only compute on a register value.
         unsafe {
             _mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(self.0)) as u32 as usize
         }
@@ -76,7 +77,7 @@ impl CachedIds {
     #[inline(always)]
     pub(crate) fn first(self) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE2 is part of the x86_64 baseline.
+        // SAFETY: as in `count`: SSE2 is baseline, and this reads only a register.
         unsafe {
             _mm_cvtsi128_si32(self.0) as u32
         }
@@ -93,9 +94,16 @@ impl CachedIds {
     #[inline(always)]
     pub(crate) unsafe fn write(self, dst: *mut u32) {
         #[cfg(target_arch = "x86_64")]
-        _mm_storeu_si128(dst.cast(), self.0);
+        // SAFETY: the caller gives 16 writable bytes at `dst`; `storeu` needs no
+        // alignment, and SSE2 is part of the x86_64 baseline.
+        unsafe {
+            _mm_storeu_si128(dst.cast(), self.0)
+        };
         #[cfg(not(target_arch = "x86_64"))]
-        dst.cast::<[u32; 4]>().write_unaligned(self.0);
+        // SAFETY: the caller gives 16 writable bytes at `dst`; unaligned is allowed.
+        unsafe {
+            dst.cast::<[u32; 4]>().write_unaligned(self.0)
+        };
     }
 }
 
@@ -119,8 +127,10 @@ pub(super) struct LineView {
 pub(super) unsafe fn load(p: *const Line) -> LineView {
     #[cfg(target_arch = "x86_64")]
     {
-        let [ka, kb, wa, wb] = sse2::load_line(p);
-        // SAFETY: plain 16-byte values.
+        // SAFETY: the caller gives a live `Line`.
+        let [ka, kb, wa, wb] = unsafe { sse2::load_line(p) };
+        // SAFETY: `__m128i`, `u128` and `[u32; 4]` are all 16 bytes of plain data
+        // with no invalid bit patterns.
         let (ka, kb, wa, wb) = unsafe {
             use std::mem::transmute;
             (
@@ -137,6 +147,8 @@ pub(super) unsafe fn load(p: *const Line) -> LineView {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        // SAFETY: the caller gives a live `Line`, and no other thread writes it
+        // (sharing a table between threads is x86_64 only).
         let [a, b] = unsafe { std::ptr::read(p) }.0;
         LineView {
             keys: [a.key, b.key],
@@ -153,6 +165,9 @@ pub(super) unsafe fn load(p: *const Line) -> LineView {
 pub(super) unsafe fn store(p: *mut Slot, slot: Slot) {
     let (words, _) = slot.words();
     #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller gives a live, 32-byte aligned `Slot`, so both aligned
+    // 16-byte stores are inside it; the transmutes are between 16-byte plain-data
+    // types.
     unsafe {
         use std::arch::x86_64::__m128i;
         let words: __m128i = std::mem::transmute(words);
@@ -167,6 +182,7 @@ pub(super) unsafe fn store(p: *mut Slot, slot: Slot) {
         );
     }
     #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller gives a live `Slot` that no other thread touches.
     unsafe {
         let _ = words;
         std::ptr::write(p, slot);
@@ -182,6 +198,10 @@ pub(super) unsafe fn store(p: *mut Slot, slot: Slot) {
 #[inline]
 pub(super) unsafe fn claim(p: *mut Slot, slot: Slot) -> bool {
     #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller gives a live, 32-byte aligned `Slot` and a CPU with
+    // `cmpxchg16b`: its ids half at `p + 16` is 16-byte aligned for `cas16`, and the
+    // key store is an aligned 16 bytes inside it. The transmutes are between
+    // 16-byte plain-data types.
     unsafe {
         let (words, _) = slot.words();
         let words: u128 = std::mem::transmute(words);
@@ -199,6 +219,7 @@ pub(super) unsafe fn claim(p: *mut Slot, slot: Slot) -> bool {
         true
     }
     #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: per the caller; without sharing no other writer races for the slot.
     unsafe {
         store(p, slot);
         true
@@ -243,10 +264,14 @@ pub(super) mod sse2 {
 
     /// All ones where the 128-bit `a` and `b` are equal, else all zeros.
     #[inline(always)]
-    unsafe fn eq128(a: __m128i, b: __m128i) -> __m128i {
-        let e = _mm_cmpeq_epi32(a, b);
-        let e = _mm_and_si128(e, _mm_shuffle_epi32::<0b01_00_11_10>(e));
-        _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e))
+    fn eq128(a: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: SSE2 is part of the x86_64 baseline, so every CPU this runs on has
+        // it; the intrinsics only compute on register values.
+        unsafe {
+            let e = _mm_cmpeq_epi32(a, b);
+            let e = _mm_and_si128(e, _mm_shuffle_epi32::<0b01_00_11_10>(e));
+            _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e))
+        }
     }
 
     /// Key A, key B, words A, words B of the line at `p`, loaded in that order (see
@@ -257,7 +282,8 @@ pub(super) mod sse2 {
     #[inline(always)]
     pub(super) unsafe fn load_line(p: *const Line) -> [__m128i; 4] {
         let (ka, kb, wa, wb): (__m128i, __m128i, __m128i, __m128i);
-        // SAFETY: four aligned 16-byte loads inside the caller's `Pair`.
+        // SAFETY: the caller gives a live, 64-byte aligned `Line`: four aligned
+        // 16-byte loads inside it.
         unsafe {
             std::arch::asm!(
                 "movdqa {ka}, xmmword ptr [{p}]",
@@ -275,19 +301,27 @@ pub(super) mod sse2 {
         [ka, kb, wa, wb]
     }
 
+    /// The words of the slot of the line at `p` whose key is `key`, and whether
+    /// there is one.
+    ///
     /// # Safety
-    /// `p` must point to a live `Line`; the CPU must have SSE2 (every x86_64 does).
+    /// `p` must point to a live `Line`.
     #[inline(always)]
     pub(crate) unsafe fn probe_line(p: *const Line, key: &u128) -> (CachedIds, bool) {
-        let [key_a, key_b, words_a, words_b] = load_line(p);
-        let k = _mm_loadu_si128((key as *const u128).cast());
+        // SAFETY: per the caller.
+        let [key_a, key_b, words_a, words_b] = unsafe { load_line(p) };
+        // SAFETY: `key` is 16 readable bytes, and `loadu` needs no alignment.
+        let k = unsafe { _mm_loadu_si128((key as *const u128).cast()) };
         let hit_a = eq128(key_a, k);
         let hit_b = eq128(key_b, k);
-        let words = _mm_or_si128(
-            _mm_and_si128(hit_a, words_a),
-            _mm_andnot_si128(hit_a, words_b),
-        );
-        let found = _mm_movemask_epi8(_mm_or_si128(hit_a, hit_b)) != 0;
+        // SAFETY: SSE2 is part of the x86_64 baseline; only register values.
+        let (words, found) = unsafe {
+            let words = _mm_or_si128(
+                _mm_and_si128(hit_a, words_a),
+                _mm_andnot_si128(hit_a, words_b),
+            );
+            (words, _mm_movemask_epi8(_mm_or_si128(hit_a, hit_b)) != 0)
+        };
         (CachedIds(words), found)
     }
 }

@@ -130,7 +130,7 @@ impl ShortCache {
     pub fn probe_home(&self, key: &u128, hash: u64) -> (CachedIds, bool) {
         let p = self.store.line(self.home(hash));
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `p` is a line of the table; SSE2 is part of the x86_64 baseline.
+        // SAFETY: `p` is a line of the table, which lives as long as `self`.
         unsafe {
             sse2::probe_line(p, key)
         }

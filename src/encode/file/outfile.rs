@@ -150,8 +150,9 @@ impl OutFile {
         {
             use std::os::fd::AsRawFd;
             let fd = self.file.file().as_raw_fd();
-            // SAFETY: plain fcntl calls on an open descriptor we own.
+            // SAFETY: F_GETFL on an open descriptor we own; no pointers involved.
             let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            // SAFETY: F_SETFL on the same descriptor, with its own flags less one.
             if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0 {
                 return Err(io::Error::last_os_error());
             }

@@ -105,9 +105,11 @@ impl CodePoint for u8 {
 
     #[inline(always)]
     unsafe fn narrow_block(src: &[u8], i: usize, dst: *mut u8) -> bool {
-        let block = src.as_ptr().add(i).cast::<[u8; BLOCK]>().read_unaligned();
+        // SAFETY: the caller gives `i + BLOCK <= src.len()`; unaligned is allowed.
+        let block = unsafe { src.as_ptr().add(i).cast::<[u8; BLOCK]>().read_unaligned() };
         let ascii = u128::from_ne_bytes(block) & 0x8080_8080_8080_8080_8080_8080_8080_8080 == 0;
-        dst.cast::<[u8; BLOCK]>().write_unaligned(block);
+        // SAFETY: the caller gives `BLOCK` writable bytes at `dst`.
+        unsafe { dst.cast::<[u8; BLOCK]>().write_unaligned(block) };
         ascii
     }
 }
@@ -123,19 +125,33 @@ impl CodePoint for u16 {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::*;
-            let p = src.as_ptr().add(i).cast::<__m128i>();
-            let (a, b) = (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)));
-            // Every unit below 0x80: the signed saturating pack is then exact.
-            let high = _mm_or_si128(a, b);
-            let ascii = _mm_movemask_epi8(_mm_cmpeq_epi16(
-                _mm_and_si128(high, _mm_set1_epi16(!0x7f)),
-                _mm_setzero_si128(),
-            )) == 0xffff;
-            _mm_storeu_si128(dst.cast(), _mm_packs_epi16(a, b));
+            // SAFETY: the caller gives `i + BLOCK <= src.len()`: the 32 bytes of
+            // `src[i..i + BLOCK]`, and `loadu` needs no alignment.
+            let (a, b) = unsafe {
+                let p = src.as_ptr().add(i).cast::<__m128i>();
+                (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)))
+            };
+            // SAFETY: SSE2 is part of the x86_64 baseline, so every CPU this runs on
+            // has it; these intrinsics only compute on register values.
+            let (ascii, narrow) = unsafe {
+                // Every unit below 0x80: the signed saturating pack is then exact.
+                let high = _mm_or_si128(a, b);
+                let ascii = _mm_movemask_epi8(_mm_cmpeq_epi16(
+                    _mm_and_si128(high, _mm_set1_epi16(!0x7f)),
+                    _mm_setzero_si128(),
+                )) == 0xffff;
+                (ascii, _mm_packs_epi16(a, b))
+            };
+            // SAFETY: the caller gives `BLOCK` (16) writable bytes at `dst`; `storeu`
+            // needs no alignment.
+            unsafe { _mm_storeu_si128(dst.cast(), narrow) };
             ascii
         }
         #[cfg(not(target_arch = "x86_64"))]
-        narrow_portable(&src[i..i + BLOCK], dst)
+        // SAFETY: the caller gives `BLOCK` writable bytes at `dst`.
+        unsafe {
+            narrow_portable(&src[i..i + BLOCK], dst)
+        }
     }
 }
 
@@ -150,28 +166,51 @@ impl CodePoint for u32 {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::*;
-            let p = src.as_ptr().add(i).cast::<__m128i>();
-            let (a, b) = (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)));
-            let (c, d) = (_mm_loadu_si128(p.add(2)), _mm_loadu_si128(p.add(3)));
-            // Every unit below 0x80: the signed saturating packs are then exact.
-            let high = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
-            let ascii = _mm_movemask_epi8(_mm_cmpeq_epi32(
-                _mm_and_si128(high, _mm_set1_epi32(!0x7f)),
-                _mm_setzero_si128(),
-            )) == 0xffff;
-            let narrow = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
-            _mm_storeu_si128(dst.cast(), narrow);
+            // SAFETY: the caller gives `i + BLOCK <= src.len()`: the 64 bytes of
+            // `src[i..i + BLOCK]`, and `loadu` needs no alignment.
+            let (a, b, c, d) = unsafe {
+                let p = src.as_ptr().add(i).cast::<__m128i>();
+                (
+                    _mm_loadu_si128(p),
+                    _mm_loadu_si128(p.add(1)),
+                    _mm_loadu_si128(p.add(2)),
+                    _mm_loadu_si128(p.add(3)),
+                )
+            };
+            // SAFETY: SSE2 is part of the x86_64 baseline, so every CPU this runs on
+            // has it; these intrinsics only compute on register values.
+            let (ascii, narrow) = unsafe {
+                // Every unit below 0x80: the signed saturating packs are then exact.
+                let high = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+                let ascii = _mm_movemask_epi8(_mm_cmpeq_epi32(
+                    _mm_and_si128(high, _mm_set1_epi32(!0x7f)),
+                    _mm_setzero_si128(),
+                )) == 0xffff;
+                let narrow = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
+                (ascii, narrow)
+            };
+            // SAFETY: the caller gives `BLOCK` (16) writable bytes at `dst`; `storeu`
+            // needs no alignment.
+            unsafe { _mm_storeu_si128(dst.cast(), narrow) };
             ascii
         }
         #[cfg(not(target_arch = "x86_64"))]
-        narrow_portable(&src[i..i + BLOCK], dst)
+        // SAFETY: the caller gives `BLOCK` writable bytes at `dst`.
+        unsafe {
+            narrow_portable(&src[i..i + BLOCK], dst)
+        }
     }
 }
 
+/// [`CodePoint::narrow_block`] one code point at a time.
+///
+/// # Safety
+/// `dst` must be valid for writing [`BLOCK`] bytes.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn narrow_portable<T: CodePoint>(block: &[T], dst: *mut u8) -> bool {
     let narrow: [u8; BLOCK] = std::array::from_fn(|k| block[k].get() as u8);
-    dst.cast::<[u8; BLOCK]>().write_unaligned(narrow);
+    // SAFETY: per the caller; unaligned is allowed.
+    unsafe { dst.cast::<[u8; BLOCK]>().write_unaligned(narrow) };
     block.iter().all(|c| c.get() < 0x80)
 }
 
