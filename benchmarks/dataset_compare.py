@@ -1,4 +1,4 @@
-"""Writing a training-ready token dataset (issue 25): ``encode_dataset``'s shards against
+"""Writing a training-ready token dataset: ``encode_dataset``'s shards against
 the single-file ``encode_file``, its memory at 1, 2 and 4 times the input, resuming after
 a kill, and the nanoGPT / llm.c ``dev/data`` style pipelines of tiktoken and HF tokenizers.
 
@@ -120,7 +120,7 @@ COPIES = (1, 2, 4)
 # Memory is independent of input size when the call's peak grows by less than this
 # share of the input added (as in formats_compare.py).
 FLAT_SHARE = 0.05
-# Dataset within this share of the single file's throughput (issue 25).
+# Dataset within this share of the single file's throughput .
 WITHIN = 0.05
 # The rerun after a kill is on target when it costs at most the work left plus this
 # share of a full run.
@@ -1007,7 +1007,7 @@ def peers_table(corpus: Corpus, found: dict) -> tuple[dict, dict, list[str]]:
     return table, figures, problems
 
 
-# --- The targets of issue 25 ----------------------------------------------------------
+# --- The dataset targets --------------------------------------------------------------
 
 
 def targets_table(corpora: list[Corpus], figures: dict) -> dict:
@@ -1063,7 +1063,7 @@ def targets_table(corpora: list[Corpus], figures: dict) -> dict:
         elif f"resume_failed:{c.name}" in figures:
             add(f"{c.name}: resume after a kill", f"failed: {figures[f'resume_failed:{c.name}']}", False)
     return {
-        "heading": "Targets of issue 25",
+        "heading": "Targets: token datasets",
         "text": "Each target of the issue's \"Speed and memory\" against this run's figures above.",
         "columns": [
             {"key": "target", "name": "target", "kind": "text"},

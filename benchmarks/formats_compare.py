@@ -617,11 +617,11 @@ def memory_table(bench: Path, corpus_mib: float) -> tuple[dict, dict]:
     return table, figures
 
 
-# --- The targets of issue 24 ----------------------------------------------------------
+# --- The input-format targets ---------------------------------------------------------
 
 
 def targets_table(figures: dict) -> dict:
-    """Each target of issue 24 against this run's figures (missing figures: "-")."""
+    """Each input-format target against this run's figures (missing figures: "-")."""
     rows = []
 
     def add(target: str, measured: str | None, met: bool) -> None:
@@ -674,7 +674,7 @@ def targets_table(figures: dict) -> dict:
                 not over,
             )
     return {
-        "heading": "Targets of issue 24",
+        "heading": "Targets: input formats",
         "text": "Each target against this run's figures above.",
         "columns": [
             {"key": "target", "name": "target", "kind": "text"},

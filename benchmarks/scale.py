@@ -1,4 +1,4 @@
-"""Scaling (issue 26): counting, merging and encoding from 0.1 to 12 GB of text, in one
+"""Scaling: counting, merging and encoding from 0.1 to 12 GB of text, in one
 process and on a local Ray, with each job's peak memory.
 
     python benchmarks/scale.py                          # owt-0.1G, owt-1G, owt-12G, ts-2.2G

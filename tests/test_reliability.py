@@ -1,4 +1,4 @@
-"""Reliability under hostile conditions (issue 22, the core's side): forked children,
+"""Reliability under hostile conditions, the core's side: forked children,
 inputs that change while they are read, memory limits, signals, planted symlinks.
 Each case that could hang or kill the interpreter runs in a subprocess with a
 timeout, so a regression fails the suite instead of stopping it."""

@@ -1,4 +1,4 @@
-"""Reliability of loading (issue #22): vocabularies load in time near-linear in the size
+"""Reliability of loading: vocabularies load in time near-linear in the size
 of their tokens and special tokens, whatever their number and length (items 13, 14), and
 word counts never wrap, whether added or loaded (item 11).
 

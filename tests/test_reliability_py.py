@@ -1,4 +1,4 @@
-"""Issue #22, the Python side: no hang, crash, silent data loss or unsafe write, whatever
+"""The Python side of reliability: no hang, crash, silent data loss or unsafe write, whatever
 the input. Each test failed before its fix; the commands run as a user runs them, in a
 subprocess whose memory and time are bounded and measured."""
 

@@ -1,4 +1,4 @@
-"""TokenDataset: reading token datasets (the folders of issue 25's format, written here by
+"""TokenDataset: reading token datasets (the folders of bpekit's dataset format, written here by
 hand with numpy, and single .npy / .bin / llm.c files) through memory maps; and
 `bpekit inspect DIR` on a dataset folder."""
 

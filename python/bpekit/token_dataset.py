@@ -37,7 +37,8 @@ __all__ = ["FORMAT_VERSION", "LLMC_HEADERS", "Shard", "TokenDataset", "read_mani
 
 PathLike = str | os.PathLike[str]
 
-# The dataset format this module reads: /work/notes/dataset_format.md, issue 25.
+# The dataset format this module reads is the one dataset_writer.py writes (its
+# manifest, shard and index names, and header layouts).
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 FORMATS = ("npy", "bin", "llmc")
