@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure a headless Chromium is on PATH for the browser test of tests/test_viz.py,
+# Makes sure a headless Chromium is on PATH for the browser test of tests/viz/test_viz.py,
 # which CI must run rather than skip. Idempotent: does nothing when one is found.
 # Installs Debian's `chromium` with apt-get when running as root (or with sudo) and
 # apt-get is there; otherwise says what to install and leaves the test to skip.

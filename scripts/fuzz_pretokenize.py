@@ -28,7 +28,7 @@ from bpekit import patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]
 
-# The same weighted hard cases as tests/test_pretokenize.py.
+# The same weighted hard cases as tests/pretokenize/test_pretokenize.py.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _hard_cases import DIGITS, LETTERS, MARKS, NOT_WHITESPACE, PUNCT, SNIPPETS, WHITESPACE  # noqa: E402
 

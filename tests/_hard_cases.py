@@ -1,6 +1,6 @@
 """The hard cases of the pre-tokenizer patterns, as pools of text atoms.
 
-Shared by tests/test_pretokenize.py (hypothesis) and scripts/fuzz_pretokenize.py
+Shared by tests/pretokenize/test_pretokenize.py (hypothesis) and scripts/fuzz_pretokenize.py
 (long random runs), so both weight the same cases.
 """
 

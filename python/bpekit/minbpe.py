@@ -67,7 +67,7 @@ GPT4_SPECIAL_TOKENS = {
 
 # minbpe's patterns -> the scanner that splits every text as its regex does: GPT-2's
 # is bpekit's gpt2 pattern; GPT-4's is cl100k's old, non-possessive form (no `\s++$`),
-# bpekit's llama3 (tests/test_minbpe.py checks both against the `regex` package).
+# bpekit's llama3 (tests/minbpe/test_minbpe.py checks both against the `regex` package).
 _SCANNERS = {GPT2_SPLIT_PATTERN: "gpt2", GPT4_SPLIT_PATTERN: "llama3"}
 
 Pair = tuple[int, int]

@@ -13,7 +13,7 @@ optional extra ``bpekit[torch]``.
 
 This path is for studying BPE on tensors and for GPUs; on a CPU the native encoder is
 much faster (``benchmarks/README.md``, ``torch-encode``). torch is imported on first
-use, so this module imports (and its docs build) without it; ``tests/test_torch.py``
+use, so this module imports (and its docs build) without it; ``tests/minbpe/test_torch.py``
 holds the examples.
 """
 

@@ -276,7 +276,7 @@ def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, st
 def _equivalents() -> dict[str, str]:
     """Regexes as ``tokenizer.json`` files spell the named patterns -> the named text,
     which gets its scanner: bpekit's own exports (``hf_pattern``) and GPT-2's pattern as
-    ``tokenizers``' ``ByteLevel`` writes it. ``tests/test_hf_import.py`` checks each
+    ``tokenizers``' ``ByteLevel`` writes it. ``tests/formats/test_hf_import.py`` checks each
     against ``tokenizers`` on real text."""
     from bpekit import patterns
     from bpekit.formats.hf import hf_pattern

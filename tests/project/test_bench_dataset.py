@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "os": "Linux 6.0", "python": "3.11.7"}
 

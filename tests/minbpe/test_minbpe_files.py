@@ -14,7 +14,7 @@ import pytest
 
 from bpekit.minbpe import MAX_MODEL_TOKEN_BYTES, BasicTokenizer, RegexTokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def model(tmp_path: Path, merges: list[tuple[int, int]], specials: str = "0\n") -> Path:

@@ -224,7 +224,7 @@ RUN = textwrap.dedent(
 
 
 def run_child(args: list[str]) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path])}
     return subprocess.Popen(
         [sys.executable, "-c", RUN, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

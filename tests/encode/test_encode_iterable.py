@@ -137,7 +137,7 @@ def test_encode_iterable_memory_usage(tok, tmp_path: Path) -> None:
     path.write_text(text, encoding="utf-8")
     vocab_path = data_path("cs336", "gpt2_vocab.json")
     merges_path = data_path("cs336", "gpt2_merges.txt")
-    here = str(Path(__file__).resolve().parent)
+    here = str(Path(__file__).resolve().parents[1])
     proc = subprocess.run(
         [sys.executable, "-c", MEMORY_SCRIPT, str(vocab_path), str(merges_path), str(path), here],
         capture_output=True,

@@ -20,7 +20,7 @@ from bpekit.formats.hf import to_hf_json
 
 tokenizers = pytest.importorskip("tokenizers")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BPEKIT_CLI = Path(sys.executable).with_name("bpekit")
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests._corpus_formats import jsonl_bytes, shared_docs, zstd_compress
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Each job runs on a cut-short .jsonl.zst and on a generator that raises part-way, with
 # two threads; any that finishes, or fails with another error, or leaves an output, is

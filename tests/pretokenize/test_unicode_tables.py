@@ -13,7 +13,7 @@ import regex
 
 from bpekit import _core
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Bit i of _core._char_classes() is the i-th class here.
 CLASSES = [r"\p{L}", r"\p{N}", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}", r"\s"]

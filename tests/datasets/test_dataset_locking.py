@@ -22,7 +22,7 @@ from bpekit._lock import LOCK_NAME, FolderLock
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs flock and signals")
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
 
 # Encodes a generator into the dataset folder argv[1]; the generator waits (holding the
