@@ -110,7 +110,9 @@ def build(data: Path, out: Path, quiet: bool = False) -> dict[str, Path]:
     return paths
 
 
-def corpus_path(name: str, out: Path | None = None, data: Path | None = None) -> Path:
+def corpus_path(
+    name: str, out: str | os.PathLike[str] | None = None, data: str | os.PathLike[str] | None = None
+) -> Path:
     """The corpus ``name`` (one of ``NAMES``), built first when it is missing."""
     path = bench_dir(out) / f"{name}.txt"
     if not path.exists():

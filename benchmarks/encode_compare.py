@@ -45,21 +45,34 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, add_ratios, command, corpus_path, encodings_env, tool_version, write_result
+from _common import (
+    EOT,
+    RESULTS,
+    add_ratios,
+    command,
+    corpus_path,
+    encodings_env,
+    encodings_folder,
+    peak_rss_mib,
+    run_worker,
+    tiktoken_encoding,
+    tool_version,
+    warm_fields,
+    write_result,
+)
 
-SEP = "<|endoftext|>"
-ROOT = Path(__file__).resolve().parents[1]
+SEP = EOT
 TOOL_NAMES = {"bpekit": "bpekit", "tiktoken": "tiktoken", "hf": "HF tokenizers", "gigatoken": "gigatoken"}
 
 
@@ -100,20 +113,16 @@ def split_docs(text: str) -> list[str]:
 # ---- one tool in one process ---------------------------------------------------------
 
 
-def load_tool(tool: str, encoding: str, tmp: Path):
+def load_tool(tool: str, encoding: str, tmp: Path) -> Any:
     """The tokenizer; rank files come from $BPEKIT_ENCODINGS, which the driver sets."""
-    enc_dir = Path(os.environ["BPEKIT_ENCODINGS"].split(os.pathsep)[0])
     if tool == "bpekit":
         import bpekit
 
         return bpekit.get_encoding(encoding)
     if tool == "tiktoken":
-        sys.path.insert(0, str(ROOT / "tests"))
-        from _shared_data import build_tiktoken
-
-        return build_tiktoken(encoding, enc_dir)
+        return tiktoken_encoding(encoding)
     if tool == "hf":
-        import tokenizers
+        import tokenizers  # type: ignore[import-untyped]
 
         import bpekit
         from bpekit.formats.hf import save_hf
@@ -124,11 +133,13 @@ def load_tool(tool: str, encoding: str, tmp: Path):
     if tool == "gigatoken":
         import gigatoken
 
-        return gigatoken.Tokenizer.from_tiktoken(enc_dir / f"{TIKTOKEN_FILE[encoding]}.tiktoken")
+        return gigatoken.Tokenizer.from_tiktoken(encodings_folder() / f"{TIKTOKEN_FILE[encoding]}.tiktoken")
     raise ValueError(tool)
 
 
-def make_call(tool: str, tok, mode: str, threads: int, path: Path, text: str, tmp: Path):
+def make_call(
+    tool: str, tok: Any, mode: str, threads: int, path: Path, text: str, tmp: Path
+) -> Callable[[], Any]:
     """A no-argument function doing the timed work and returning all ids as an array."""
     docs = split_docs(text)
     if mode == "encoder":
@@ -170,7 +181,7 @@ def make_call(tool: str, tok, mode: str, threads: int, path: Path, text: str, tm
         return run_hf
     if tool == "gigatoken":
         if mode == "file":
-            import awkward as ak
+            import awkward as ak  # type: ignore[import-untyped]
 
             return lambda: np.asarray(ak.flatten(tok.encode_files(str(path))), dtype=np.uint32)
         if threads == 1:
@@ -187,12 +198,13 @@ def worker(args: argparse.Namespace) -> None:
         # File mode must not hold the text in memory (peak memory is part of the result).
         text = "" if args.mode == "file" else path.read_text(encoding="utf-8")
         call = make_call(args.tool, tok, args.mode, args.threads, path, text, tmp)
-        times, result = [], None
+        times: list[float] = []
+        result: Any = None
         for run in range(args.runs):
             if args.mode == "memory" and run > 0 and not args.same_str:
                 # A new str for every call, as new documents are (see the module docs);
                 # the last one is dropped first, so peak memory holds one text.
-                call = text = None
+                del call, text
                 text = path.read_text(encoding="utf-8")
                 call = make_call(args.tool, tok, args.mode, args.threads, path, text, tmp)
             if args.mode == "file" and args.tool == "bpekit":
@@ -203,7 +215,7 @@ def worker(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             result = call()
             times.append(time.perf_counter() - t0)
-        report = {"times": times, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        report: dict[str, Any] = {"times": times, "peak_mib": peak_rss_mib()}
         report["version"] = tool_version(TOOL_NAMES[args.tool])
         if args.mode == "encoder":
             runs = [call() for _ in range(args.runs)]
@@ -230,15 +242,10 @@ def available(tool: str) -> bool:
 
 def run_one(
     tool: str, encoding: str, path: Path, mode: str, threads: int, runs: int, same_str: bool, data: str | None
-) -> dict | None:
+) -> dict[str, Any] | None:
     env = dict(encodings_env(data), RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true")
-    cmd = [sys.executable, __file__, "--worker", tool, encoding, str(path), mode, str(threads), str(runs)]
-    cmd += ["--same-str"] if same_str else []
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        print(f"  {tool} {mode} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    args = [tool, encoding, str(path), mode, str(threads), str(runs)] + (["--same-str"] if same_str else [])
+    return run_worker(Path(__file__), args, env, label=f"{tool} {mode}")
 
 
 def run_peers(argv: list[str]) -> None:
@@ -258,7 +265,7 @@ def main() -> None:
     if "--peers" in sys.argv[1:]:
         run_peers(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--peers", action="store_true", help=run_peers.__doc__.split(" (")[0])
+    p.add_argument("--peers", action="store_true", help=(run_peers.__doc__ or "").split(" (")[0])
     p.add_argument("--worker", nargs=6, metavar=("TOOL", "ENCODING", "PATH", "MODE", "THREADS", "RUNS"))
     p.add_argument(
         "--dir", type=Path, default=None, help="corpora (default: $BPEKIT_BENCH_DIR or /tmp/bpekit_bench)"
@@ -316,7 +323,12 @@ def main() -> None:
 
 
 def encode_workload(
-    args: argparse.Namespace, tools: list[str], corpus: str, path: Path, encoding: str, parser
+    args: argparse.Namespace,
+    tools: list[str],
+    corpus: str,
+    path: Path,
+    encoding: str,
+    parser: argparse.ArgumentParser,
 ) -> None:
     """Every mode and thread count of one (corpus, encoding), printed and written to
     ``encode-<corpus>-<encoding>.json``."""
@@ -338,7 +350,7 @@ def encode_workload(
         # With --rounds, every configuration runs once per round in a fresh
         # process, the configurations alternating, so that a noisy minute on
         # the machine falls on all of them alike.
-        results: dict[tuple[int, str], list[dict]] = {c: [] for c in configs}
+        results: dict[tuple[int, str], list[dict[str, Any]]] = {c: [] for c in configs}
         for _ in range(args.rounds):
             for threads, tool in configs:
                 r = run_one(tool, encoding, path, mode, threads, args.runs, args.same_str, args.data)
@@ -352,11 +364,10 @@ def encode_workload(
             # across calls); MB/s is the median of the later calls, so one cold
             # call does not decide the median. `first` is that call. Over
             # several rounds: medians of the rounds' figures.
-            warm_s = [statistics.median(r["times"][1:] or r["times"]) for r in rs]
-            med = statistics.median(warm_s)
+            timing = warm_fields(rs)
+            med = timing["seconds"]
             first = statistics.median(r["times"][0] for r in rs)
-            warm_calls = warm_s if len(rs) > 1 else (rs[0]["times"][1:] or rs[0]["times"])
-            spread = (max(warm_calls) - min(warm_calls)) / med * 100
+            spread = (timing["seconds_max"] - timing["seconds_min"]) / med * 100
             r = rs[0]
             if mode == "encoder":
                 ids = None
@@ -381,10 +392,7 @@ def encode_workload(
                     "tool": TOOL_NAMES[tool],
                     "case": f"{case}, {threads} thread{'s' if threads > 1 else ''}",
                     "version": r["version"],
-                    "seconds": med,
-                    "seconds_min": min(warm_calls),
-                    "seconds_max": max(warm_calls),
-                    "runs": len(warm_calls),
+                    **timing,
                     "rounds": len(rs),
                     "throughput": mb / med,
                     "first_call_throughput": mb / first,

@@ -21,17 +21,27 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from _common import add_ratios, command, corpus_path, data_dir, tool_version, write_result
-
-HERE = Path(__file__).resolve().parent
+from _common import (
+    RESULTS,
+    add_ratios,
+    command,
+    corpus_prefix,
+    data_dir,
+    gpt2_tokenizer_json,
+    time_fields,
+    tool_version,
+    write_result,
+)
 
 
 def _documents(name: str, mb: float) -> list[str]:
-    text = corpus_path(name).read_bytes()[: int(mb * 1e6)].decode("utf-8", errors="ignore")
+    """The first ``mb`` MB of corpus ``name`` in documents of ~2 KB, cut at blank lines."""
     docs, cur = [], []
-    for para in text.split("\n\n"):
+    for para in corpus_prefix(name, mb).split("\n\n"):
         cur.append(para)
         if sum(map(len, cur)) > 2000:
             docs.append("\n\n".join(cur) + "\n\n")
@@ -41,30 +51,19 @@ def _documents(name: str, mb: float) -> list[str]:
     return docs
 
 
-def _gpt2_json(folder: Path) -> Path:
-    import tokenizers
-    from tokenizers import decoders, models, pre_tokenizers
-
-    data = data_dir(None)
-    tok = tokenizers.Tokenizer(
-        models.BPE.from_file(str(data / "cs336" / "gpt2_vocab.json"), str(data / "cs336" / "gpt2_merges.txt"))
-    )
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(["<|endoftext|>"])
-    path = folder / "gpt2.json"
-    tok.save(str(path))
-    return path
+def _each(encode: Callable[[str], object], docs: list[str]) -> list[object]:
+    """Each document encoded in turn."""
+    return [encode(d) for d in docs]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=4.0, help="MB of each corpus")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
 
-    import tokenizers
+    import tokenizers  # type: ignore[import-untyped]
 
     import bpekit
 
@@ -73,7 +72,7 @@ def main() -> int:
     files = {
         "OLMo 2": data / "hf" / "allenai_dolma2.json",
         "GPT-NeoX-20B": data / "hf" / "allenai_eleuther-ai-gpt-neox-20b-pii-special.json",
-        "GPT-2": _gpt2_json(tmp),
+        "GPT-2": gpt2_tokenizer_json(tmp / "gpt2.json", data),
     }
     corpora = {name: _documents(name, args.mb) for name in ("en-small", "ml")}
     rows = []
@@ -85,14 +84,13 @@ def main() -> int:
             ids_ours = ours.encode_batch(docs, 2)
             ids_theirs = [e.ids for e in theirs.encode_batch(docs, add_special_tokens=False)]
             same = "same" if ids_ours == ids_theirs else "DIFFERENT"
-            runs = {
-                ("bpekit", "1 thread"): lambda o=ours, d=docs: [o.encode(x) for x in d],
-                ("tokenizers", "1 thread"): lambda t=theirs, d=docs: [
-                    t.encode(x, add_special_tokens=False) for x in d
-                ],
-                ("bpekit", "batch, 2 threads"): lambda o=ours, d=docs: o.encode_batch(d, 2),
-                ("tokenizers", "batch, 2 threads"): lambda t=theirs, d=docs: t.encode_batch(
-                    d, add_special_tokens=False
+            theirs_one = partial(theirs.encode, add_special_tokens=False)
+            runs: dict[tuple[str, str], Callable[[], object]] = {
+                ("bpekit", "1 thread"): partial(_each, ours.encode, docs),
+                ("tokenizers", "1 thread"): partial(_each, theirs_one, docs),
+                ("bpekit", "batch, 2 threads"): partial(ours.encode_batch, docs, 2),
+                ("tokenizers", "batch, 2 threads"): partial(
+                    theirs.encode_batch, docs, add_special_tokens=False
                 ),
             }
             times: dict[tuple[str, str], list[float]] = {k: [] for k in runs}
@@ -109,10 +107,7 @@ def main() -> int:
                         "tool": tool,
                         "case": f"{tok_name}, {corpus}, {mode}",
                         "version": tool_version(tool),
-                        "seconds": med,
-                        "seconds_min": min(ts),
-                        "seconds_max": max(ts),
-                        "runs": args.rounds,
+                        **time_fields(ts),
                         "throughput": size / med / 1e6,
                         "ids": same,
                         "note": f"ids {same}, {len(docs):,} documents",

@@ -19,10 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-from _common import command, corpus_path, peak_rss_mib, tool_version, write_result
+from _common import (
+    REPO,
+    RESULTS,
+    command,
+    corpus_prefix,
+    peak_rss_mib,
+    time_fields,
+    tool_version,
+    write_result,
+)
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(REPO / "tests"))
 
 
 def main() -> int:
@@ -30,14 +38,14 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=1.0)
     ap.add_argument("--vocab-size", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
 
-    import _minbpe_reference as ref
+    import _minbpe_reference as ref  # type: ignore[import-not-found]
 
     from bpekit.minbpe import GPT4_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
 
-    text = corpus_path("en-small").read_bytes()[: int(args.mb * 1e6)].decode("utf-8", errors="ignore")
+    text = corpus_prefix("en-small", args.mb)
     size = len(text.encode("utf-8"))
     rows = []
     for name, factory, sample, vocab_size, reference in [
@@ -68,10 +76,7 @@ def main() -> int:
                 "tool": "bpekit",
                 "case": case,
                 "version": tool_version("bpekit"),
-                "seconds": med,
-                "seconds_min": min(times),
-                "seconds_max": max(times),
-                "runs": args.rounds,
+                **time_fields(times),
                 "throughput": nbytes / med / 1e6,
                 "ratio": 1.0,
                 "note": f"merges {same}",

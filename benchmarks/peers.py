@@ -24,7 +24,6 @@ into per-document ids for the check against the oracle (untimed).
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-SEPARATOR = "<|endoftext|>"
-REPO = Path(__file__).resolve().parents[1]
+from _common import EOT, tiktoken_encoding
+
+SEPARATOR = EOT
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def _load_bpekit(src: Source) -> Any:
 
 
 def _load_fastokens(src: Source) -> Any:
-    import fastokens
+    import fastokens  # type: ignore[import-untyped]
 
     if src.kind == "json":
         return fastokens.Tokenizer.from_file(src.path)
@@ -109,16 +109,13 @@ def _load_gigatoken(src: Source) -> Any:
 
 
 def _load_tokenizers(src: Source) -> Any:
-    import tokenizers
+    import tokenizers  # type: ignore[import-untyped]
 
     return tokenizers.Tokenizer.from_file(src.path)
 
 
 def _load_tiktoken(src: Source) -> Any:
-    sys.path.insert(0, str(REPO / "tests"))
-    from _shared_data import build_tiktoken
-
-    return build_tiktoken(src.name, Path(os.environ["BPEKIT_ENCODINGS"].split(os.pathsep)[0]))
+    return tiktoken_encoding(src.name)
 
 
 def _specials(src: Source) -> dict[str, int]:
@@ -156,6 +153,20 @@ def _frombuffer(pair: tuple[bytes, bytes]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(pair[0], np.uint32), np.frombuffer(pair[1], np.uint64)
 
 
+def _hf_style_calls() -> dict[str, Call]:
+    """``doc`` and ``batch`` of a tool with HF ``tokenizers``' API (tokenizers, tokie)."""
+    return {
+        "doc": Call(
+            "[encode(d, add_special_tokens=False).ids for d in docs]",
+            lambda t, docs, n: [t.encode(d, add_special_tokens=False).ids for d in docs],
+        ),
+        "batch": Call(
+            "[e.ids for e in encode_batch(docs, add_special_tokens=False)]",
+            lambda t, docs, n: [e.ids for e in t.encode_batch(docs, add_special_tokens=False)],
+        ),
+    }
+
+
 def _calls(tool: str, kind: str) -> dict[str, Call]:
     """The workload calls of ``tool`` for a source of ``kind``."""
     hf = kind == "json"
@@ -185,7 +196,10 @@ def _calls(tool: str, kind: str) -> dict[str, Call]:
         # An OpenAI encoding encodes special tokens' text as text (encode_ordinary).
         split = not hf
         kw = "" if hf else ", split_special_tokens=True"
-        one = (lambda t, d: t.encode(d).ids) if hf else (lambda t, d: t.encode_ordinary(d).ids)
+
+        def one(t: Any, d: str) -> Any:
+            return t.encode(d).ids if hf else t.encode_ordinary(d).ids
+
         return {
             "doc": Call(
                 f"[{'encode' if hf else 'encode_ordinary'}(d).ids for d in docs]",
@@ -207,17 +221,8 @@ def _calls(tool: str, kind: str) -> dict[str, Call]:
             ),
         }
     if tool == "tokie":
-        return {
-            "doc": Call(
-                "[encode(d, add_special_tokens=False).ids for d in docs]",
-                lambda t, docs, n: [t.encode(d, add_special_tokens=False).ids for d in docs],
-            ),
-            "batch": Call(
-                "[e.ids for e in encode_batch(docs, add_special_tokens=False)]",
-                lambda t, docs, n: [e.ids for e in t.encode_batch(docs, add_special_tokens=False)],
-            ),
-            "file": Call("encode_files([path])", lambda t, path, n: t.encode_files([str(path)])),
-        }
+        file = Call("encode_files([path])", lambda t, path, n: t.encode_files([str(path)]))
+        return {**_hf_style_calls(), "file": file}
     if tool == "kitoken":
         # encode_specials=True: added tokens in the text encode as such, as tokenizers does.
         return {
@@ -241,16 +246,7 @@ def _calls(tool: str, kind: str) -> dict[str, Call]:
             "file": Call("encode_files(path)", lambda t, path, n: t.encode_files(str(path), parallel=True)),
         }
     if tool == "tokenizers":
-        return {
-            "doc": Call(
-                "[encode(d, add_special_tokens=False).ids for d in docs]",
-                lambda t, docs, n: [t.encode(d, add_special_tokens=False).ids for d in docs],
-            ),
-            "batch": Call(
-                "[e.ids for e in encode_batch(docs, add_special_tokens=False)]",
-                lambda t, docs, n: [e.ids for e in t.encode_batch(docs, add_special_tokens=False)],
-            ),
-        }
+        return _hf_style_calls()
     if tool == "tiktoken":
         return {
             "doc": Call(
@@ -319,7 +315,8 @@ def canonical(workload: str, out: Any, sep_id: int) -> list[Sequence[int]] | tup
         if type(out).__module__.partition(".")[0] == "awkward":  # gigatoken: one row per file
             out = _awkward_flat(out)[0]
         return split_at(np.asarray(out), sep_id)
-    return out
+    lists: list[Sequence[int]] = out
+    return lists
 
 
 def split_at(ids: np.ndarray, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -338,10 +335,11 @@ def split_at(ids: np.ndarray, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
 
 def differing(
     got: list[Sequence[int]] | tuple[np.ndarray, np.ndarray], oracle: tuple[np.ndarray, np.ndarray]
-) -> dict:
+) -> dict[str, Any]:
     """How many documents' ids differ from the oracle's, and the first one that does."""
     o_ids, o_off = oracle
     n = len(o_off) - 1
+    docs: Sequence[Any]
     if isinstance(got, tuple):
         g_ids, g_off = got
         docs = [g_ids[g_off[i] : g_off[i + 1]] for i in range(len(g_off) - 1)]

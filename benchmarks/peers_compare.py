@@ -41,11 +41,11 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -54,13 +54,22 @@ import peers
 from _common import (
     RESULTS,
     bench_dir,
+    call_worker,
+    columns,
     command,
     corpus_path,
     data_dir,
     encodings_env,
+    encodings_folder,
+    gpt2_tokenizer_json,
+    peak_rss_mib,
+    table,
+    tiktoken_encoding,
     tool_version,
+    warm_fields,
+    write_atomic,
+    write_result,
 )
-from _common import write_result as _write
 from peers import SEPARATOR, Source
 
 HF_FILES = {
@@ -82,43 +91,23 @@ SLOW = {"tokenizers"}
 # ---- the tokenizers and the documents ------------------------------------------------------
 
 
-def gpt2_hub_json(out: Path, data: Path) -> Path:
-    """GPT-2's ``tokenizer.json`` as the Hub ships it (``openai-community/gpt2``), built
-    with ``tokenizers`` from the shared vocab.json and merges.txt."""
-    import tokenizers
-    from tokenizers import decoders, models, pre_tokenizers, processors
-
-    tok = tokenizers.Tokenizer(
-        models.BPE.from_file(str(data / "cs336" / "gpt2_vocab.json"), str(data / "cs336" / "gpt2_merges.txt"))
-    )
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok.add_special_tokens(["<|endoftext|>"])
-    path = out / "gpt2-hub.json"
-    tok.save(str(path))
-    return path
-
-
 def source(key: str, out: Path, data: Path) -> Source:
     """The tokenizer ``key`` as the tools are given it."""
     if key in HF_FILES:
         label, name = HF_FILES[key]
-        path = gpt2_hub_json(out, data) if name is None else data / "hf" / name
+        path = (
+            gpt2_tokenizer_json(out / "gpt2-hub.json", data, hub=True) if name is None else data / "hf" / name
+        )
         return Source("json", label, str(path))
     if key not in RANK_FILES:
         raise SystemExit(f"unknown tokenizer {key!r}: one of {', '.join([*HF_FILES, *RANK_FILES])}")
     import bpekit
     from bpekit.formats.hf import save_hf
 
-    sys.path.insert(0, str(peers.REPO / "tests"))
-    from _shared_data import build_tiktoken
-
-    enc_dir = Path(os.environ["BPEKIT_ENCODINGS"].split(os.pathsep)[0])
     exported = out / f"{key}.json"
     save_hf(bpekit.get_encoding(key), exported)
-    pattern = build_tiktoken(key, enc_dir)._pat_str
-    ranks = enc_dir / f"{RANK_FILES[key]}.tiktoken"
+    pattern = tiktoken_encoding(key)._pat_str
+    ranks = encodings_folder() / f"{RANK_FILES[key]}.tiktoken"
     return Source("tiktoken", key, str(exported), name=key, ranks=str(ranks), pattern=pattern)
 
 
@@ -171,27 +160,25 @@ def oracle(src: Source, corpus: Path, out: Path) -> Path:
     # In slices of documents: the Python lists (and tokenizers' Encoding objects) of a
     # whole 1 GB corpus would not fit in memory.
     for start in range(0, len(docs), 1000):
-        part = docs[start : start + 1000]
+        batch = docs[start : start + 1000]
         if tool == "tokenizers":
-            lists = [e.ids for e in tok.encode_batch(part, add_special_tokens=False)]
+            lists = [e.ids for e in tok.encode_batch(batch, add_special_tokens=False)]
         else:
-            lists = tok.encode_ordinary_batch(part, num_threads=os.cpu_count() or 1)
+            lists = tok.encode_ordinary_batch(batch, num_threads=os.cpu_count() or 1)
         chunks += [np.asarray(x, dtype=np.uint32) for x in lists]
         lengths += [len(x) for x in lists]
     sep_id = tok.token_to_id(SEPARATOR) if tool == "tokenizers" else tok.encode_single_token(SEPARATOR)
     print(f"  oracle ({tool}): {len(docs):,} documents in {time.perf_counter() - t0:.1f} s", flush=True)
     ids = np.concatenate(chunks) if chunks else np.zeros(0, np.uint32)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.npz")
-    np.savez(tmp, ids=ids, offsets=offsets, sep_id=np.int64(sep_id))
-    tmp.replace(path)
+    write_atomic(path, lambda tmp: np.savez(tmp, ids=ids, offsets=offsets, sep_id=np.int64(sep_id)))
     return path
 
 
 # ---- one tool in one process ---------------------------------------------------------------
 
 
-def worker(spec: dict) -> dict:
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Loads, times ``runs`` calls, checks the last call's ids; returns the report."""
     threads, workload, tool = spec["threads"], spec["workload"], spec["tool"]
     peers.limit_cpus(threads)
@@ -220,7 +207,7 @@ def worker(spec: dict) -> dict:
         "load_s": load_s,
         # CPU time over wall time of the calls: the cores a tool kept busy.
         "cpu_s": cpu,
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mib": peak_rss_mib(),
         "version": os.environ.get("PEERS_BPEKIT_VERSION", "?") if tool == "bpekit" else tool_version(tool),
     }
     o = np.load(spec["oracle"])
@@ -235,26 +222,20 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_worker(spec: dict, timeout: float) -> dict:
-    """``worker(spec)`` in a fresh process with the thread settings of its workload."""
+def measure(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """``worker(spec)`` in a fresh process with the thread settings of its workload; a
+    failure is a report with an ``error``."""
     env = dict(encodings_env(), **peers.env(spec["threads"]))
     with tempfile.TemporaryDirectory() as tmp:
         env["PEERS_TMP"] = tmp
-        cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"failed: no result in {timeout:g} s"}
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        return {"error": f"failed: {last[:200]}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        found, why = call_worker(Path(__file__), [json.dumps(spec)], env, timeout=timeout)
+    return found if found is not None else {"error": f"failed: {why[:200]}"}
 
 
 # ---- the driver ----------------------------------------------------------------------------
 
 
-def exact_text(exact: dict) -> str:
+def exact_text(exact: dict[str, Any]) -> str:
     """The ``ids vs oracle`` cell: a mismatch in bold, so that no reader misses it."""
     n = exact["docs"]
     if not exact["differ"]:
@@ -263,24 +244,19 @@ def exact_text(exact: dict) -> str:
     return f"**{exact['differ']:,} of {n:,} docs differ**{extra}"
 
 
-def row(tool: str, api: str, reports: list[dict], mb: float) -> dict:
+def row(tool: str, api: str, reports: list[dict[str, Any]], mb: float) -> dict[str, Any]:
     """A table row from the rounds' reports of one (workload, tool)."""
     good = [r for r in reports if "error" not in r]
     if not good:
         return {"tool": tool, "api": api, "exact": reports[0]["error"]}
-    warm = [statistics.median(r["times"][1:] or r["times"]) for r in good]
-    calls = warm if len(good) > 1 else (good[0]["times"][1:] or good[0]["times"])
-    med = statistics.median(warm)
+    timing = warm_fields(good)
     worst = max((r["exact"] for r in good), key=lambda e: e["differ"])
     return {
         "tool": tool,
         "api": api,
         "version": good[0]["version"],
-        "seconds": med,
-        "seconds_min": min(calls),
-        "seconds_max": max(calls),
-        "runs": len(calls),
-        "throughput": mb / med,
+        **timing,
+        "throughput": mb / timing["seconds"],
         "cold": mb / statistics.median(r["times"][0] for r in good),
         "load_ms": 1000 * statistics.median(r["load_s"] for r in good),
         "cpu_per_wall": statistics.median(r["cpu_s"] / sum(r["times"]) for r in good),
@@ -290,17 +266,17 @@ def row(tool: str, api: str, reports: list[dict], mb: float) -> dict:
     }
 
 
-COLUMNS = [
-    {"key": "tool", "name": "tool", "kind": "text"},
-    {"key": "api", "name": "call", "kind": "code"},
-    {"key": "seconds", "name": "time", "kind": "time"},
-    {"key": "throughput", "name": "MB/s", "kind": "num"},
-    {"key": "ratio", "name": "vs bpekit", "kind": "ratio"},
-    {"key": "cold", "name": "cold MB/s", "kind": "num"},
-    {"key": "load_ms", "name": "load ms", "kind": "int"},
-    {"key": "peak_rss_mib", "name": "peak RSS", "kind": "mib"},
-    {"key": "exact", "name": "ids vs oracle", "kind": "text"},
-]
+COLUMNS = columns(
+    ("tool", "tool", "text"),
+    ("api", "call", "code"),
+    ("seconds", "time", "time"),
+    ("throughput", "MB/s", "num"),
+    ("ratio", "vs bpekit", "ratio"),
+    ("cold", "cold MB/s", "num"),
+    ("load_ms", "load ms", "int"),
+    ("peak_rss_mib", "peak RSS", "mib"),
+    ("exact", "ids vs oracle", "text"),
+)
 
 
 def run_case(args: argparse.Namespace, key: str, src: Source, corpus_name: str, workloads: list[str]) -> None:
@@ -314,31 +290,35 @@ def run_case(args: argparse.Namespace, key: str, src: Source, corpus_name: str, 
     print(f"\n{src.label}, {corpus_name} ({docs_bytes / 1e6:,.1f} MB of documents)", flush=True)
     oracle_path = oracle(src, corpus, out)
     tools = [t for t in (args.tools or peers.TOOLS[src.kind]) if t in peers.TOOLS[src.kind]]
-    configs, missing = [], {w: [] for w in workloads}
+    configs: list[tuple[str, str]] = []
+    missing: dict[str, list[str]] = {w: [] for w in workloads}
     for w in workloads:
         for t in tools:
             if peers.call(t, src.kind, w) is None:
                 missing[w].append(t)
             elif not (t in SLOW and size > args.slow_max_mb * 1e6):
                 configs.append((w, t))
-    reports: dict[tuple[str, str], list[dict]] = {c: [] for c in configs}
+    reports: dict[tuple[str, str], list[dict[str, Any]]] = {c: [] for c in configs}
     for _ in range(args.rounds):
         for w, t in configs:
             spec = {"tool": t, "workload": w, "threads": 1 if w == "doc" else args.threads, "runs": args.runs}
             spec |= {"source": src.__dict__, "corpus": str(corpus), "oracle": str(oracle_path)}
-            r = run_worker(spec, args.timeout)
+            r = measure(spec, args.timeout)
             reports[(w, t)].append(r)
             shown = (
                 r.get("error")
                 or f"{docs_bytes / 1e6 / statistics.median(r['times'][1:] or r['times']):,.1f} MB/s"
             )
             print(f"  {w:5} {t:10} {shown}  {'' if 'error' in r else exact_text(r['exact'])}", flush=True)
-    tables, versions = [], {}
+    tables: list[dict[str, Any]] = []
+    versions: dict[str, str] = {}
     for w in workloads:
         rows = []
         for t in tools:
             if (w, t) in reports:
-                api = peers.call(t, src.kind, w).api.format(n=args.threads)
+                call = peers.call(t, src.kind, w)
+                assert call is not None  # reports holds only the workloads a tool has
+                api = call.api.format(n=args.threads)
                 if src.kind == "tiktoken" and t in peers.VIA_EXPORT:
                     api += " (bpekit's exported tokenizer.json)"
                 rows.append(row(t, api, reports[(w, t)], docs_bytes / 1e6))
@@ -354,13 +334,11 @@ def run_case(args: argparse.Namespace, key: str, src: Source, corpus_name: str, 
             f"Not timed here (too slow for {size / 1e6:,.0f} MB): {', '.join(skipped)}." if skipped else ""
         )
         heading = WORKLOADS[w].format(n=args.threads)
-        tables.append(
-            {"heading": heading, "text": " ".join(n for n in notes if n), "columns": COLUMNS, "rows": rows}
-        )
-    write_result(args, key, src, corpus_name, docs_bytes, ndocs, workloads, tables, versions)
+        tables.append(table(heading, " ".join(n for n in notes if n), COLUMNS, rows))
+    save_case(args, key, src, corpus_name, docs_bytes, ndocs, workloads, tables, versions)
 
 
-def write_result(
+def save_case(
     args: argparse.Namespace,
     key: str,
     src: Source,
@@ -368,7 +346,7 @@ def write_result(
     docs_bytes: int,
     ndocs: int,
     workloads: list[str],
-    tables: list[dict],
+    tables: list[dict[str, Any]],
     versions: dict[str, str],
 ) -> None:
     """``peers-<tokenizer>-<corpus>.json``, with the command line that makes it again."""
@@ -383,7 +361,7 @@ def write_result(
             cmd += [f"--{option}", *(f"{v:g}" if isinstance(v, float) else str(v) for v in values)]
     if "file" in workloads:
         cmd += ["--file-corpus", corpus_name]
-    _write(
+    write_result(
         args.results,
         f"peers-{key}-{Path(corpus_name).stem}",
         title=f"Encoding beside the peers: {src.label}, {corpus_name}",

@@ -19,24 +19,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, add_ratios, command, corpus_path, summarize, tool_version, write_result
-
+from _common import RESULTS, add_ratios, command, corpus_path, time_fields, tool_version, write_result
 from bpekit import _core, patterns
 
 NAMES = ["gpt2", "cl100k", "o200k"]
 CORPORA = ["en-small", "ml", "cjk"]
 
 
-def time_split(text: bytes, pattern: str, runs: int) -> dict:
+def time_split(text: bytes, pattern: str, runs: int) -> dict[str, Any]:
     """``runs`` timed splits of ``text``: median, spread, and the piece count."""
     times, pieces = [], 0
     for _ in range(runs):
         pieces, seconds = _core._time_pretokenize(text, pattern, 1)
         times.append(seconds)
-    med, lo, hi = summarize(times)
-    return {"seconds": med, "seconds_min": lo, "seconds_max": hi, "runs": runs, "pieces": pieces}
+    return {**time_fields(times), "pieces": pieces}
 
 
 def main() -> None:

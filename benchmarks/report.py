@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
@@ -63,6 +65,12 @@ To time another build of bpekit (before and after a change), point `PYTHONPATH` 
 /tmp/old`; the worker processes inherit `PYTHONPATH`, and the version column names the
 commit each row timed. `python benchmarks/report.py --check` fails when this page is
 out of date with the result files (the tests run it).
+
+Each `*_compare.py` script (and `scale.py`) drives one kind of workload. They share
+`benchmarks/_common.py` (corpora, tool versions, worker processes, timing figures and
+the result files) and `benchmarks/_memory.py` (peak-memory figures); the three largest
+keep their parts in a package each, one job per module: `_dataset/`, `_formats/` and
+`_scale/`.
 
 ## How the figures are taken
 
@@ -127,7 +135,7 @@ def _num(x: float) -> str:
     return f"{x:.3f}"
 
 
-def _time(row: dict) -> str:
+def _time(row: dict[str, Any]) -> str:
     med, lo, hi = row["seconds"], row.get("seconds_min"), row.get("seconds_max")
     scale, unit = (1000, "ms") if med < 1 else (1, "s")
     text = f"{_num(med * scale)} {unit}"
@@ -142,7 +150,7 @@ def _ratio(x: float | None) -> str:
     return f"{_num(x)}x"
 
 
-def _rss(row: dict) -> str:
+def _rss(row: dict[str, Any]) -> str:
     return "-" if row.get("peak_rss_mib") is None else f"{row['peak_rss_mib']:,.0f} MiB"
 
 
@@ -150,11 +158,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def table(result: dict) -> list[str]:
+def table(result: dict[str, Any]) -> list[str]:
     """The workload's table: one row per tool (and case), its columns those with data."""
     rows = result["rows"]
     unit = result.get("unit", "MB/s")
-    columns = [
+    columns: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
         ("case", "left", lambda r: f"{r['case']}"),
         ("tool", "left", lambda r: r["tool"]),
         ("time", "right", _time),
@@ -184,14 +192,14 @@ def table(result: dict) -> list[str]:
     return lines
 
 
-def machine(m: dict) -> str:
+def machine(m: dict[str, Any]) -> str:
     parts = [m.get("cpu") or "unknown CPU", f"{m['cores']} cores" if m.get("cores") else None]
     parts.append(f"{m['memory_gib']:g} GiB memory" if m.get("memory_gib") else None)
     parts += [m.get("os"), f"Python {m['python']}" if m.get("python") else None]
     return ", ".join(p for p in parts if p)
 
 
-def versions(rows: list[dict]) -> str:
+def versions(rows: list[dict[str, Any]]) -> str:
     seen: dict[str, str] = {}
     for r in rows:
         seen.setdefault(r["tool"], r.get("version") or "?")
@@ -213,12 +221,12 @@ KINDS = {
 RIGHT = {"num", "int", "pct", "signed_pct", "mib", "signed_mib", "ratio", "time"}
 
 
-def own_table(spec: dict) -> list[str]:
+def own_table(spec: dict[str, Any]) -> list[str]:
     """A table a result lays out itself: ``{"heading", "text", "columns": [{"key", "name",
     "kind"}], "rows"}``; a ``time`` column shows ``seconds`` with its spread."""
     columns = spec["columns"]
 
-    def cell(row: dict, col: dict) -> str:
+    def cell(row: dict[str, Any], col: dict[str, Any]) -> str:
         if col["kind"] == "time":  # a row without a time: a tool that could not run
             return _time(row) if row.get("seconds") is not None else "-"
         value = row.get(col["key"])
@@ -236,7 +244,7 @@ def own_table(spec: dict) -> list[str]:
     return lines
 
 
-def section(result: dict) -> list[str]:
+def section(result: dict[str, Any]) -> list[str]:
     """The workload's heading, description, table (or its own tables) and facts."""
     corpus = result.get("corpus") or {}
     lines = [f"### {result['workload']}", "", f"**{result['title']}.** {result['description']}", ""]
@@ -262,13 +270,13 @@ def section(result: dict) -> list[str]:
     return lines
 
 
-def order(result: dict) -> tuple:
+def order(result: dict[str, Any]) -> tuple[int, int, str]:
     group = result["workload"].split("-", 1)[0]
     rank = GROUPS.index(group) if group in GROUPS else len(GROUPS)
     return (rank, (result.get("corpus") or {}).get("bytes", 0), result["workload"])
 
 
-def load(results: Path) -> list[dict]:
+def load(results: Path) -> list[dict[str, Any]]:
     found = []
     for path in sorted(results.glob("*.json")):
         result = json.loads(path.read_text(encoding="utf-8"))

@@ -62,291 +62,54 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    RESULTS,
+    MiB,
     bench_dir,
+    big_corpus,
+    call_worker,
+    columns,
     command,
-    data_dir,
     encodings_env,
-    peak_rss_mib,
+    make_big_script,
+    read_through,
+    report_problems,
+    results_dir,
+    serve_worker,
+    table,
     tool_version,
     write_result,
 )
+from _scale import RAY_CPUS, SCRIPT, T0, log
+from _scale.jobs import JOBS
 
-EOT = "<|endoftext|>"
 DEFAULT_CORPORA = ["owt-0.1G", "owt-1G", "owt-12G", "ts-2.2G"]
 QUICK_CORPORA = ["ts-0.02G"]
 VOCAB = {"owt": 32_000, "ts": 10_000}
-RAY_CPUS = 2
-TOP = 100  # the most common pre-tokens compared between the one-process and Ray counts
-SAMPLE_S = 0.5
-NAME = re.compile(r"^(owt|ts)-(\d+(?:\.\d+)?[KMG]?)$")
-MiB = 1 << 20
-# The log's clock starts with the parent; the jobs are told when (wall-clock seconds).
-T0 = float(os.environ.get("BPEKIT_SCALE_T0") or time.time())
-
-
-def log(message: str) -> None:
-    print(f"[{time.time() - T0:7.1f} s] {message}", file=sys.stderr, flush=True)
-
-
-# --- The corpora ----------------------------------------------------------------------
-
-
-def corpus_file(name: str, bench: Path, make_big: Path) -> Path:
-    """``bench/NAME.txt``, made by make_big.py when missing."""
-    m = NAME.match(name)
-    if not m:
-        raise SystemExit(f"corpus {name!r}: use KIND-SIZE, KIND owt or ts, SIZE as make_big.py takes (1G)")
-    path = bench / f"{name}.txt"
-    if path.is_file():
-        return path
-    if not make_big.is_file():
-        raise SystemExit(f"{path} is missing and so is {make_big} to build it: use --make-big PATH")
-    log(f"building {path} with {make_big.name} {m.group(1)} {m.group(2)} ...")
-    t = time.perf_counter()
-    env = dict(os.environ, BPEKIT_BENCH_DIR=str(bench))
-    cmd = [sys.executable, str(make_big), m.group(1), m.group(2), str(path)]
-    subprocess.run(cmd, check=True, env=env, stdout=sys.stderr)
-    log(f"  built in {time.perf_counter() - t:.0f} s")
-    return path
-
-
-def read_through(path: Path) -> float:
-    """Reads ``path`` once (into the page cache); its seconds."""
-    t = time.perf_counter()
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(16 * MiB)
-        while f.readinto(buf):
-            pass
-    return time.perf_counter() - t
-
-
-# --- Ray's processes ------------------------------------------------------------------
-
-
-def _descendants(root: int) -> list[int]:
-    """The processes below ``root``, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _status_kib(pid: int) -> tuple[str, dict[str, int]] | None:
-    """A process's command line and ``VmRSS`` / ``VmHWM`` (KiB); None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        with open(f"/proc/{pid}/status") as f:
-            status = f.read()
-    except OSError:
-        return None
-    kib = {}
-    for key in ("VmRSS", "VmHWM"):
-        if m := re.search(rf"^{key}:\s+(\d+) kB", status, re.M):
-            kib[key] = int(m.group(1))
-    return cmdline, kib
-
-
-class RaySampler(threading.Thread):
-    """Every ``period`` seconds while it runs: each Ray worker's ``VmHWM`` (the largest
-    seen per process) and the sum of the RSS of every process below this one."""
-
-    def __init__(self, period: float = SAMPLE_S) -> None:
-        super().__init__(daemon=True)
-        self.period, self.done = period, threading.Event()
-        self.worker_hwm: dict[int, int] = {}
-        self.total_peak = 0
-
-    def sample(self) -> None:
-        total = 0
-        for pid in _descendants(os.getpid()):
-            found = _status_kib(pid)
-            if found is None:
-                continue
-            cmdline, kib = found
-            total += kib.get("VmRSS", 0)
-            # Workers retitle themselves ray::IDLE, ray::count_unit...; ray::DashboardAgent
-            # and ray::RuntimeEnvAgent are Ray's own.
-            worker = cmdline.startswith("ray::") and not cmdline.endswith("Agent")
-            if worker or "default_worker.py" in cmdline:
-                self.worker_hwm[pid] = max(self.worker_hwm.get(pid, 0), kib.get("VmHWM", 0))
-        self.total_peak = max(self.total_peak, total)
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            self.sample()
-            self.done.wait(self.period)
-
-    def stop(self) -> dict:
-        self.done.set()
-        self.join()
-        self.sample()
-        hwm = sorted(self.worker_hwm.values())
-        return {
-            "workers": len(hwm),
-            "worker_peak_rss_mib": hwm[-1] / 1024 if hwm else None,
-            "ray_total_rss_mib": self.total_peak / 1024,
-        }
-
-
-# --- The jobs (each in a fresh process) -----------------------------------------------
-
-
-def _summary(counts) -> dict:
-    """What the parent compares of two counts."""
-    top = [[word.hex(), n] for word, n in counts.most_common(TOP)]
-    return {"distinct": len(counts), "occurrences": counts.total, "top": top}
-
-
-def _merge(counts, vocab_size: int) -> float:
-    import bpekit
-
-    t = time.perf_counter()
-    bpekit.train_from_counts(counts, vocab_size, [EOT])
-    return time.perf_counter() - t
-
-
-def single_job(spec: dict) -> dict:
-    import bpekit
-
-    t = time.perf_counter()
-    counts = bpekit.count_pretokens(spec["path"], [EOT])
-    count_s = time.perf_counter() - t
-    count_peak = peak_rss_mib()
-    log(f"  one process: counted in {count_s:.1f} s, {len(counts):,} distinct; merging ...")
-    merge_s = _merge(counts, spec["vocab_size"])
-    peak = peak_rss_mib()
-    log(f"  one process: merged in {merge_s:.1f} s")
-    return {
-        "count_s": count_s,
-        "merge_s": merge_s,
-        "count_peak_rss_mib": count_peak,
-        "peak_rss_mib": peak,
-        **_summary(counts),
-    }
-
-
-def ray_job(spec: dict) -> dict:
-    import ray
-
-    from bpekit.distributed import count_with_stats
-
-    t = time.perf_counter()
-    # address="local": a Ray of its own, even where another Ray runs on this machine (ray.init()
-    # would join that one).
-    ray.init(address="local", num_cpus=spec["cpus"], include_dashboard=False, log_to_driver=False)
-    init_s = time.perf_counter() - t
-    log(f"  Ray: started in {init_s:.1f} s; counting ...")
-    try:
-        sampler = RaySampler()
-        sampler.start()
-        t = time.perf_counter()
-        counts, stats = count_with_stats(spec["path"], [EOT], unit_bytes=spec["unit_bytes"])
-        count_s = time.perf_counter() - t
-        procs = sampler.stop()
-        count_peak = peak_rss_mib()
-        log(f"  Ray: counted in {count_s:.1f} s ({stats['units']} unit(s)); merging ...")
-        merge_s = _merge(counts, spec["vocab_size"])
-        peak = peak_rss_mib()
-        log(f"  Ray: merged in {merge_s:.1f} s; encoding ...")
-        summary = _summary(counts)
-        del counts
-        sampler = RaySampler()
-        sampler.start()
-        encoded = _encode(spec, distributed=True)
-        encode_procs = sampler.stop()
-        log(f"  Ray: encoded in {encoded['encode_s']:.1f} s")
-    finally:
-        ray.shutdown()
-    return {
-        "init_s": init_s,
-        "count_s": count_s,
-        "merge_s": merge_s,
-        **encoded,
-        "encode_worker_peak_rss_mib": encode_procs["worker_peak_rss_mib"],
-        "units": stats["units"],
-        "count_peak_rss_mib": count_peak,
-        "peak_rss_mib": peak,
-        **procs,
-        **summary,
-    }
-
-
-def _encode(spec: dict, distributed: bool) -> dict:
-    """The corpus encoded into a dataset folder with gpt2, in this process or on Ray
-    (``spec["unit_bytes"]``); its seconds, tokens and manifest's sha256."""
-    import hashlib
-
-    import bpekit
-    from bpekit import distributed as dist
-
-    tok = bpekit.get_encoding("gpt2")
-    out = Path(spec["out"])
-    shutil.rmtree(out, ignore_errors=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        t = time.perf_counter()
-        if distributed:
-            manifest = dist.encode_dataset(spec["path"], out, tok, unit_bytes=spec["unit_bytes"])
-        else:
-            manifest = bpekit.encode_dataset(spec["path"], out, tok)
-        seconds = time.perf_counter() - t
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
-    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
-    return {"encode_s": seconds, "tokens": manifest["totals"]["tokens"], "manifest_sha256": digest}
-
-
-def encode_job(spec: dict) -> dict:
-    found = _encode(spec, distributed=False)
-    log(f"  encode: {found['tokens']:,} tokens in {found['encode_s']:.1f} s")
-    return {**found, "peak_rss_mib": peak_rss_mib()}
-
-
-JOBS = {"single": single_job, "ray": ray_job, "encode": encode_job}
-
-
-def run_job(kind: str, spec: dict, env: dict) -> dict | None:
-    """``JOBS[kind](spec)`` in a fresh process (its stderr passed through); its last stdout
-    line is JSON. None when it failed."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, json.dumps(spec)]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
-    if proc.returncode != 0:
-        log(f"  ! {kind} failed (exit {proc.returncode}) after {time.perf_counter() - t:.0f} s")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # --- One corpus -----------------------------------------------------------------------
 
 
-def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env: dict) -> tuple[list, list]:
+def run_job(kind: str, spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+    """``JOBS[kind](spec)`` in a fresh process (its stderr passed through); None when it failed."""
+    t = time.perf_counter()
+    found, why = call_worker(SCRIPT, [kind, json.dumps(spec)], env, capture_stderr=False)
+    if found is None:
+        log(f"  ! {kind} failed ({why}) after {time.perf_counter() - t:.0f} s")
+    return found
+
+
+def measure(
+    name: str, path: Path, args: argparse.Namespace, out_dir: Path, env: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The table rows of one corpus and its problems."""
     size = path.stat().st_size
     kind = name.split("-", 1)[0]
@@ -362,9 +125,10 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
     ray = run_job("ray", ray_spec, env)
     threads = os.cpu_count()
     base = {"corpus": name, "mb": size / 1e6, "bytes": size, "vocab_size": VOCAB[kind]}
-    rows, problems = [], []
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
 
-    def row(run: str, found: dict | None) -> dict:
+    def row(run: str, found: dict[str, Any] | None) -> dict[str, Any]:
         r = {**base, "run": run}
         if found is None:
             return {**r, "note": "failed"}
@@ -431,24 +195,26 @@ def measure(name: str, path: Path, args: argparse.Namespace, out_dir: Path, env:
 
 # --- The result -----------------------------------------------------------------------
 
-COLUMNS = [
-    {"key": "corpus", "name": "corpus", "kind": "text"},
-    {"key": "mb", "name": "MB", "kind": "num"},
-    {"key": "run", "name": "run", "kind": "text"},
-    {"key": "distinct", "name": "distinct pre-tokens", "kind": "int"},
-    {"key": "occurrences", "name": "pre-tokens", "kind": "int"},
-    {"key": "count_s", "name": "count s", "kind": "num"},
-    {"key": "count_mbps", "name": "count MB/s", "kind": "num"},
-    {"key": "merge_s", "name": "merge s", "kind": "num"},
-    {"key": "encode_s", "name": "encode s", "kind": "num"},
-    {"key": "peak_rss_mib", "name": "peak RSS", "kind": "mib"},
-    {"key": "bytes_per_distinct", "name": "count B / distinct", "kind": "int"},
-    {"key": "vs_single", "name": "count vs one process", "kind": "ratio"},
-    {"key": "note", "name": "notes", "kind": "text"},
-]
+COLUMNS = columns(
+    ("corpus", "corpus", "text"),
+    ("mb", "MB", "num"),
+    ("run", "run", "text"),
+    ("distinct", "distinct pre-tokens", "int"),
+    ("occurrences", "pre-tokens", "int"),
+    ("count_s", "count s", "num"),
+    ("count_mbps", "count MB/s", "num"),
+    ("merge_s", "merge s", "num"),
+    ("encode_s", "encode s", "num"),
+    ("peak_rss_mib", "peak RSS", "mib"),
+    ("bytes_per_distinct", "count B / distinct", "int"),
+    ("vs_single", "count vs one process", "ratio"),
+    ("note", "notes", "text"),
+)
 
 
-def save(results: Path, rows: list[dict], cmd_args: list[str], quick: bool, unit_bytes: int) -> None:
+def save(
+    results: Path, rows: list[dict[str, Any]], cmd_args: list[str], quick: bool, unit_bytes: int
+) -> None:
     threads = os.cpu_count()
     text = (
         "Per corpus, each job in a fresh process. one process: `count_pretokens` then "
@@ -467,8 +233,7 @@ def save(results: Path, rows: list[dict], cmd_args: list[str], quick: bool, unit
         "cold start on the fresh Ray (its workers start and import bpekit: 0.3 to 3.5 s in runs here, "
         "which dominates on the small corpora), and a file of one unit or less is one task on one CPU."
     )
-    table = {"heading": "Counting, merging and encoding by corpus size", "text": text}
-    table.update(columns=COLUMNS, rows=rows)
+    by_size = table("Counting, merging and encoding by corpus size", text, COLUMNS, rows)
     sizes = ", ".join(f"`{r['corpus']}` {r['mb']:,.0f} MB" for r in rows[::2])
     write_result(
         results,
@@ -487,14 +252,13 @@ def save(results: Path, rows: list[dict], cmd_args: list[str], quick: bool, unit
         unit="s",
         versions={"bpekit": tool_version("bpekit"), "ray": tool_version("ray")},
         runs=1,
-        tables=[table],
+        tables=[by_size],
         rows=[],
     )
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        print(json.dumps(JOBS[sys.argv[2]](json.loads(sys.argv[3]))))
+    if serve_worker(JOBS):
         return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -519,9 +283,9 @@ def main() -> int:
         args.unit_bytes = DEFAULT_UNIT_BYTES
     env = encodings_env(args.data)
     env["BPEKIT_SCALE_T0"] = str(T0)
-    make_big = args.make_big or data_dir(args.data).parent / "bench" / "make_big.py"
+    make_big = make_big_script(args.make_big, args.data)
     bench = bench_dir()
-    results = args.results or (bench / "quick-results" if args.quick else RESULTS)
+    results = results_dir(args.results, args.quick, bench)
     out_dir = bench / "scale-out"
     cmd_args = ["--quick"] if args.quick else []
     for name in names if args.corpus else []:
@@ -530,8 +294,8 @@ def main() -> int:
         cmd_args += ["--unit-bytes", str(args.unit_bytes)]
     log(f"corpora {', '.join(names)}; {os.cpu_count()} cores; results into {results}")
 
-    paths = {name: corpus_file(name, bench, make_big) for name in names}
-    rows: list[dict] = []
+    paths = {name: big_corpus(name, bench, make_big, log) for name in names}
+    rows: list[dict[str, Any]] = []
     problems: list[str] = []
     try:
         for name in names:
@@ -553,12 +317,7 @@ def main() -> int:
         if r.get("peak_rss_mib") is not None:
             figures.append(f"peak {r['peak_rss_mib']:7,.0f} MiB")
         print("  " + "  ".join(figures), file=sys.stderr)
-    if problems:
-        print("\nFAILED:", file=sys.stderr)
-        for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 1
-    return 0
+    return report_problems(problems)
 
 
 if __name__ == "__main__":

@@ -17,27 +17,39 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from _common import command, corpus_path, tool_version, write_result
-
-HERE = Path(__file__).resolve().parent
+from _common import RESULTS, command, corpus_prefix, time_fields, tool_version, write_result
 
 
-def _time(fn, rounds: int) -> tuple[float, float, float, object]:
+@dataclass
+class Timed:
+    times: list[float]  # seconds of each call
+    out: Any  # the last call's result
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def _time(fn: Callable[[], Any], rounds: int) -> Timed:
+    """``rounds`` calls of ``fn``."""
     times, out = [], None
     for _ in range(rounds):
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times), out
+    return Timed(times, out)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
 
     import torch
@@ -45,7 +57,7 @@ def main() -> int:
     from bpekit import _core, minbpe
     from bpekit import torch as bt
 
-    text = corpus_path("en-small").read_bytes()[: int(args.mb * 1e6)].decode("utf-8", errors="ignore")
+    text = corpus_prefix("en-small", args.mb)
     size = len(text.encode("utf-8"))
     tok = minbpe.RegexTokenizer()
     tok.train(text, 1024)
@@ -53,68 +65,51 @@ def main() -> int:
     devices = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
     rows = []
 
-    def row(tool: str, case: str, timed: tuple, nbytes: int, base: float, note: str) -> dict:
-        med, lo, hi, _ = timed
+    def row(tool: str, case: str, timed: Timed, nbytes: int, base: Timed, note: str) -> dict[str, Any]:
+        torch_version = "" if tool.startswith("bpekit native") else f", torch {torch.__version__}"
         return {
             "tool": tool,
             "case": case,
-            "version": tool_version("bpekit")
-            + ("" if tool.startswith("bpekit native") else f", torch {torch.__version__}"),
-            "seconds": med,
-            "seconds_min": lo,
-            "seconds_max": hi,
-            "runs": args.rounds,
-            "throughput": nbytes / med / 1e6,
-            "ratio": med / base,
+            "version": tool_version("bpekit") + torch_version,
+            **time_fields(timed.times),
+            "throughput": nbytes / timed.median / 1e6,
+            "ratio": timed.median / base.median,
             "note": note,
         }
 
     case = f"encode {size / 1e6:g} MB, 1,024 tokens"
     native = _time(lambda: tok.encode_ordinary(text), args.rounds)
-    rows.append(row("bpekit native", case, native, size, native[0], "1 thread"))
+    rows.append(row("bpekit native", case, native, size, native, "1 thread"))
     for device in devices:
-        timed = _time(lambda d=device: bt.encode_pieces(pieces, tok.merges, device=d), args.rounds)
-        same = [i for ids in timed[3] for i in ids] == native[3]
-        rows.append(
-            row(
-                f"bpekit.torch ({device})",
-                case,
-                timed,
-                size,
-                native[0],
-                f"ids {'same' if same else 'DIFFERENT'}",
-            )
-        )
+
+        def encode(d: str = device) -> Any:
+            return bt.encode_pieces(pieces, tok.merges, device=d)
+
+        timed = _time(encode, args.rounds)
+        same = [i for ids in timed.out for i in ids] == native.out
+        note = f"ids {'same' if same else 'DIFFERENT'}"
+        rows.append(row(f"bpekit.torch ({device})", case, timed, size, native, note))
     sample = text[:100_000]
     nbytes = len(sample.encode("utf-8"))
     case = "train BasicTokenizer 0.1 MB -> 512"
 
-    def numpy_train():
+    def numpy_train() -> Any:
         t = minbpe.BasicTokenizer()
         t.train(sample, 512)
         return t.merges
 
     base = _time(numpy_train, args.rounds)
-    rows.append(row("bpekit native (numpy)", case, base, nbytes, base[0], ""))
+    rows.append(row("bpekit native (numpy)", case, base, nbytes, base, ""))
     for device in devices:
 
-        def torch_train(d=device):
+        def torch_train(d: str = device) -> Any:
             t = bt.BasicTokenizer(d)
             t.train(sample, 512)
             return t.merges
 
         timed = _time(torch_train, args.rounds)
-        same = timed[3] == base[3]
-        rows.append(
-            row(
-                f"bpekit.torch ({device})",
-                case,
-                timed,
-                nbytes,
-                base[0],
-                f"merges {'same' if same else 'DIFFERENT'}",
-            )
-        )
+        note = f"merges {'same' if timed.out == base.out else 'DIFFERENT'}"
+        rows.append(row(f"bpekit.torch ({device})", case, timed, nbytes, base, note))
     for r in rows:
         print(f"{r['case']:40} {r['tool']:24} {r['seconds']:.3f} s  {r['ratio']:.2f}x  {r['note']}")
     write_result(

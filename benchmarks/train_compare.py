@@ -26,9 +26,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
+    EOT,
     RESULTS,
     add_ratios,
     command,
@@ -36,13 +38,12 @@ from _common import (
     data_dir,
     peak_rss_mib,
     run_worker,
-    summarize,
+    time_fields,
     tool_version,
     write_result,
 )
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-EOT = "<|endoftext|>"
 TOOLS = ["bpekit", "rustbpe", "sentencepiece", "tokenizers", "gigatoken"]
 NAMES = {"tokenizers": "HF tokenizers"}  # tool -> the name in the results
 PATTERNS = ["gpt2", "cl100k", "o200k"]
@@ -57,7 +58,7 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
         bpekit.train_bpe(path, vocab_size, [EOT], num_threads=threads)
         return time.perf_counter() - t
     if tool == "rustbpe":
-        import rustbpe
+        import rustbpe  # type: ignore[import-not-found]
 
         docs = Path(path).read_text(encoding="utf-8").split(EOT)
         tok = rustbpe.Tokenizer()
@@ -65,7 +66,7 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
         tok.train_from_iterator(iter(docs), vocab_size, pattern=GPT2)
         return time.perf_counter() - t
     if tool == "tokenizers":
-        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers  # type: ignore[import-untyped]
 
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -90,7 +91,7 @@ def train_once(tool: str, path: str, vocab_size: int, threads: int | None) -> fl
         gigatoken.train_bpe(gigatoken.TextFileSource([path], separator=EOT), vocab_size, [EOT])
         return time.perf_counter() - t
     if tool == "sentencepiece":
-        import sentencepiece as spm
+        import sentencepiece as spm  # type: ignore[import-not-found]
 
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
@@ -145,24 +146,20 @@ def worker(args: list[str]) -> None:
     print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "version": version}))
 
 
-def measure(job: list[str], runs: int) -> dict | None:
+def measure(job: list[str], runs: int) -> dict[str, Any] | None:
     """``runs`` fresh processes of one job: median seconds, spread, peak RSS, version."""
     results = [run_worker(Path(__file__), job) for _ in range(runs)]
-    results = [r for r in results if r]
-    if not results:
+    found = [r for r in results if r]
+    if not found:
         return None
-    med, lo, hi = summarize([r["seconds"] for r in results])
     return {
-        "version": results[0]["version"],
-        "seconds": med,
-        "seconds_min": lo,
-        "seconds_max": hi,
-        "runs": len(results),
-        "peak_rss_mib": max(r["peak_rss_mib"] for r in results),
+        "version": found[0]["version"],
+        **time_fields([r["seconds"] for r in found]),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in found),
     }
 
 
-def print_row(row: dict) -> None:
+def print_row(row: dict[str, Any]) -> None:
     label = f"{row['tool']} {row.get('case', '')}".strip()
     print(
         f"  {label:34s} {row['seconds']:8.3f} s  (min {row['seconds_min']:.3f}, max {row['seconds_max']:.3f})"

@@ -1,9 +1,10 @@
-"""benchmarks/dataset_compare.py: the shard readers its id checks rely on, its slices for
---quick, and how report.py lays out its result (a ``ratio`` column, after encoding)."""
+"""benchmarks/dataset_compare.py: the shard readers its id checks rely on
+(``_dataset/readers.py``), its slices for --quick (``_dataset/corpora.py``), and how
+report.py lays out its result (a ``ratio`` column, after encoding)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -16,16 +17,15 @@ MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "os": "Linux 6.0", 
 
 
 def _load(name: str):
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module ``name`` (``_dataset.readers``), imported as the scripts import
+    it: with benchmarks/ on the path."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
 
 
 def test_shards_read_back_in_every_format(tmp_path: Path) -> None:
-    dc = _load("dataset_compare")
+    readers = _load("_dataset.readers")
     ids = np.array([5, 50256, 0, 7, 65535], dtype=np.uint16)
     np.save(tmp_path / "a.npy", ids)
     ids.tofile(tmp_path / "a.bin")
@@ -35,15 +35,15 @@ def test_shards_read_back_in_every_format(tmp_path: Path) -> None:
     wide = np.array([70000, 1], dtype=np.uint32)
     header[:3] = (20240801, 7, len(wide))
     (tmp_path / "w.llmc").write_bytes(header.tobytes() + wide.astype("<u4").tobytes())
-    assert dc.read_shard(tmp_path / "a.npy", "npy", "uint16").tolist() == ids.tolist()
-    assert dc.read_shard(tmp_path / "a.bin", "bin", "uint16").tolist() == ids.tolist()
-    assert dc.read_shard(tmp_path / "a.llmc", "llmc", "uint16").tolist() == ids.tolist()
-    assert dc.read_shard(tmp_path / "w.llmc", "llmc", "uint32").tolist() == [70000, 1]
+    assert readers.read_shard(tmp_path / "a.npy", "npy", "uint16").tolist() == ids.tolist()
+    assert readers.read_shard(tmp_path / "a.bin", "bin", "uint16").tolist() == ids.tolist()
+    assert readers.read_shard(tmp_path / "a.llmc", "llmc", "uint16").tolist() == ids.tolist()
+    assert readers.read_shard(tmp_path / "w.llmc", "llmc", "uint32").tolist() == [70000, 1]
     # A header that counts more ids than the file holds is refused.
     header[:3] = (20240520, 1, len(ids) + 1)
     (tmp_path / "bad.llmc").write_bytes(header.tobytes() + ids.tobytes())
     try:
-        dc.read_shard(tmp_path / "bad.llmc", "llmc", "uint16")
+        readers.read_shard(tmp_path / "bad.llmc", "llmc", "uint16")
     except ValueError as e:
         assert "bad.llmc" in str(e)
     else:
@@ -51,24 +51,24 @@ def test_shards_read_back_in_every_format(tmp_path: Path) -> None:
 
 
 def test_ids_hash_is_the_same_however_the_ids_are_cut() -> None:
-    dc = _load("dataset_compare")
+    readers = _load("_dataset.readers")
     ids = np.arange(1000, dtype=np.uint32) * 37 % 50257
-    whole = dc.ids_of(iter([ids]))
-    assert dc.ids_of(iter([ids[:3].astype(np.uint16), ids[3:700], ids[700:].astype(np.uint16)])) == whole
+    whole = readers.ids_of(iter([ids]))
+    assert readers.ids_of(iter([ids[:3].astype(np.uint16), ids[3:700], ids[700:].astype(np.uint16)])) == whole
     assert whole[0] == 1000
-    assert dc.ids_of(iter([ids[:-1]])) != whole
+    assert readers.ids_of(iter([ids[:-1]])) != whole
 
 
 def test_quick_slices_end_at_a_document(tmp_path: Path) -> None:
-    dc = _load("dataset_compare")
+    corpora = _load("_dataset.corpora")
     text = tmp_path / "big.txt"
     text.write_bytes(b"one\n<|endoftext|>\ntwo two\n<|endoftext|>\nthree three three")
-    dc._write_prefix(text, tmp_path / "q" / "big.txt", 30, dc.SEP)
+    corpora.write_prefix(text, tmp_path / "q" / "big.txt", 30, corpora.SEP)
     assert (tmp_path / "q" / "big.txt").read_bytes() == b"one"
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["é", "bb", "ccc"]), encoding="utf-8")
-    dc._write_prefix(jsonl, tmp_path / "q" / "a.jsonl", 40, b"\n")
-    assert dc._jsonl_text_bytes(tmp_path / "q" / "a.jsonl") == (2 + 2, 2)
+    corpora.write_prefix(jsonl, tmp_path / "q" / "a.jsonl", 40, b"\n")
+    assert corpora.jsonl_text_bytes(tmp_path / "q" / "a.jsonl") == (2 + 2, 2)
 
 
 def test_report_lays_out_a_dataset_result(tmp_path: Path) -> None:
