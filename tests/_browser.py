@@ -2,7 +2,7 @@
 one browser start loads a page, runs scripts in it, clicks, and takes a screenshot,
 while every console message and uncaught exception is collected (``--dump-dom`` and
 ``--screenshot`` would each start a browser, and neither reports script errors in a
-form a test can read reliably).
+form a test can depend on).
 
 The protocol on ``--remote-debugging-pipe``: the browser reads JSON messages, each
 ended by a NUL byte, on its fd 3 and writes its replies and events on its fd 4.

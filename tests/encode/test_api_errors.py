@@ -14,7 +14,7 @@ BYTES = {i: bytes([i]) for i in range(256)}
 
 @pytest.mark.parametrize("threads", [0, -1, 1025, 10**6])
 def test_thread_counts_out_of_range(tmp_path: Path, threads: int) -> None:
-    # Regression: 2,000 threads took an encode of one short text 6 s, and 10**6 hung.
+    # Unchecked, 2,000 threads take an encode of one short text 6 s, and 10**6 hang.
     tok = bpekit.Tokenizer(BYTES, [])
     text = tmp_path / "t.txt"
     text.write_text("hello")
@@ -52,13 +52,13 @@ def test_many_threads_for_a_small_input_start_few(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad_id", [-1, 2**32, 2**40])
 def test_vocab_ids_outside_u32_are_named(bad_id: int) -> None:
-    # Regression: OverflowError "out of range integral type conversion attempted".
+    # Named, not PyO3's OverflowError "out of range integral type conversion attempted".
     with pytest.raises(ValueError, match=f"vocab id {bad_id} \\(token b'x'\\) is outside 0..2\\*\\*32-1"):
         bpekit.Tokenizer({**BYTES, bad_id: b"x"}, [])
 
 
 def test_save_into_a_file_says_it_is_not_a_folder(tmp_path: Path) -> None:
-    # Regression: a bare "FileExistsError: [Errno 17] File exists".
+    # Not a bare "FileExistsError: [Errno 17] File exists".
     file = tmp_path / "a.txt"
     file.write_text("keep me")
     with pytest.raises(NotADirectoryError, match=r"a\.txt: not a folder"):
@@ -70,16 +70,16 @@ def test_encode_file_output_errors_name_the_output(tmp_path: Path) -> None:
     tok = bpekit.Tokenizer(BYTES, [])
     text = tmp_path / "t.txt"
     text.write_text("hello")
-    # Regression: "FileNotFoundError: : No such file or directory".
+    # Not "FileNotFoundError: : No such file or directory".
     with pytest.raises(ValueError, match="output is an empty path"):
         bpekit.encode_file(text, "", tok)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc, where no file can be made")
 def test_a_write_error_names_the_output_not_only_the_temporary_file(tmp_path: Path) -> None:
-    # Regression: the message named only "/proc/.x.npy.PID.tmp", a path the user never
-    # gave. The output is now made with no name until it is complete, so the message
-    # names the output and its folder.
+    # Not only "/proc/.x.npy.PID.tmp", a path the user never gave: the output is made
+    # with no name until it is complete, so the message names the output and its
+    # folder.
     tok = bpekit.Tokenizer(BYTES, [])
     text = tmp_path / "t.txt"
     text.write_text("hello")

@@ -64,8 +64,8 @@ def test_native_equals_reference(
     vocab, merges = trained(corpus, vocab_size)
     if ordinary_special is not None:
         # A special token whose bytes are also an ordinary token (a merge's result or a
-        # single byte): it keeps that id and stays reachable by merges (regression: the
-        # merge giving it was refused, "its result ... is not in the vocabulary").
+        # single byte): it keeps that id and stays reachable by merges (the merge giving
+        # it is not refused with "its result ... is not in the vocabulary").
         texts_of_tokens = sorted({b.decode() for b in vocab.values() if b.isascii() and b})
         token = texts_of_tokens[ordinary_special % len(texts_of_tokens)]
         specials = [*specials, token] if token not in specials else specials

@@ -100,7 +100,7 @@ def test_a_lone_surrogate_becomes_u_fffd_as_in_tiktoken() -> None:
     text = "line é\n" * ROUND + "\ud800 end"
     want = tok.encode(text.replace("\ud800", "\ufffd"))
     assert tok.encode(fresh(text)) == want
-    # Regression: encode_to_numpy raised UnicodeEncodeError here.
+    # encode_to_numpy too, which must not raise UnicodeEncodeError here.
     assert tok.encode_to_numpy(fresh(text)).tolist() == want
 
 

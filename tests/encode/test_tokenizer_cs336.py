@@ -88,7 +88,7 @@ def test_special_tokens_missing_from_vocab_are_appended() -> None:
 def test_special_tokens_that_are_ordinary_tokens_keep_their_ids() -> None:
     """A special token whose bytes a merge makes ("hello") or that is a single byte
     (" ") keeps that id and stays an ordinary token too, as in the reference encoder
-    (regression: building such a tokenizer failed, claiming the token was missing)."""
+    (building such a tokenizer does not fail claiming the token is missing)."""
     from bpekit.reference import encode_reference
 
     vocab, merges = load_vocab_merges(

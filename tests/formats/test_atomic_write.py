@@ -18,7 +18,7 @@ def _mode(p: Path) -> int:
 
 
 def test_new_files_follow_the_umask_and_replaced_files_keep_their_mode(tmp_path: Path) -> None:
-    # Regression: mkstemp's 0o600 made saved tokenizers unreadable to other users.
+    # Not mkstemp's 0o600, which makes saved tokenizers unreadable to other users.
     old = os.umask(0o027)
     try:
         atomic_write(tmp_path / "new.txt", b"x")

@@ -128,8 +128,8 @@ def test_hf_export_encodes_identically(which: str, trained_tokenizer, tmp_path) 
 
 
 def test_hf_export_keeps_the_ids_of_special_tokens_with_spaces_or_non_ascii(tmp_path) -> None:
-    """Regression: HF gave such special tokens fresh ids (the model's vocab held them in
-    byte-level form only), and counted them twice in the vocab size."""
+    """With such special tokens in the model's vocab in byte-level form only, HF gives
+    them fresh ids and counts them twice in the vocab size."""
     tokenizers = pytest.importorskip("tokenizers")
     vocab = {i: bytes([i]) for i in range(256)} | {256: b" h", 257: b" he"}
     merges = [(b" ", b"h"), (b" h", b"e")]

@@ -25,8 +25,8 @@ def test_tokenizer_from_recovered_merges_encodes_identically(name: str, tmp_path
         tmp_path / "vocab.json", tmp_path / "merges.txt", specials, pattern=pattern
     )
     # The folder keeps the pattern and special tokens (bpekit.json): reading it back
-    # with no pattern given gives the same tokenizer (regression: it fell back to
-    # GPT-2's pattern, and cl100k/o200k ids changed silently).
+    # with no pattern given gives the same tokenizer (falling back to GPT-2's
+    # pattern would change cl100k/o200k ids silently).
     loaded = bpekit.load_tokenizer(tmp_path)
     from_files = bpekit.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", specials)
     assert rebuilt.special_tokens == loaded.special_tokens == enc.special_tokens

@@ -63,8 +63,8 @@ def test_vocab_size_too_small(tmp_path: Path, size: int) -> None:
 
 @pytest.mark.parametrize("size", [-5, 0, 255])
 def test_train_from_counts_checks_vocab_size_too(size: int) -> None:
-    # Regression: a negative size raised OverflowError from the core (a traceback
-    # from `bpekit train --vocab-size -5`).
+    # Checked here, not left to the core's OverflowError for a negative size (a
+    # traceback from `bpekit train --vocab-size -5`).
     counts = bpekit.WordCounts([(b"ab", 3)])
     with pytest.raises(ValueError, match="at least 256 byte tokens"):
         bpekit.train_from_counts(counts, size, SPECIAL)
@@ -72,8 +72,8 @@ def test_train_from_counts_checks_vocab_size_too(size: int) -> None:
 
 @pytest.mark.parametrize("size", [2**21, 2**32, 5_000_000_000, 10**25])
 def test_vocab_size_too_large(tmp_path: Path, size: int) -> None:
-    # Regression: 2**32 or more aborted the process (a 34 GB allocation for the
-    # merge list); beyond 2**64 it raised OverflowError.
+    # Unchecked, 2**32 or more aborts the process (a 34 GB allocation for the merge
+    # list), and beyond 2**64 the conversion raises OverflowError.
     path = tmp_path / "t.txt"
     path.write_text("abc")
     with pytest.raises(ValueError, match="too large"):
@@ -154,6 +154,7 @@ SLOW_PATTERN = r"(?:\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+)(?=[\s\S]|$)"
 
 def test_interrupt_from_progress_callback_stops_promptly(tmp_path: Path) -> None:
     from bpekit import _core
+    from bpekit.options import ReadOptions, RunOptions
 
     path = _slow_corpus(tmp_path)
     calls = []
@@ -165,7 +166,12 @@ def test_interrupt_from_progress_callback_stops_promptly(tmp_path: Path) -> None
     start = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         _core.count_pretokens(
-            [("text", str(path))], SPECIAL, pattern=SLOW_PATTERN, num_threads=1, progress=on_progress
+            [("text", str(path))],
+            SPECIAL,
+            ReadOptions(),
+            RunOptions(num_threads=1),
+            pattern=SLOW_PATTERN,
+            progress=on_progress,
         )
     assert len(calls) == 1
     assert time.perf_counter() - start < 1.5  # a full run takes about 5 s

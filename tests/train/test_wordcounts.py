@@ -63,7 +63,7 @@ def test_load_rejects_garbage(tmp_path: Path) -> None:
     good.write_bytes(good.read_bytes()[:-1])
     with pytest.raises(ValueError, match="truncated") as truncated:
         bpekit.WordCounts.load(good)
-    # Regression: the message named a line 0 of this binary file; it names the offset.
+    # A binary file has no lines: the message names the byte offset.
     end = good.stat().st_size
     start = end + 1 - (8 + 4 + 2)  # the record of b"ab" lacks its last byte
     assert str(truncated.value) == (
@@ -72,7 +72,7 @@ def test_load_rejects_garbage(tmp_path: Path) -> None:
     )
     with pytest.raises(FileNotFoundError):
         bpekit.WordCounts.load(tmp_path / "missing.wc")
-    # Regression: a folder was "not a bpekit word-counts file (too short)".
+    # A folder is named as a folder, not "not a bpekit word-counts file (too short)".
     with pytest.raises(IsADirectoryError, match="directory"):
         bpekit.WordCounts.load(tmp_path)
 
