@@ -22,6 +22,9 @@ import re
 import sys
 from pathlib import Path
 
+Mod = tuple[str, ...]
+"""A module as its path of names: `("encode", "vocab", "bpe")`; the crate root is `()`."""
+
 LAYER_LINE = re.compile(r"^//!\s*(\d+)\.\s+(.*)$")
 NAME = re.compile(r"`([a-z_][a-z0-9_]*)`")
 PATH = re.compile(r"\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
@@ -87,7 +90,7 @@ def layers(doc_file: Path, pattern_names: bool) -> dict[str, int]:
     return found
 
 
-def resolve(here: tuple[str, ...], path: str, modules: set) -> tuple[str, ...] | None:
+def resolve(here: Mod, path: str, modules: set[Mod]) -> Mod | None:
     """The deepest module file that `path`, written in module `here`, names."""
     segs = path.split("::")
     if segs[0] == "crate":
@@ -125,7 +128,7 @@ def check(src: Path) -> list[str]:
         if sub not in encode_layer:
             faults.append(f"src/encode/mod.rs: module `encode::{sub}` is in no layer")
 
-    edges: dict[tuple, set] = {m: set() for m in modules}
+    edges: dict[Mod, set[Mod]] = {m: set() for m in modules}
     for mod, file in nodes.items():
         if mod == ("testutil",):
             continue  # test helpers (cfg(test)) may use any layer
@@ -144,7 +147,7 @@ def check(src: Path) -> list[str]:
             if target is not None and target != mod and target != ():
                 edges[mod].add(target)
 
-    def name(m: tuple) -> str:
+    def name(m: Mod) -> str:
         return "::".join(m) or "crate"
 
     for a, targets in sorted(edges.items()):
@@ -166,13 +169,13 @@ def check(src: Path) -> list[str]:
                     )
 
     # Rings of files: Tarjan's strongly connected components.
-    index: dict[tuple, int] = {}
-    low: dict[tuple, int] = {}
-    stack: list[tuple] = []
-    on_stack: set = set()
+    index: dict[Mod, int] = {}
+    low: dict[Mod, int] = {}
+    stack: list[Mod] = []
+    on_stack: set[Mod] = set()
     counter = [0]
 
-    def visit(v: tuple) -> None:
+    def visit(v: Mod) -> None:
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)

@@ -7,20 +7,23 @@
 //! lower ones, and no files use each other, directly or in a ring; `make lint`
 //! checks both with `scripts/check_layers.py`, which reads this list.
 //!
-//! 1. `error`, `ids`, `piecekey`, `hugemem`, `atomic`, `mapguard`, `progress`, `pool`:
-//!    errors, token ids, piece keys, memory, output files, guarded maps, progress
-//!    and Ctrl-C, thread pools.
+//! 1. `error`, `ids`, `piecekey`, `hugemem`, `whole_file`, `mapguard`, `progress`, `pool`:
+//!    errors, token ids, piece keys, memory, output files that appear whole or not
+//!    at all, guarded maps, progress and Ctrl-C, thread pools.
 //! 2. `specials`, `pretokenize`: special tokens in text; text -> pieces.
 //! 3. `corpus`: inputs (text and JSON-lines files, plain or compressed; feeds of
 //!    documents) -> documents, in chunks that cut no piece.
 //! 4. `count`: pieces -> counts (`WordCounts`).
 //! 5. `train`, `encode`: counts -> vocabulary; text -> ids (layered inside, see
 //!    [`encode`]).
-//! 6. `py`: the Python bindings.
+//! 6. `dataset`: inputs -> ids written to files: one `.npy`, or a dataset of
+//!    shards with document indexes (resumable, hashed, or assembled from units
+//!    encoded apart), in parallel, written in order.
+//! 7. `py`: the Python bindings.
 
-pub(crate) mod atomic;
 pub mod corpus;
 pub mod count;
+pub mod dataset;
 pub mod encode;
 pub(crate) mod error;
 pub(crate) mod hugemem;
@@ -32,6 +35,7 @@ pub mod pretokenize;
 pub mod progress;
 pub mod specials;
 pub mod train;
+pub(crate) mod whole_file;
 
 #[cfg(test)]
 mod testutil;

@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
-use super::cuts::next_cut;
+use super::safe_cut::next_cut;
 use super::source::Source;
 use crate::pretokenize::Kind;
 use crate::specials::SpecialMatcher;
@@ -22,7 +22,7 @@ pub(crate) fn chunk_ranges(
 }
 
 /// Cuts `data` into ranges of about `target` bytes, one at a time. Each cut is the
-/// first safe place ([`super::cuts`]) at or after the previous cut plus `target`: right
+/// first safe place ([`super::safe_cut`]) at or after the previous cut plus `target`: right
 /// before a special token, or at a line cut of the pattern `kind`; never inside an
 /// occurrence of a special token. A stretch with no safe place stays whole: correct,
 /// just less parallel.

@@ -1,21 +1,22 @@
 //! Inputs -> the items workers take, in input order: chunks of mapped files, blocks
 //! of streamed ones, batches of feeds.
 //!
-//! A job's inputs are read in runs ([`plan`]): consecutive plain files are mapped, a
-//! bounded group at a time ([`super::Groups`]), and cut into chunks in parallel
-//! ([`super::Chunks`]); consecutive compressed files, pipes and feeds are read one
-//! after the other, a block or batch at a time, by whichever worker asks next.
+//! A job's inputs are read in stretches ([`plan`]): consecutive plain files are
+//! mapped, a bounded group at a time ([`super::Groups`]), and cut into chunks in
+//! parallel ([`super::Chunks`]); consecutive compressed files, pipes and feeds are
+//! read one after the other, a block or batch at a time, by whichever worker asks
+//! next.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use super::blocks::{Block, Blocks};
 use super::chunks::Chunks;
-use super::cuts::last_cut;
 use super::input::{Compression, DocBatch, Feed, Format, Input};
+use super::safe_cut::last_cut;
 use super::source::Source;
-use super::stream::{Block, Stream};
 use crate::error::{Error, Result};
 use crate::pretokenize::Kind;
 use crate::progress::Progress;
@@ -28,8 +29,8 @@ pub struct InputInfo {
     pub format: Option<Format>,
 }
 
-/// A run of inputs read the same way.
-pub(crate) enum Run {
+/// A stretch of inputs read the same way.
+pub(crate) enum Stretch {
     /// Plain files, mapped.
     Mapped(Vec<MappedFile>),
     /// Compressed files, pipes and feeds, read in order.
@@ -69,20 +70,20 @@ impl Sequential {
     }
 }
 
-impl Run {
+impl Stretch {
     /// What a progress bar can know before reading: the files' sizes on disk.
     pub(crate) fn size_on_disk(&self) -> u64 {
         match self {
-            Run::Mapped(files) => files.iter().map(MappedFile::size_on_disk).sum(),
-            Run::Sequential(list) => list.iter().map(|(_, s)| s.size_on_disk()).sum(),
+            Stretch::Mapped(files) => files.iter().map(MappedFile::size_on_disk).sum(),
+            Stretch::Sequential(list) => list.iter().map(|(_, s)| s.size_on_disk()).sum(),
         }
     }
 }
 
-/// The inputs' names and formats, and the runs to read them in.
-pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
+/// The inputs' names and formats, and the stretches to read them in.
+pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Stretch>) {
     let mut info = Vec::with_capacity(inputs.len());
-    let mut runs: Vec<Run> = Vec::new();
+    let mut stretches: Vec<Stretch> = Vec::new();
     for (i, input) in inputs.into_iter().enumerate() {
         let name = input.name();
         match input {
@@ -99,7 +100,11 @@ pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
                     // A pipe is read as it comes, like a compressed file
                     // ([`super::pipe`]).
                     Compression::None if range.is_none() && super::pipe::is_pipe(&path) => {
-                        push_sequential(&mut runs, i, Sequential::File(path, Compression::None))
+                        push_sequential(
+                            &mut stretches,
+                            i,
+                            Sequential::File(path, Compression::None),
+                        )
                     }
                     Compression::None => {
                         let file = MappedFile {
@@ -107,27 +112,27 @@ pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Run>) {
                             path,
                             range,
                         };
-                        match runs.last_mut() {
-                            Some(Run::Mapped(files)) => files.push(file),
-                            _ => runs.push(Run::Mapped(vec![file])),
+                        match stretches.last_mut() {
+                            Some(Stretch::Mapped(files)) => files.push(file),
+                            _ => stretches.push(Stretch::Mapped(vec![file])),
                         }
                     }
-                    c => push_sequential(&mut runs, i, Sequential::File(path, c)),
+                    c => push_sequential(&mut stretches, i, Sequential::File(path, c)),
                 }
             }
             Input::Feed { feed, .. } => {
                 info.push(InputInfo { name, format: None });
-                push_sequential(&mut runs, i, Sequential::Feed(feed));
+                push_sequential(&mut stretches, i, Sequential::Feed(feed));
             }
         }
     }
-    (info, runs)
+    (info, stretches)
 }
 
-fn push_sequential(runs: &mut Vec<Run>, i: usize, s: Sequential) {
-    match runs.last_mut() {
-        Some(Run::Sequential(items)) => items.push((i, s)),
-        _ => runs.push(Run::Sequential(vec![(i, s)])),
+fn push_sequential(stretches: &mut Vec<Stretch>, i: usize, s: Sequential) {
+    match stretches.last_mut() {
+        Some(Stretch::Sequential(items)) => items.push((i, s)),
+        _ => stretches.push(Stretch::Sequential(vec![(i, s)])),
     }
 }
 
@@ -312,7 +317,7 @@ struct SequentialState {
 }
 
 enum Current {
-    File(Stream, bool),
+    File(Blocks, bool),
     /// A feed and the batches taken from it.
     Feed(Box<dyn Feed>, u64),
 }
@@ -364,11 +369,11 @@ impl<'i> SequentialItems<'i> {
                     Some((i, Sequential::File(path, c))) => {
                         let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
                         let cancel = self.progress.cancel_flag();
-                        let mut stream = Stream::open(&path, c, cancel)?;
+                        let mut blocks = Blocks::open(&path, c, cancel)?;
                         if let Some(start) = self.start.filter(|s| s.input == i) {
-                            stream.pass_over(start.at, lines)?;
+                            blocks.pass_over(start.at, lines)?;
                         }
-                        state.current = Some((i, Current::File(stream, lines)));
+                        state.current = Some((i, Current::File(blocks, lines)));
                     }
                 }
                 continue;
@@ -388,13 +393,13 @@ impl<'i> SequentialItems<'i> {
                     }
                     batch.map(Body::Batch)
                 }
-                Current::File(stream, lines) => {
+                Current::File(blocks, lines) => {
                     let block = match *lines {
-                        true => stream.next_block(self.target, true, line_cut)?,
+                        true => blocks.next_block(self.target, true, line_cut)?,
                         false => {
                             let margin = self.specials.max_len();
                             let (kind, specials) = (self.kind, self.specials);
-                            stream.next_block(self.target, false, |bytes, end| match end {
+                            blocks.next_block(self.target, false, |bytes, end| match end {
                                 true => bytes.len(),
                                 false => last_cut(
                                     bytes,
@@ -407,10 +412,10 @@ impl<'i> SequentialItems<'i> {
                     };
                     // Files count their compressed bytes read, against their sizes on
                     // disk; a pipe's total grows with it, as a feed's.
-                    let read = stream.read.get();
+                    let read = blocks.read.get();
                     let now = state.read_before + read;
                     let new = now.saturating_sub(state.reported);
-                    if stream.is_pipe() {
+                    if blocks.is_pipe() {
                         self.progress.set_total(self.progress.total() + new);
                     }
                     self.progress.add(new);

@@ -8,39 +8,43 @@
 //!   folder, socket or device, refused).
 //! - `source`: one plain file's bytes, mapped, released behind its readers and
 //!   checked for shrinking under them.
-//! - `stream`: one compressed file or pipe, read (and decompressed) a block at a time.
+//! - `blocks`: one compressed file or pipe, read (and decompressed) a block at a time.
 //! - `groups`: many plain files, opened a bounded group at a time.
-//! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts (`cuts`)
-//!   or, for JSON lines, after newlines.
+//! - `safe_cut`: where text may be cut, each part encoding and counting as in the
+//!   whole: forward from a place (chunks), or backward from a buffer's end.
+//! - `chunks`: a group's bytes cut into chunks for the workers, at safe cuts or, for
+//!   JSON lines, after newlines.
 //! - `items`: the inputs planned into runs, and the items workers take from them.
 //! - `jsonl`: one JSON line's text field.
 //! - `records`: an item's documents, under the policies, with the job's [`Stats`].
 //! - `utf8`: a chunk's bytes decoded as UTF-8 under the caller's [`Utf8Policy`].
 
+mod blocks;
 mod chunks;
-mod cuts;
 mod groups;
 mod input;
 mod items;
 mod jsonl;
 mod pipe;
 mod records;
+mod safe_cut;
 mod source;
-mod stream;
 mod utf8;
 
 #[cfg(test)]
 pub(crate) use chunks::chunk_ranges;
 pub(crate) use chunks::{chunk_size, worker_count};
 pub use chunks::{file_ranges, Chunks};
-pub(crate) use cuts::last_cut;
 pub(crate) use groups::each_group;
 #[cfg(feature = "python")]
 pub(crate) use input::Compression;
 pub use input::{BadRecords, DocBatch, Feed, Format, Input, SpecialPolicy};
-pub(crate) use items::{plan, Body, InputInfo, Items, MappedItems, Run, SequentialItems, Start};
+pub(crate) use items::{
+    plan, Body, InputInfo, Items, MappedItems, SequentialItems, Start, Stretch,
+};
 pub use jsonl::FieldPath;
 pub(crate) use records::{Doc, Reader};
 pub use records::{ReadOptions, Stats, StatsSummary, Tally};
+pub(crate) use safe_cut::last_cut;
 pub use source::Source;
 pub use utf8::Utf8Policy;

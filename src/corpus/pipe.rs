@@ -18,14 +18,14 @@ use crate::error::{Error, Result};
 
 /// What an input path is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum PathKind {
     /// A regular file (or a file of `/proc`, which reports no size and holds text).
     File,
     /// A pipe or FIFO, or a terminal: read as it comes, never mapped.
     Pipe,
 }
 
-/// Whether `path` is read as a stream ([`Kind::Pipe`]), as far as its metadata tells
+/// Whether `path` is read as it comes ([`PathKind::Pipe`]), as far as its metadata tells
 /// before it is opened. Errors are left to [`open`], which names them.
 pub(crate) fn is_pipe(path: &Path) -> bool {
     #[cfg(unix)]
@@ -47,7 +47,7 @@ pub(crate) fn is_pipe(path: &Path) -> bool {
 /// waiting for a writer, non-blocking (reads wait instead, where they can be
 /// cancelled: [`PipeReader`]). Folders, sockets and devices other than terminals are refused,
 /// naming the path.
-pub(crate) fn open(path: &Path) -> Result<(File, Metadata, Kind)> {
+pub(crate) fn open(path: &Path) -> Result<(File, Metadata, PathKind)> {
     let err = |e| Error::io(path, e);
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -67,7 +67,7 @@ pub(crate) fn open(path: &Path) -> Result<(File, Metadata, Kind)> {
     };
     let meta = file.metadata().map_err(err)?;
     if meta.is_file() {
-        return Ok((file, meta, Kind::File));
+        return Ok((file, meta, PathKind::File));
     }
     if let Some(e) = refused(path) {
         return Err(e);
@@ -78,7 +78,7 @@ pub(crate) fn open(path: &Path) -> Result<(File, Metadata, Kind)> {
             path.display()
         )));
     }
-    Ok((file, meta, Kind::Pipe))
+    Ok((file, meta, PathKind::Pipe))
 }
 
 /// The error for a path that is no input at all (a folder, a socket), or `None`.
@@ -229,7 +229,7 @@ mod tests {
         assert!(is_pipe(&fifo));
         // No writer: open returns, and a read waits until cancelled.
         let (file, _, kind) = open(&fifo).unwrap();
-        assert_eq!(kind, Kind::Pipe);
+        assert_eq!(kind, PathKind::Pipe);
         let cancel = Arc::new(AtomicBool::new(false));
         let mut reader = PipeReader::new(file, Arc::clone(&cancel));
         let setter = std::thread::spawn(move || {

@@ -168,6 +168,15 @@ pub(crate) struct Reader<'j> {
     line_marks: Mutex<HashMap<usize, (usize, u64)>>,
 }
 
+/// Whole JSON lines `bytes` at byte `offset` of their file; `whole`: the bytes as
+/// text, where they are valid UTF-8; `lines`: how to number them.
+struct JsonChunk<'b, 'x> {
+    bytes: &'b [u8],
+    whole: Option<&'b str>,
+    offset: u64,
+    lines: Lines<'x>,
+}
+
 /// Where the lines of a chunk of JSON lines are: known, or counted on demand in the
 /// bytes before the chunk (only a message needs them).
 #[derive(Clone, Copy)]
@@ -254,16 +263,13 @@ impl<'j> Reader<'j> {
                     source.check_intact()?;
                 }
                 let before = Lines::InFile(source.bytes(), range.start);
-                self.json_lines(
-                    input,
-                    field,
+                let chunk = JsonChunk {
                     bytes,
                     whole,
-                    range.start as u64,
-                    before,
-                    &mut tally,
-                    f,
-                )
+                    offset: range.start as u64,
+                    lines: before,
+                };
+                self.json_lines(input, field, chunk, &mut tally, f)
             }
             _ => {
                 let text = decode(source, range.clone(), self.options.utf8)?;
@@ -288,16 +294,13 @@ impl<'j> Reader<'j> {
                 Some(Format::Jsonl(field)) => {
                     let whole = simdutf8::basic::from_utf8(&block.bytes).ok();
                     let lines = Lines::Known(block.line);
-                    self.json_lines(
-                        input,
-                        field,
-                        &block.bytes,
+                    let chunk = JsonChunk {
+                        bytes: &block.bytes,
                         whole,
-                        block.offset,
+                        offset: block.offset,
                         lines,
-                        &mut tally,
-                        f,
-                    )
+                    };
+                    self.json_lines(input, field, chunk, &mut tally, f)
                 }
                 _ => {
                     let text = self.decode_block(input, &block.bytes, block.offset)?;
@@ -500,20 +503,21 @@ impl<'j> Reader<'j> {
         })
     }
 
-    /// The documents of whole JSON lines `bytes`, at byte `offset` of the file (`whole`:
-    /// the bytes as text, where they are valid UTF-8).
-    #[allow(clippy::too_many_arguments)]
+    /// The documents of a chunk of whole JSON lines.
     fn json_lines<'b>(
         &self,
         input: usize,
         field: &FieldPath,
-        bytes: &'b [u8],
-        whole: Option<&'b str>,
-        offset: u64,
-        lines: Lines<'_>,
+        chunk: JsonChunk<'b, '_>,
         tally: &mut Tally,
         f: &mut impl FnMut(Doc<'b>) -> Result<()>,
     ) -> Result<()> {
+        let JsonChunk {
+            bytes,
+            whole,
+            offset,
+            lines,
+        } = chunk;
         let name = &self.info[input].name;
         // A byte-order mark before the first line (Windows editors write one), which
         // JSON forbids and Python's `json` refuses, is left out: it is no text of any

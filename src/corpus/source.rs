@@ -1,6 +1,6 @@
 //! One plain input file's bytes: mapped (read into memory where it is empty, or a
 //! file of `/proc`), and released behind its readers. Pipes are streamed instead
-//! ([`super::stream`]).
+//! ([`super::blocks`]).
 
 use std::io::Read;
 use std::ops::Range;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use super::pipe::{self, Kind};
+use super::pipe::{self, PathKind};
 use crate::error::{Error, Result};
 use crate::mapguard::Guard;
 
@@ -49,11 +49,11 @@ pub struct Source {
 
 impl Source {
     /// Maps `path`. Compressed files and pipes are not sources: they are streamed
-    /// ([`super::stream`]); a pipe here is an error.
+    /// ([`super::blocks`]); a pipe here is an error.
     pub fn open(path: &Path) -> Result<Self> {
         let err = |e| Error::io(path, e);
         let (mut file, meta, kind) = pipe::open(path)?;
-        let bytes = if kind == Kind::Pipe {
+        let bytes = if kind == PathKind::Pipe {
             return Err(Error::invalid(format!(
                 "{}: is a pipe, not a file that can be mapped; write it to a file first",
                 path.display()

@@ -14,8 +14,8 @@ use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::corpus::{
-    self, Body, Doc, Format, Input, InputInfo, Items, MappedItems, ReadOptions, Reader, Run,
-    SequentialItems, Source, Stats, StatsSummary, Utf8Policy,
+    self, Body, Doc, Format, Input, InputInfo, Items, MappedItems, ReadOptions, Reader,
+    SequentialItems, Source, Stats, StatsSummary, Stretch, Utf8Policy,
 };
 use crate::error::{Error, Result};
 use crate::pool::default_threads;
@@ -90,8 +90,8 @@ pub fn count_inputs(
     if !crate::hugemem::probe(room) {
         return Err(Error::out_of_memory::<u8>("starting the work", room));
     }
-    let (info, runs) = corpus::plan(inputs);
-    progress.reset(runs.iter().map(Run::size_on_disk).sum());
+    let (info, stretches) = corpus::plan(inputs);
+    progress.reset(stretches.iter().map(Stretch::size_on_disk).sum());
     let stats = Stats::default();
     let reader = Reader::new(&info, read, specials, &stats);
     let kind = pretokenizer.kind();
@@ -105,9 +105,9 @@ pub fn count_inputs(
         pretokenizer.pattern().to_owned(),
         specials.tokens().to_vec(),
     );
-    for run in runs {
-        match run {
-            Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
+    for stretch in stretches {
+        match stretch {
+            Stretch::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
                 let total: usize = sources.iter().map(|s| s.read_len()).sum();
                 let chunk_size = match options.chunk_size {
                     0 => corpus::chunk_size(total, threads, MAX_AUTO_CHUNK),
@@ -119,7 +119,7 @@ pub fn count_inputs(
                     MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers);
                 counts.add(&job.count_items(&items, workers, total)?)
             })?,
-            Run::Sequential(list) => {
+            Stretch::Sequential(list) => {
                 // Decompressed sizes are not known ahead; English compresses ~3-4x.
                 let sized_for = list.iter().map(|(_, s)| s.size_on_disk()).sum::<u64>() * 4;
                 let sized_for = usize::try_from(sized_for)

@@ -21,8 +21,8 @@ use std::sync::OnceLock;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
+use crate::whole_file::WholeFile;
 
 const MAGIC: &[u8; 8] = b"BPEKITWC";
 const VERSION: u32 = 1;
@@ -234,10 +234,10 @@ impl WordCounts {
     }
 
     /// Writes the counts to `path`, which shows the old file or the whole new one,
-    /// never a part ([`AtomicFile`]).
+    /// never a part ([`WholeFile`]).
     pub fn save(&self, path: &Path) -> Result<()> {
         let err = |e| Error::io(path, e);
-        let file = AtomicFile::create(path, false).map_err(err)?;
+        let file = WholeFile::create(path, false).map_err(err)?;
         let mut w = BufWriter::new(file.file());
         self.write_to(&mut w, true)
             .and_then(|_| w.flush())

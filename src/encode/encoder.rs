@@ -1,8 +1,8 @@
 //! [`Encoder`]: a vocabulary, a pre-tokenizer and special tokens. Text -> ids (split
 //! on the special tokens a call allows, pre-tokenize, then each piece from the caches
-//! or merged: `engine`), and ids -> bytes. Drivers for streams, code-point text,
-//! many texts and files build on `encode` and `encode_into` (`text`, `parallel`,
-//! `file`).
+//! or merged: `engine`), and ids -> bytes. Drivers for iterables of text, code-point
+//! text, many texts and files build on `encode` and `encode_into` (`text`,
+//! `parallel`, and `crate::dataset` above).
 
 use hashbrown::hash_map::Entry;
 use rustc_hash::{FxBuildHasher, FxHashSet};

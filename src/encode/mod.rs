@@ -16,12 +16,13 @@
 //!    normalizers and the prefix space, around the engine.
 //! 5. `encoder`: [`Encoder`], the whole type in one file: vocabulary + pre-tokenizer
 //!    + special tokens (+ an HF front); encode one text, decode.
-//! 6. `text`: drivers that feed an encoder text it does not hold whole: streams
-//!    (`encode_iterable`) and code-point text (a Python `str`), both emitting what
-//!    lies before the last final cut.
+//! 6. `text`: drivers that feed an encoder text it does not hold whole: iterables
+//!    of text (`encode_iterable`) and code-point text (a Python `str`), both
+//!    emitting a buffer's final prefix, the part no later text can change.
 //! 7. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
-//! 8. `file`: inputs -> one `.npy` of ids, or a dataset of shards with document
-//!    indexes, in parallel, written in order.
+//!
+//! Writing what is encoded to files (one `.npy`, or a dataset of shards) is the
+//! layer above, `crate::dataset`.
 //!
 //! Below all of them: `crate::ids` (NONE, MAX_IDS, pair packing), `crate::piecekey`
 //! (piece keys and their hash), `crate::pretokenize`, `crate::specials`,
@@ -30,7 +31,6 @@
 pub(crate) mod cache;
 pub(crate) mod encoder;
 pub(crate) mod engine;
-pub(crate) mod file;
 pub(crate) mod hf;
 pub(crate) mod parallel;
 pub(crate) mod text;
@@ -38,11 +38,8 @@ pub(crate) mod vocab;
 
 pub use crate::specials::Specials;
 pub use encoder::Encoder;
-pub use file::{
-    assemble_dataset, digest_feeds, encode_dataset, encode_files, encode_inputs, encode_unit,
-    split_names, Assembly, Checkpoint, DatasetOptions, DatasetRun, DatasetSummary, FileOptions,
-    Marks, OnShard, Place, ShardFormat, ShardInfo, ShardStart, SplitResume, UnitFile,
-};
+/// For `crate::dataset`, which sizes its workers' short caches as `Encoder` does.
+pub(crate) use engine::short_lines_for;
 pub use hf::{normalize, AddedToken, FrontSpec, NormSpec};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]

@@ -18,8 +18,8 @@
 mod ascii_block;
 mod cl100k;
 mod common;
-pub(crate) mod cuts;
 mod gpt2;
+pub(crate) mod line_cut;
 mod o200k;
 pub mod patterns;
 mod pipeline;
@@ -225,7 +225,7 @@ impl Pretokenizer {
         match self.scanner {
             Scanner::Named(Named::Gpt2) => Kind::Gpt2,
             // The two split every text alike but at its very end, so their line cuts
-            // (`cuts`) are the same.
+            // (`line_cut`) are the same.
             Scanner::Named(Named::Cl100k | Named::Llama3) => Kind::Cl100k,
             Scanner::Named(Named::O200k) => Kind::O200k,
             Scanner::Regex(_) | Scanner::Pipeline(_) => Kind::Custom,

@@ -1,12 +1,135 @@
-//! A dataset's shards and resume points as Python dicts (the manifest's entries), and
-//! back; the report of each finished shard to a Python callback.
+//! A file or dataset encode's options (`bpekit.dataset.job.Job`, read attribute by
+//! attribute) as the core's; a dataset's shards and resume points as Python dicts (the
+//! manifest's entries), and back; the report of each finished shard to a Python
+//! callback.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::options::{PyReadOptions, PyRunOptions};
 use crate::corpus::Tally;
-use crate::encode::{Checkpoint, OnShard, Place, ShardInfo, ShardStart, SplitResume};
+use crate::dataset::{
+    Checkpoint, DatasetOptions, DatasetRun, FileOptions, Marks, OnShard, Place, ShardFormat,
+    ShardInfo, ShardStart, SplitResume,
+};
+
+/// `bpekit.dataset.options.Layout`, its `dtype` resolved for the vocabulary.
+#[derive(FromPyObject)]
+struct PyLayout {
+    shard_tokens: u64,
+    shard_format: String,
+    val_fraction: f64,
+    seed: u64,
+    dtype: Option<String>,
+    checksums: bool,
+}
+
+/// `bpekit.dataset.job.Framing`: the ids written around documents and after files.
+#[derive(FromPyObject)]
+struct PyFraming {
+    record_bos: Option<u32>,
+    record_eos: Option<u32>,
+    file_bos: Option<u32>,
+    file_eos: Option<u32>,
+    after_each_file: Option<u32>,
+}
+
+/// `bpekit.dataset.job.Job`: a file or dataset encode's options, checked in Python and
+/// resolved there against the tokenizer and the inputs; `digest`: the inputs (feeds)
+/// whose documents a dataset run hashes.
+#[derive(FromPyObject)]
+pub(crate) struct PyJob {
+    read: PyReadOptions,
+    run: PyRunOptions,
+    layout: PyLayout,
+    framing: PyFraming,
+    digest: Vec<usize>,
+}
+
+impl PyJob {
+    /// The options of encoding inputs into a `.npy` or a dataset's shards.
+    pub(crate) fn file_options(&self) -> PyResult<FileOptions> {
+        let read = self.read.read()?;
+        let f = &self.framing;
+        Ok(FileOptions {
+            num_threads: self.run.num_threads.unwrap_or(0),
+            utf8: read.utf8,
+            dtype_bytes: self.dtype_bytes()?,
+            chunk_size: self.run.chunk_size,
+            after_each_file: f.after_each_file,
+            special_in_text: read.special_in_text,
+            bad_records: read.bad_records,
+            record_marks: Marks {
+                bos: f.record_bos,
+                eos: f.record_eos,
+            },
+            file_marks: Marks {
+                bos: f.file_bos,
+                eos: f.file_eos,
+            },
+        })
+    }
+
+    /// The options of encoding a unit of a distributed encode: the records' marks
+    /// only; the files' go around them when the units are assembled.
+    pub(crate) fn unit_options(&self) -> PyResult<FileOptions> {
+        Ok(FileOptions {
+            after_each_file: None,
+            file_marks: Marks::default(),
+            ..self.file_options()?
+        })
+    }
+
+    /// The options of assembling a dataset from unit files, which hold the records'
+    /// ids already: the files' marks only.
+    pub(crate) fn assembly_options(&self) -> PyResult<FileOptions> {
+        let f = &self.framing;
+        Ok(FileOptions {
+            dtype_bytes: self.dtype_bytes()?,
+            after_each_file: f.after_each_file,
+            file_marks: Marks {
+                bos: f.file_bos,
+                eos: f.file_eos,
+            },
+            ..FileOptions::default()
+        })
+    }
+
+    pub(crate) fn layout(&self) -> PyResult<DatasetOptions> {
+        let l = &self.layout;
+        Ok(DatasetOptions {
+            format: ShardFormat::parse(&l.shard_format)?,
+            shard_tokens: l.shard_tokens,
+            val_fraction: l.val_fraction,
+            seed: l.seed,
+        })
+    }
+
+    /// A dataset run of this job: going on after `resume`, telling `on_shard`.
+    pub(crate) fn dataset_run(
+        &self,
+        resume: Option<Vec<SplitResume>>,
+        on_shard: Option<OnShard>,
+    ) -> DatasetRun {
+        DatasetRun {
+            resume,
+            on_shard,
+            skip_checksums: !self.layout.checksums,
+            digest: self.digest.clone(),
+        }
+    }
+
+    fn dtype_bytes(&self) -> PyResult<usize> {
+        match self.layout.dtype.as_deref() {
+            Some("uint16") => Ok(2),
+            Some("uint32") => Ok(4),
+            other => Err(PyValueError::new_err(format!(
+                "the layout's dtype must be resolved to \"uint16\" or \"uint32\", not {other:?}"
+            ))),
+        }
+    }
+}
 
 /// A shard as the manifest records it.
 pub fn shard_dict<'py>(py: Python<'py>, shard: &ShardInfo) -> PyResult<Bound<'py, PyDict>> {
@@ -54,7 +177,7 @@ fn start_dict<'py>(py: Python<'py>, s: &ShardStart) -> PyResult<Bound<'py, PyDic
     d.set_item("last_input_document", c.place.document)?;
     d.set_item("document", s.document)?;
     d.set_item("skip", s.skip)?;
-    // None where no feed was digested ([`crate::encode::digest_feeds`]).
+    // None where no feed was digested ([`crate::dataset::digest_feeds`]).
     let fed = (c.fed != [0u8; 32]).then(|| hex(&c.fed));
     d.set_item("fed_sha256", fed)?;
     Ok(d)
@@ -169,7 +292,7 @@ fn feeds_sha256(
 ) -> PyResult<Option<String>> {
     let inputs = super::inputs::inputs_of(inputs)?;
     let chain = super::progress::run_with_progress(py, progress, move |p| {
-        crate::encode::digest_feeds(inputs, &digest, p)
+        crate::dataset::digest_feeds(inputs, &digest, p)
     })?;
     Ok(chain.as_ref().map(hex))
 }

@@ -1,5 +1,6 @@
-//! Encoding bindings: the `Encoder` class (text <-> ids, batches, files) and the
-//! `StreamEncoder` behind `Tokenizer.encode_iterable`.
+//! Encoding bindings: the `Encoder` class (text <-> ids, batches; its file and dataset
+//! jobs are in [`super::encode_files`]) and the `StreamEncoder` behind
+//! `Tokenizer.encode_iterable`.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -9,22 +10,21 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use super::dataset::{hex, report_to, resume_of, shard_dict};
-use super::inputs::{inputs_of, stats_dict};
-use super::ints::{id_list, IdInts};
-use super::progress::{check_room, run_with_progress};
+use super::dataset::PyJob;
+use super::encode_files::{self, PyAssembly, ResumeArg};
+use super::ints::IdInts;
+use super::iterable::PyStream;
+use super::load::{
+    front_spec, hf_normalize, pre_steps, room_to_load, vocab_and_merges, HfFrontArgs,
+};
+use super::progress::run_with_progress;
 use super::text::text_of;
-use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
-use crate::encode::{
-    assemble_dataset, encode_dataset, encode_inputs, encode_unit, Assembly, DatasetOptions,
-    DatasetRun, DatasetSummary, FileOptions, Marks, ShardFormat, UnitFile,
-};
-use crate::encode::{encode_texts, encode_wide, AddedToken, Encoder, FrontSpec, NormSpec};
-use crate::pretokenize::{Behavior, Kind, StepSpec};
+use crate::encode::{encode_texts, encode_wide, Encoder};
+use crate::pretokenize::Kind;
 use crate::specials::Specials;
 
 /// Every text's ids in one array, and where each text's ids start.
@@ -151,29 +151,6 @@ impl PyEncoder {
     }
 }
 
-/// Memory a vocabulary takes to load, per token at most: its bytes and the Python
-/// objects' Rust copies, its slots in the id, pair and short-token tables, its merge
-/// (measured: o200k's 200K tokens peak at ~60 MB above the process, ~300 bytes a
-/// token), with room to spare; and the fixed tables.
-const LOAD_BYTES_PER_TOKEN: usize = 512;
-const LOAD_BYTES_FIXED: usize = 8 << 20;
-
-/// A `MemoryError` now, rather than an abort partway, where a vocabulary of
-/// `tokens` tokens cannot be loaded ([`crate::hugemem::probe`]).
-fn room_to_load(tokens: usize) -> PyResult<()> {
-    let bytes = tokens
-        .saturating_mul(LOAD_BYTES_PER_TOKEN)
-        .saturating_add(LOAD_BYTES_FIXED);
-    match crate::hugemem::probe(bytes) {
-        true => Ok(()),
-        false => Err(crate::Error::OutOfMemory {
-            what: "loading a vocabulary",
-            bytes,
-        }
-        .into()),
-    }
-}
-
 /// Texts of at least this many bytes (or code points) are encoded on a watched
 /// thread ([`run_with_progress`]), so that Ctrl-C stops them within ~0.1 s; a thread
 /// start (~30 us) is nothing beside the milliseconds such a text takes.
@@ -193,66 +170,6 @@ fn interruptible<T: Send>(
 
 fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {
     disallowed.as_ref().map_or(Ok(()), |d| d.refuse_in(text))
-}
-
-/// An added token as the bindings take it: `(content, id, special, single_word,
-/// lstrip, rstrip, normalized)`.
-type AddedArgs = (String, u32, bool, bool, bool, bool, bool);
-
-/// The front of an HF tokenizer as the bindings take it: normalizers, added tokens,
-/// prefix space, and the bytes each added token's id decodes to.
-type HfFrontArgs = (
-    Vec<(String, String, bool, String)>,
-    Vec<AddedArgs>,
-    bool,
-    Vec<(u32, Vec<u8>)>,
-);
-
-/// A vocab `[(id, bytes)]` and merges `[(bytes, bytes)]` from Python.
-fn vocab_and_merges(vocab: &Bound<'_, PyAny>, merges: &Bound<'_, PyAny>) -> PyResult<VocabMerges> {
-    let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
-    let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
-    let vocab = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
-    let merges = merges
-        .into_iter()
-        .map(|(a, b)| (a.to_vec(), b.to_vec()))
-        .collect();
-    Ok((vocab, merges))
-}
-
-type VocabMerges = (Vec<(u32, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>);
-
-/// Normalizers as the bindings take them, `(kind, pattern, literal, content)`.
-fn norm_specs(normalizers: Vec<(String, String, bool, String)>) -> crate::Result<Vec<NormSpec>> {
-    normalizers
-        .into_iter()
-        .map(|(kind, pattern, literal, content)| {
-            Ok(match kind.as_str() {
-                "NFC" => NormSpec::Nfc,
-                "NFD" => NormSpec::Nfd,
-                "NFKC" => NormSpec::Nfkc,
-                "NFKD" => NormSpec::Nfkd,
-                "Lowercase" => NormSpec::Lowercase,
-                "Replace" => NormSpec::Replace {
-                    pattern,
-                    literal,
-                    content,
-                },
-                "Prepend" => NormSpec::Prepend(content),
-                other => {
-                    return Err(crate::Error::invalid(format!(
-                        "unknown normalizer {other:?}"
-                    )))
-                }
-            })
-        })
-        .collect()
-}
-
-/// `text` through HF normalizers given as `Encoder.from_hf` takes them.
-#[pyfunction]
-fn hf_normalize(normalizers: Vec<(String, String, bool, String)>, text: &str) -> PyResult<String> {
-    Ok(crate::encode::normalize(&norm_specs(normalizers)?, text)?)
 }
 
 #[pymethods]
@@ -293,47 +210,8 @@ impl PyEncoder {
     ) -> PyResult<Self> {
         room_to_load(vocab.len()? + merges.len()?)?;
         let (vocab, merges) = vocab_and_merges(vocab, merges)?;
-        let steps = steps
-            .into_iter()
-            .map(|(kind, pattern, flag, behavior, invert)| {
-                Ok(match kind.as_str() {
-                    "split" => StepSpec::Split {
-                        pattern,
-                        literal: flag,
-                        behavior: Behavior::parse(&behavior)?,
-                        invert,
-                    },
-                    "digits" => StepSpec::Digits { individual: flag },
-                    "bytelevel" => StepSpec::ByteLevel { use_regex: flag },
-                    other => {
-                        return Err(crate::Error::invalid(format!(
-                            "unknown pre-tokenizer step {other:?}"
-                        )))
-                    }
-                })
-            })
-            .collect::<crate::Result<Vec<_>>>()?;
-        let (normalizers, added, prefix_space, decode) = front;
-        let normalizers = norm_specs(normalizers)?;
-        let added = added
-            .into_iter()
-            .map(
-                |(content, id, special, single_word, lstrip, rstrip, normalized)| AddedToken {
-                    content,
-                    id,
-                    special,
-                    single_word,
-                    lstrip,
-                    rstrip,
-                    normalized,
-                },
-            )
-            .collect();
-        let spec = FrontSpec {
-            normalizers,
-            added,
-            prefix_space,
-        };
+        let steps = pre_steps(steps)?;
+        let (spec, decode) = front_spec(front)?;
         let inner =
             py.detach(|| Encoder::from_hf(vocab, &merges, ignore_merges, &steps, spec, &decode))?;
         Ok(Self::new(inner))
@@ -524,8 +402,8 @@ impl PyEncoder {
     }
 
     /// The id of an ordinary token's bytes, or None.
-    fn token_id(&self, bytes: &[u8]) -> Option<u32> {
-        self.inner.bpe().id_of(bytes)
+    fn token_id(&self, token: &[u8]) -> Option<u32> {
+        self.inner.bpe().id_of(token)
     }
 
     fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -612,333 +490,67 @@ impl PyEncoder {
         })
     }
 
-    /// Encodes the documents of `inputs` (see `inputs.rs`) into one `.npy`; returns
-    /// the number of tokens, of text bytes read (decompressed), and what was read.
-    #[pyo3(signature = (inputs, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Encodes the documents of `inputs` (see `inputs.rs`) into one `.npy` with the
+    /// options of `job`; returns the number of tokens, of text bytes read
+    /// (decompressed), and what was read.
+    #[pyo3(signature = (inputs, output, job, progress = None))]
     fn encode_files<'py>(
         &self,
-        py: Python<'py>,
         inputs: &Bound<'py, PyAny>,
         output: PathBuf,
-        dtype_bytes: usize,
-        num_threads: Option<usize>,
-        errors: &str,
-        chunk_size: usize,
+        job: PyJob,
         progress: Option<Py<PyAny>>,
-        after_each_file: Option<u32>,
-        special_in_text: Option<&str>,
-        bad_records: &str,
-        record_bos: Option<u32>,
-        record_eos: Option<u32>,
-        file_bos: Option<u32>,
-        file_eos: Option<u32>,
     ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
-        check_room()?;
-        let options = file_options(
-            num_threads,
-            errors,
-            dtype_bytes,
-            chunk_size,
-            after_each_file,
-            special_in_text,
-            bad_records,
-            [record_bos, record_eos, file_bos, file_eos],
-        )?;
-        let inputs = inputs_of(inputs)?;
-        let encoder = self.inner.clone();
-        let (n, stats) = run_with_progress(py, progress, move |p| {
-            encode_inputs(&encoder, inputs, &output, options, p)
-        })?;
-        Ok((n, stats.bytes, stats_dict(py, &stats)?))
+        encode_files::encode_files(&self.inner, inputs, output, job, progress)
     }
 
     /// Encodes the documents of `inputs` into the dataset folder `out_dir` (shards and
     /// document indexes; the manifest is Python's, told of each shard by
     /// `on_shard(split, shard)`); `resume`: `[(kept, next), ...]` a split each, to go
-    /// on from an earlier run; `digest`: the inputs (feeds) whose documents are hashed
-    /// and checked where the run goes on. Returns the shards written, the documents,
-    /// the stats and the feeds' hash (`fed_sha256`).
-    #[pyo3(signature = (inputs, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, num_threads = None, errors = "strict", chunk_size = 0, progress = None, after_each_file = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None, file_bos = None, file_eos = None, resume = None, on_shard = None, checksums = true, digest = Vec::new()))]
-    #[allow(clippy::too_many_arguments)]
+    /// on from an earlier run. Returns the shards written, the documents, the stats
+    /// and the hash of the feeds `job.digest` names (`fed_sha256`).
+    #[pyo3(signature = (inputs, out_dir, job, resume = None, on_shard = None, progress = None))]
     fn encode_dataset<'py>(
         &self,
-        py: Python<'py>,
         inputs: &Bound<'py, PyAny>,
         out_dir: PathBuf,
-        dtype_bytes: usize,
-        format: &str,
-        shard_tokens: u64,
-        val_fraction: f64,
-        seed: u64,
-        num_threads: Option<usize>,
-        errors: &str,
-        chunk_size: usize,
-        progress: Option<Py<PyAny>>,
-        after_each_file: Option<u32>,
-        special_in_text: Option<&str>,
-        bad_records: &str,
-        record_bos: Option<u32>,
-        record_eos: Option<u32>,
-        file_bos: Option<u32>,
-        file_eos: Option<u32>,
-        resume: Option<Vec<(usize, Option<Bound<'py, PyDict>>)>>,
+        job: PyJob,
+        resume: ResumeArg<'py>,
         on_shard: Option<Py<PyAny>>,
-        checksums: bool,
-        digest: Vec<usize>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        check_room()?;
-        let options = file_options(
-            num_threads,
-            errors,
-            dtype_bytes,
-            chunk_size,
-            after_each_file,
-            special_in_text,
-            bad_records,
-            [record_bos, record_eos, file_bos, file_eos],
-        )?;
-        let layout = DatasetOptions {
-            format: ShardFormat::parse(format)?,
-            shard_tokens,
-            val_fraction,
-            seed,
-        };
-        let resume = resume_of(resume)?;
-        let report = report_to(on_shard);
-        let inputs = inputs_of(inputs)?;
-        let encoder = self.inner.clone();
-        let summary = run_with_progress(py, progress, move |p| {
-            encode_dataset(
-                &encoder,
-                inputs,
-                &out_dir,
-                options,
-                layout,
-                p,
-                DatasetRun {
-                    resume,
-                    on_shard: report,
-                    skip_checksums: !checksums,
-                    digest,
-                },
-            )
-        })?;
-        summary_dict(py, &summary)
+        let inner = &self.inner;
+        encode_files::encode_dataset(inner, inputs, out_dir, job, resume, on_shard, progress)
     }
 
     /// Encodes the documents of `inputs` (a unit of a distributed dataset encode) into
     /// the unit file `output`, to be replayed by `assemble_dataset`; returns the number
     /// of tokens, of text bytes read, and what was read.
-    #[pyo3(signature = (inputs, output, dtype_bytes, num_threads = None, errors = "strict", chunk_size = 0, progress = None, special_in_text = None, bad_records = "error", record_bos = None, record_eos = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (inputs, output, job, progress = None))]
     fn encode_unit<'py>(
         &self,
-        py: Python<'py>,
         inputs: &Bound<'py, PyAny>,
         output: PathBuf,
-        dtype_bytes: usize,
-        num_threads: Option<usize>,
-        errors: &str,
-        chunk_size: usize,
+        job: PyJob,
         progress: Option<Py<PyAny>>,
-        special_in_text: Option<&str>,
-        bad_records: &str,
-        record_bos: Option<u32>,
-        record_eos: Option<u32>,
     ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
-        check_room()?;
-        let options = file_options(
-            num_threads,
-            errors,
-            dtype_bytes,
-            chunk_size,
-            None,
-            special_in_text,
-            bad_records,
-            [record_bos, record_eos, None, None],
-        )?;
-        let inputs = inputs_of(inputs)?;
-        let encoder = self.inner.clone();
-        let (n, stats) = run_with_progress(py, progress, move |p| {
-            encode_unit(&encoder, inputs, &output, options, p)
-        })?;
-        Ok((n, stats.bytes, stats_dict(py, &stats)?))
+        encode_files::encode_unit(&self.inner, inputs, output, job, progress)
     }
 
-    /// Writes the dataset folder `out_dir` from the unit files `units` (an iterable of
-    /// `(path, first input)` in input order, each taken once its file is ready:
-    /// `next` may wait) as `encode_dataset` writes it from the inputs they were
-    /// encoded from; `is_text`: whether each input is a text file; `size`: the unit
-    /// files' bytes, for progress (0: not known).
-    #[pyo3(signature = (units, is_text, out_dir, dtype_bytes, format = "npy", shard_tokens = 1 << 28, val_fraction = 0.0, seed = 0, progress = None, after_each_file = None, file_bos = None, file_eos = None, on_shard = None, checksums = true, size = 0))]
-    #[allow(clippy::too_many_arguments)]
+    /// Writes the dataset folder `out_dir` from the unit files of `assembly` as
+    /// `encode_dataset` writes it from the inputs they were encoded from.
+    #[pyo3(signature = (assembly, out_dir, job, on_shard = None, progress = None))]
     fn assemble_dataset<'py>(
         &self,
         py: Python<'py>,
-        units: &Bound<'py, PyAny>,
-        is_text: Vec<bool>,
+        assembly: PyAssembly,
         out_dir: PathBuf,
-        dtype_bytes: usize,
-        format: &str,
-        shard_tokens: u64,
-        val_fraction: f64,
-        seed: u64,
-        progress: Option<Py<PyAny>>,
-        after_each_file: Option<u32>,
-        file_bos: Option<u32>,
-        file_eos: Option<u32>,
+        job: PyJob,
         on_shard: Option<Py<PyAny>>,
-        checksums: bool,
-        size: u64,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        check_room()?;
-        let options = file_options(
-            None,
-            "strict",
-            dtype_bytes,
-            0,
-            after_each_file,
-            None,
-            "error",
-            [None, None, file_bos, file_eos],
-        )?;
-        let layout = DatasetOptions {
-            format: ShardFormat::parse(format)?,
-            shard_tokens,
-            val_fraction,
-            seed,
-        };
-        let assembly = Assembly {
-            units: Box::new(PyUnits(units.try_iter()?.unbind())),
-            is_text,
-            size,
-        };
-        let report = report_to(on_shard);
-        let encoder = self.inner.clone();
-        let summary = run_with_progress(py, progress, move |p| {
-            assemble_dataset(
-                &encoder,
-                assembly,
-                &out_dir,
-                options,
-                layout,
-                p,
-                DatasetRun {
-                    resume: None,
-                    on_shard: report,
-                    skip_checksums: !checksums,
-                    digest: Vec::new(),
-                },
-            )
-        })?;
-        summary_dict(py, &summary)
-    }
-}
-
-/// The unit files of an assembly, from a Python iterable of `(path, first input)`;
-/// what it raises is passed through.
-struct PyUnits(Py<PyIterator>);
-
-impl Iterator for PyUnits {
-    type Item = crate::error::Result<UnitFile>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        Python::attach(|py| {
-            let item = self.0.bind(py).clone().next()?;
-            let unit = item
-                .and_then(|u| u.extract::<(PathBuf, usize)>())
-                .map(|(path, first_input)| UnitFile { path, first_input })
-                .map_err(|e| crate::error::Error::Feed(Box::new(e)));
-            Some(unit)
-        })
-    }
-}
-
-/// A dataset run's summary: its shards (with their splits), documents and stats.
-fn summary_dict<'py>(py: Python<'py>, summary: &DatasetSummary) -> PyResult<Bound<'py, PyDict>> {
-    let shards = PyList::empty(py);
-    for shard in &summary.shards {
-        let d = shard_dict(py, shard)?;
-        d.set_item("split", shard.split)?;
-        shards.append(d)?;
-    }
-    let out = PyDict::new(py);
-    out.set_item("shards", shards)?;
-    out.set_item("documents", summary.documents)?;
-    out.set_item("stats", stats_dict(py, &summary.stats)?)?;
-    out.set_item("fed_sha256", summary.fed.as_ref().map(hex))?;
-    Ok(out)
-}
-
-/// The options of a file or dataset encode, from the bindings' arguments;
-/// `marks`: the records' bos and eos, then the text files'.
-#[allow(clippy::too_many_arguments)]
-fn file_options(
-    num_threads: Option<usize>,
-    errors: &str,
-    dtype_bytes: usize,
-    chunk_size: usize,
-    after_each_file: Option<u32>,
-    special_in_text: Option<&str>,
-    bad_records: &str,
-    marks: [Option<u32>; 4],
-) -> PyResult<FileOptions> {
-    let [record_bos, record_eos, file_bos, file_eos] = marks;
-    Ok(FileOptions {
-        num_threads: num_threads.unwrap_or(0),
-        utf8: Utf8Policy::parse(errors)?,
-        dtype_bytes,
-        chunk_size,
-        after_each_file,
-        special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
-        bad_records: BadRecords::parse(bad_records)?,
-        record_marks: Marks {
-            bos: record_bos,
-            eos: record_eos,
-        },
-        file_marks: Marks {
-            bos: file_bos,
-            eos: file_eos,
-        },
-    })
-}
-
-/// Incremental encoder: `feed` text, get the ids that became final; `finish` at the end.
-#[pyclass(name = "StreamEncoder", module = "bpekit._core")]
-pub struct PyStream {
-    inner: StreamEncoder,
-}
-
-/// Buffered bytes from which a stream's call releases the GIL. Below it the call is
-/// a few microseconds of work, and releasing and taking back the GIL would cost a
-/// good part of that for each small piece of an iterable.
-const STREAM_DETACH_FROM: usize = 1 << 16;
-
-#[pymethods]
-impl PyStream {
-    fn feed<'py>(&mut self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let inner = &mut self.inner;
-        if inner.pending() + text.len() < STREAM_DETACH_FROM {
-            return id_list(py, inner.feed(text)?);
-        }
-        py.detach(|| inner.feed(text).map(|_| ()))?;
-        id_list(py, inner.ids())
-    }
-
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let inner = &mut self.inner;
-        if inner.pending() < STREAM_DETACH_FROM {
-            return id_list(py, inner.finish()?);
-        }
-        py.detach(|| inner.finish().map(|_| ()))?;
-        id_list(py, inner.ids())
-    }
-
-    /// Bytes buffered and not yet encoded.
-    #[getter]
-    fn pending(&self) -> usize {
-        self.inner.pending()
+        let inner = &self.inner;
+        encode_files::assemble_dataset(py, inner, assembly, out_dir, job, on_shard, progress)
     }
 }
 

@@ -5,9 +5,13 @@
 
 mod dataset;
 mod encode;
+mod encode_files;
 mod errors;
 mod inputs;
 mod ints;
+mod iterable;
+mod load;
+mod options;
 mod pretok;
 mod progress;
 mod text;

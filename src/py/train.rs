@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use super::inputs::{inputs_of, stats_dict};
+use super::options::{PyReadOptions, PyRunOptions};
 use super::progress::{check_room, run_with_progress};
-use crate::corpus::{BadRecords, ReadOptions, SpecialPolicy, Utf8Policy};
 use crate::count::{self, CountOptions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
@@ -41,11 +41,22 @@ fn word_count_pairs(counts: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, u64)>> 
     Ok(pairs)
 }
 
+/// What `WordCounts.__reduce__` gives pickle: `_from_bytes` and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, Option<Py<PyDict>>));
+
 /// How often each pre-token occurs; see `bpekit.WordCounts`.
 #[pyclass(name = "WordCounts", module = "bpekit._core")]
-#[derive(Clone)]
 pub struct PyWordCounts {
     pub inner: WordCounts,
+    /// What the run that counted them read (`count_pretokens`'s stats, to which the
+    /// Python API adds its own keys), or None for counts made, loaded or added.
+    stats: Option<Py<PyDict>>,
+}
+
+impl PyWordCounts {
+    fn of(inner: WordCounts) -> Self {
+        Self { inner, stats: None }
+    }
 }
 
 #[pymethods]
@@ -58,9 +69,7 @@ impl PyWordCounts {
             Some(c) => word_count_pairs(c)?,
             None => Vec::new(),
         };
-        Ok(Self {
-            inner: WordCounts::from_pairs(pairs, &pattern)?,
-        })
+        Ok(Self::of(WordCounts::from_pairs(pairs, &pattern)?))
     }
 
     fn __len__(&self) -> usize {
@@ -103,6 +112,19 @@ impl PyWordCounts {
         self.inner.special_tokens.clone()
     }
 
+    /// What the run that counted these read: `documents`, `skipped`,
+    /// `skipped_examples`, `bytes` and the keys the API adds (`files`, ...); None for
+    /// counts made, loaded, added or updated, which no one run read.
+    #[getter]
+    fn stats(&self, py: Python<'_>) -> Option<Py<PyDict>> {
+        self.stats.as_ref().map(|s| s.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_stats(&mut self, stats: Option<Bound<'_, PyDict>>) {
+        self.stats = stats.map(Bound::unbind);
+    }
+
     #[pyo3(signature = (n = 10))]
     /// As `collections.Counter.most_common`: a negative `n` gives nothing.
     fn most_common<'py>(&self, py: Python<'py>, n: i64) -> Vec<(Bound<'py, PyBytes>, u64)> {
@@ -121,17 +143,19 @@ impl PyWordCounts {
         Ok(d)
     }
 
-    /// Adds `other`'s counts in place (counts of shards).
+    /// Adds `other`'s counts in place (counts of shards); the stats of one run no
+    /// longer describe them.
     fn update(&mut self, py: Python<'_>, other: &Self) -> PyResult<()> {
         let (inner, other) = (&mut self.inner, &other.inner);
         py.detach(|| inner.add(other))?;
+        self.stats = None;
         Ok(())
     }
 
     fn __add__(&self, other: &Self) -> PyResult<Self> {
-        let mut sum = self.clone();
-        sum.inner.add(&other.inner)?;
-        Ok(sum)
+        let mut sum = self.inner.clone();
+        sum.add(&other.inner)?;
+        Ok(Self::of(sum))
     }
 
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -141,26 +165,28 @@ impl PyWordCounts {
 
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        Ok(Self {
-            inner: py.detach(|| WordCounts::load(&path))?,
-        })
+        Ok(Self::of(py.detach(|| WordCounts::load(&path))?))
     }
 
     /// Pickled as the bytes of a saved file, so that counts travel between processes
-    /// (a process pool's, Ray's) as `save` writes them.
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+    /// (a process pool's, Ray's) as `save` writes them, with their stats.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
         let from_bytes = py.get_type::<Self>().getattr("_from_bytes")?;
         let bytes = py.detach(|| self.inner.to_bytes());
-        Ok((from_bytes, (PyBytes::new(py, &bytes),)))
+        Ok((from_bytes, (PyBytes::new(py, &bytes), self.stats(py))))
     }
 
     #[staticmethod]
-    fn _from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+    #[pyo3(signature = (data, stats = None))]
+    fn _from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        stats: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let inner = py.detach(|| WordCounts::from_bytes(data, "<pickled WordCounts>"))?;
         Ok(Self {
-            inner: py.detach(|| WordCounts::from_bytes(data, "<pickled WordCounts>"))?,
+            inner,
+            stats: stats.map(Bound::unbind),
         })
     }
 
@@ -179,42 +205,39 @@ impl PyWordCounts {
     }
 }
 
-/// Returns `(counts, stats)`; see `bpekit.count_pretokens`.
+/// The counts of the inputs, their `stats` set to what was read; see
+/// `bpekit.count_pretokens`. `read` and `run` are `bpekit.options`' objects.
 #[pyfunction]
-#[pyo3(signature = (inputs, special_tokens, pattern = "gpt2", num_threads = None, chunk_size = 0, errors = "strict", progress = None, special_in_text = None, bad_records = "error"))]
-#[allow(clippy::too_many_arguments)]
-fn count_pretokens<'py>(
-    py: Python<'py>,
-    inputs: &Bound<'py, PyAny>,
+#[pyo3(signature = (inputs, special_tokens, read, run, pattern = "gpt2", progress = None))]
+fn count_pretokens(
+    py: Python<'_>,
+    inputs: &Bound<'_, PyAny>,
     special_tokens: Vec<String>,
+    read: PyReadOptions,
+    run: PyRunOptions,
     pattern: &str,
-    num_threads: Option<usize>,
-    chunk_size: usize,
-    errors: &str,
     progress: Option<Py<PyAny>>,
-    special_in_text: Option<&str>,
-    bad_records: &str,
-) -> PyResult<(PyWordCounts, Bound<'py, PyDict>)> {
+) -> PyResult<PyWordCounts> {
     check_room()?;
     let specials = SpecialMatcher::new(&special_tokens)?;
     let pretokenizer = Pretokenizer::new(pattern)?;
+    let read = read.read()?;
     let options = CountOptions {
-        num_threads: num_threads
+        num_threads: run
+            .num_threads
             .unwrap_or_else(crate::pool::default_threads)
             .max(1),
-        chunk_size,
-        utf8: Utf8Policy::parse(errors)?,
-    };
-    let read = ReadOptions {
-        utf8: options.utf8,
-        special_in_text: special_in_text.map(SpecialPolicy::parse).transpose()?,
-        bad_records: BadRecords::parse(bad_records)?,
+        chunk_size: run.chunk_size,
+        utf8: read.utf8,
     };
     let inputs = inputs_of(inputs)?;
     let (inner, stats) = run_with_progress(py, progress, |p| {
         count::count_inputs(inputs, &specials, &pretokenizer, options, read, p)
     })?;
-    Ok((PyWordCounts { inner }, stats_dict(py, &stats)?))
+    Ok(PyWordCounts {
+        inner,
+        stats: Some(stats_dict(py, &stats)?.unbind()),
+    })
 }
 
 /// Returns `(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]])`.

@@ -14,7 +14,7 @@ use crate::ids::MAX_IDS;
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
 use queue::{Candidate, PairQueue, Tokens};
-use words::{Deltas, Words};
+use words::{Deltas, Merge, Words};
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
 /// bytes by value, then the special tokens in the order given, then the merges in
@@ -158,10 +158,10 @@ fn train_here(
         merges.push((a, b));
         let postings = pairs.remove(&best).map(|s| s.postings).unwrap_or_default();
         grown.clear();
+        let no = merges.len() as u32;
         words.merge(
             &postings,
-            (a, b, new),
-            merges.len() as u32,
+            Merge { a, b, new, no },
             &mut pairs,
             &mut deltas,
             &mut grown,

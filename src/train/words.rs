@@ -177,12 +177,15 @@ impl Words {
     /// Pairs that gain count (all contain `new`) are appended to `grown`. A merge of
     /// [`PARALLEL_POSTINGS`] words or more is split among the pool's threads; the
     /// counts are sums, so the result is the same.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn merge(
         &mut self,
         postings: &[u32],
-        (a, b, new): (u32, u32, u32),
-        merge_no: u32,
+        Merge {
+            a,
+            b,
+            new,
+            no: merge_no,
+        }: Merge,
         pairs: &mut FxMap<Pair, PairStats>,
         deltas: &mut [Deltas],
         grown: &mut Vec<Pair>,
@@ -230,6 +233,16 @@ impl Words {
             d.apply(pairs, grown);
         }
     }
+}
+
+/// One merge: `(a, b)` becomes `new`; `no` numbers it, so that a word listed twice
+/// in the postings is merged once (its stamp).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Merge {
+    pub(crate) a: u32,
+    pub(crate) b: u32,
+    pub(crate) new: u32,
+    pub(crate) no: u32,
 }
 
 /// Postings looked ahead: a word's place is fetched `2 * AHEAD` postings before it is

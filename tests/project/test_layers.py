@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -38,12 +39,28 @@ pub use engine::Engine;
 """
 
 
-def test_the_crate_keeps_its_layers():
+def test_the_crate_keeps_its_layers() -> None:
     result = run(ROOT / "src")
     assert result.returncode == 0, result.stdout
 
 
-def test_a_sound_tree_passes(tmp_path):
+def test_the_crate_lists_its_layers_in_order() -> None:
+    """Dataset writing sits above encoding (it uses only the `Encoder`), and the
+    bindings above everything; every top-level module is in the list."""
+    spec = importlib.util.spec_from_file_location("check_layers", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    check_layers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_layers)
+    layer = check_layers.layers(ROOT / "src" / "lib.rs", pattern_names=True)
+    assert layer["encode"] == layer["train"] < layer["dataset"] < layer["py"]
+    assert layer["corpus"] < layer["count"] < layer["encode"]
+    assert max(layer.values()) == layer["py"]
+    tops = {p.stem if p.is_file() else p.name for p in (ROOT / "src").iterdir()}
+    tops -= {"lib", "testutil"}
+    assert tops == set(layer), tops ^ set(layer)
+
+
+def test_a_sound_tree_passes(tmp_path: Path) -> None:
     src = tree(
         tmp_path,
         {
@@ -64,7 +81,7 @@ def test_a_sound_tree_passes(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
-def test_an_import_up_a_layer_and_a_ring_are_named(tmp_path):
+def test_an_import_up_a_layer_and_a_ring_are_named(tmp_path: Path) -> None:
     src = tree(
         tmp_path,
         {

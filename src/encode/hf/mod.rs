@@ -9,7 +9,7 @@
 //!    through the engine (pre-tokenizer, then BPE).
 //!
 //! Files are encoded in chunks cut at line cuts and before special tokens
-//! (`corpus::cuts`); [`Front::line_cuts`] and [`Front::special_cuts`] say which of
+//! (`corpus::safe_cut`); [`Front::line_cuts`] and [`Front::special_cuts`] say which of
 //! them keep the ids of the whole text here.
 
 mod added;

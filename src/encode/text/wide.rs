@@ -6,11 +6,10 @@
 //! it into a cache kept with the string: for the 116 MB English corpus (UCS-4, one
 //! emoji is enough) that was 163 ms and 232 MB of fresh pages, a sixth of a first
 //! encode. Here each round of [`ROUND`] code points becomes UTF-8 in a buffer that
-//! stays in the cache, and everything before the buffer's last cut (the rule
-//! `encode_iterable` uses, [`FinalCut`]) is encoded, so the ids are those of the whole
-//! text.
+//! stays in the cache, and the buffer's final prefix (the rule `encode_iterable`
+//! uses, [`FinalPrefix`]) is encoded, so the ids are those of the whole text.
 
-use super::cut::FinalCut;
+use super::final_prefix::FinalPrefix;
 use crate::encode::encoder::Encoder;
 use crate::encode::engine::{output_buffer, short_lines_for, Prefault, Workspace};
 use crate::error::{Error, Result};
@@ -285,7 +284,7 @@ pub(crate) fn encode_wide_into(
     buf: &mut Vec<u8>,
     out: &mut Vec<u32>,
 ) -> Result<bool> {
-    let mut cut = FinalCut::new(encoder);
+    let mut cut = FinalPrefix::new(encoder);
     buf.clear();
     let mut done = 0;
     loop {

@@ -1,7 +1,7 @@
 //! The pair table: `(left, right)` -> the rank of their merge, built once per
 //! vocabulary and read by every piece that no cache holds yet.
 //!
-//! Why this shape (`examples/miss_bench.rs`, the 526k distinct pieces of the 116 MB
+//! Why this shape (`tools/miss_bench.rs`, the 526k distinct pieces of the 116 MB
 //! English corpus, in the order they first occur): merging them is the cost of a
 //! cold encode, and nearly all of it is pair lookups that miss the L1 cache. A
 //! hashbrown map of `u64 -> (rank, id)` read a control group and then a 16-byte

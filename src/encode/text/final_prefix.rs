@@ -1,5 +1,5 @@
 //! The final prefix of a buffer of text: the part no later text can change. It ends
-//! at the last safe cut (`corpus::cuts`, the rule file chunks are cut by: before a
+//! at the last safe cut (`corpus::safe_cut`, the rule file chunks are cut by: before a
 //! special token, or at a line cut of the pattern, never inside a special token)
 //! that lies at least the longest special token's length before the end of the
 //! buffer, so that no later text can make an earlier or longer match win.
@@ -15,7 +15,7 @@ use crate::specials::Specials;
 /// Finds the last cut of a growing buffer (see the module docs) for an encoder's
 /// pattern and special tokens.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct FinalCut {
+pub(crate) struct FinalPrefix {
     /// The pattern, whose line cuts are cuts here too.
     kind: Kind,
     /// The longest special token of the encoder, allowed or not.
@@ -29,7 +29,7 @@ pub(crate) struct FinalCut {
     next_try: usize,
 }
 
-impl FinalCut {
+impl FinalPrefix {
     pub(crate) fn new(encoder: &Encoder) -> Self {
         Self {
             kind: encoder.cut_kind(),

@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use super::options::FileOptions;
 use super::ordered::ordered_map;
 use crate::corpus::{
-    self, Body, Doc, Format, Input, Items, MappedItems, ReadOptions, Reader, Run, SequentialItems,
-    Start, Stats, StatsSummary, Tally,
+    self, Body, Doc, Format, Input, Items, MappedItems, ReadOptions, Reader, SequentialItems,
+    Start, Stats, StatsSummary, Stretch, Tally,
 };
-use crate::encode::encoder::Encoder;
-use crate::encode::engine::short_lines_for;
+use crate::encode::short_lines_for;
+use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::specials::Specials;
@@ -102,24 +102,24 @@ pub(super) fn encode_all(
     if !crate::hugemem::probe(room) {
         return Err(Error::out_of_memory::<u8>("starting the work", room));
     }
-    let (info, mut runs) = corpus::plan(inputs);
+    let (info, mut stretches) = corpus::plan(inputs);
     if let Some(start) = start {
-        for run in &mut runs {
-            match run {
-                Run::Mapped(files) => files.retain(|f| f.input >= start.input),
-                Run::Sequential(list) => list.retain(|(i, _)| *i >= start.input),
+        for stretch in &mut stretches {
+            match stretch {
+                Stretch::Mapped(files) => files.retain(|f| f.input >= start.input),
+                Stretch::Sequential(list) => list.retain(|(i, _)| *i >= start.input),
             }
         }
-        runs.retain(|run| match run {
-            Run::Mapped(files) => !files.is_empty(),
-            Run::Sequential(list) => !list.is_empty(),
+        stretches.retain(|stretch| match stretch {
+            Stretch::Mapped(files) => !files.is_empty(),
+            Stretch::Sequential(list) => !list.is_empty(),
         });
     }
-    progress.reset(runs.iter().map(Run::size_on_disk).sum());
+    progress.reset(stretches.iter().map(Stretch::size_on_disk).sum());
     // A mapped file gone on with from a byte: the bytes before it count as done.
     let mut mapped_start = start.filter(|s| {
-        runs.iter().any(|run| {
-            matches!(run, Run::Mapped(files) if files.first().is_some_and(|f| f.input == s.input))
+        stretches.iter().any(|stretch| {
+            matches!(stretch, Stretch::Mapped(files) if files.first().is_some_and(|f| f.input == s.input))
         })
     });
     if let Some(s) = mapped_start {
@@ -151,11 +151,11 @@ pub(super) fn encode_all(
         true => reader.cut_specials(),
         false => &no_cuts,
     };
-    for run in runs {
-        match run {
+    for stretch in stretches {
+        match stretch {
             // Files a group at a time (`corpus::Groups`); within a group, every chunk
             // of every file in order, so the workers never wait between files.
-            Run::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
+            Stretch::Mapped(files) => corpus::each_group(files, progress, |sources, inputs| {
                 // Counted from the bytes held, as a pipe's size on disk says nothing.
                 let held: usize = sources.iter().map(|s| s.read_len()).sum();
                 let workers = corpus::worker_count(threads, held, sources.len(), chunk_size);
@@ -168,7 +168,7 @@ pub(super) fn encode_all(
                         .starting_at(first_at);
                 job.run(&items, workers, sink).map_err(io_at(output))
             })?,
-            Run::Sequential(list) => {
+            Stretch::Sequential(list) => {
                 let cut = cut_specials();
                 let items =
                     SequentialItems::new(list, &info, cut, kind, chunk_size, progress, start);

@@ -1,5 +1,6 @@
-//! How a file or dataset encode runs.
+//! How a file or dataset encode runs, and how a dataset is laid out.
 
+use super::shard::ShardFormat;
 use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 
 /// How a file encode runs; the output never depends on these (except `dtype_bytes`).
@@ -44,5 +45,23 @@ impl Default for FileOptions {
             record_marks: Marks::default(),
             file_marks: Marks::default(),
         }
+    }
+}
+
+/// How a dataset is laid out.
+#[derive(Clone, Copy, Debug)]
+pub struct DatasetOptions {
+    pub format: ShardFormat,
+    pub shard_tokens: u64,
+    /// The share of documents that go to `val/`, in `[0, 1)`.
+    pub val_fraction: f64,
+    pub seed: u64,
+}
+
+/// The splits a layout has: `train`, and `val` when `val_fraction > 0`.
+pub fn split_names(layout: &DatasetOptions) -> &'static [&'static str] {
+    match layout.val_fraction > 0.0 {
+        true => &["train", "val"],
+        false => &["train"],
     }
 }

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use memmap2::MmapMut;
 
-use crate::atomic::AtomicFile;
+use crate::whole_file::WholeFile;
 
 /// The alignment direct I/O asks of buffers, offsets and sizes on Linux file systems.
 const BLOCK: usize = 4096;
@@ -27,7 +27,7 @@ const STAGING_BLOCKS: usize = 256;
 
 pub struct OutFile {
     /// Written under no name (or a temporary one) until [`OutFile::finish`].
-    file: AtomicFile,
+    file: WholeFile,
     direct: bool,
     /// Page-aligned, as direct writes need. An anonymous map rather than a zeroed
     /// vector: the kernel supplies its pages as they are first written, while the
@@ -41,10 +41,10 @@ pub struct OutFile {
 }
 
 impl OutFile {
-    /// Starts a file that will replace `path` when finished ([`AtomicFile`]), direct
+    /// Starts a file that will replace `path` when finished ([`WholeFile`]), direct
     /// where the file system allows.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = AtomicFile::create(path, true).map_err(|e| {
+        let file = WholeFile::create(path, true).map_err(|e| {
             let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
             let folder = folder.map_or(".".into(), |p| p.display().to_string());
             std::io::Error::new(e.kind(), format!("cannot create a file in {folder}: {e}"))

@@ -1,335 +1,28 @@
-//! Inputs -> a training dataset: `train/` (and `val/`) shards of at most
-//! `shard_tokens` ids cut between documents, each with its document index
-//! ([`super::shard`]), documents sent to a split by a hash of their number and a seed.
-//!
-//! Documents: each record (a JSON line, a row, an item) with its bos and eos; a text
-//! file's text ends a document after each of its special tokens, and the file's end
-//! ends one. A document's number counts documents from the first input on, so the
-//! split does not depend on threads, chunk sizes or shard sizes.
+//! The dataset writer: each document, in order, to its split (by a hash of its
+//! number and the seed) and into that split's shards; on a resumed run, what the
+//! shards kept is dropped and the digested feeds' chain checked where each split
+//! goes on ([`super::resume`], [`super::fed`]).
 
 use std::path::Path;
-use std::sync::Arc;
 
-use super::fed::{Digest, DigestFeed, FedLog};
-use super::hasher::{Hasher, OnShard};
-use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
-use super::options::FileOptions;
-use super::resume::{self, Checkpoint, Place, ShardStart, SplitResume};
-use super::shard::{ShardFormat, ShardInfo, Shards};
-use super::units::{replay, Assembly};
-use crate::corpus::{Input, StatsSummary, Tally};
-use crate::encode::encoder::Encoder;
-use crate::error::{Error, Result};
-use crate::progress::Progress;
+use super::fed::{Digest, Fed};
+use super::hasher::ShardHasher;
+use super::job::{Encoded, Sink};
+use super::options::{split_names, DatasetOptions, FileOptions};
+use super::resume::{Checkpoint, Place, ShardStart, SplitResume};
+use super::shard::Shards;
+use crate::corpus::Tally;
+use crate::encode::Encoder;
 
-/// How a dataset is laid out.
-#[derive(Clone, Copy, Debug)]
-pub struct DatasetOptions {
-    pub format: ShardFormat,
-    pub shard_tokens: u64,
-    /// The share of documents that go to `val/`, in `[0, 1)`.
-    pub val_fraction: f64,
-    pub seed: u64,
-}
-
-/// What a dataset encode wrote.
-#[derive(Debug)]
-pub struct DatasetSummary {
-    /// The shards this run wrote (after those of the run it went on from), in the
-    /// order they finished.
-    pub shards: Vec<ShardInfo>,
-    /// Documents of the whole dataset.
-    pub documents: u64,
-    /// What was read, the run this one went on from included.
-    pub stats: StatsSummary,
-    /// The chain of the digested feeds' batches ([`super::fed`]), where any input was
-    /// digested: what a finished dataset records to tell its feeds again.
-    pub fed: Option<Digest>,
-}
-
-/// The splits a layout has: `train`, and `val` when `val_fraction > 0`.
-pub fn split_names(layout: &DatasetOptions) -> &'static [&'static str] {
-    match layout.val_fraction > 0.0 {
-        true => &["train", "val"],
-        false => &["train"],
-    }
-}
-
-/// How a dataset run relates to others: what it goes on from, who hears of its shards.
-#[derive(Default)]
-pub struct DatasetRun {
-    /// One per split, as [`split_names`] orders them: the run goes on after the shards
-    /// an earlier run of the same inputs and options finished ([`super::resume`]).
-    pub resume: Option<Vec<SplitResume>>,
-    /// Hears of each shard once it is finished and hashed.
-    pub on_shard: Option<OnShard>,
-    /// Leaves the shards unhashed (their sha256 empty): a run then resumes checking
-    /// sizes only.
-    pub skip_checksums: bool,
-    /// The feeds whose documents are hashed ([`super::fed`]), by input number: those
-    /// that nothing else identifies (a Python iterable, a dataset object).
-    pub digest: Vec<usize>,
-}
-
-/// Encodes `inputs` into the dataset folder `root` (which exists), shard by shard.
-pub fn encode_dataset(
-    encoder: &Encoder,
-    inputs: Vec<Input>,
-    root: &Path,
-    options: FileOptions,
-    layout: DatasetOptions,
-    progress: &Progress,
-    run: DatasetRun,
-) -> Result<DatasetSummary> {
-    let n_inputs = inputs.len();
-    let is_text = is_text_file(&inputs);
-    let (inputs, fed) = digested(inputs, &run.digest);
-    write_dataset(
-        encoder,
-        is_text,
-        root,
-        options,
-        layout,
-        run,
-        fed,
-        |writer, resume| {
-            let mut inputs = inputs;
-            let from = resume::from(resume);
-            if from.input > n_inputs {
-                return Err(Error::invalid(format!(
-                    "resume: input {} of {n_inputs} is where the earlier run went on",
-                    from.input
-                )));
-            }
-            writer.restore(&from);
-            // The digested feeds before the start are read for their hash alone: the
-            // shards kept hold their documents ([`super::fed`]).
-            for input in inputs.iter_mut().take(from.input) {
-                if let Input::Feed { feed, .. } = input {
-                    if writer.fed.is_some() {
-                        while feed.next_batch()?.is_some() {
-                            progress.check()?;
-                        }
-                    }
-                }
-            }
-            let start = (from != Checkpoint::default()).then(|| from.start());
-            let stats = encode_all(encoder, inputs, options, progress, root, writer, start)?;
-            // Before the manifest is written; a resumed run read only the rest.
-            if start.is_none() {
-                stats.check_some_read()?;
-            }
-            Ok(stats.examples)
-        },
-    )
-}
-
-/// `inputs` with the feeds of `digest` hashed as they are read into a log, and the
-/// log (none where no feed is digested): the feeds' names too, for messages.
-fn digested(inputs: Vec<Input>, digest: &[usize]) -> (Vec<Input>, Option<Fed>) {
-    let feeds: Vec<(usize, String)> = inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, input)| match input {
-            Input::Feed { name, .. } if digest.contains(&i) => Some((i, name.clone())),
-            _ => None,
-        })
-        .collect();
-    if feeds.is_empty() {
-        return (inputs, None);
-    }
-    let log = Arc::new(FedLog::default());
-    let inputs = inputs
-        .into_iter()
-        .enumerate()
-        .map(|(i, input)| match input {
-            Input::Feed { name, feed } if digest.contains(&i) => Input::Feed {
-                name,
-                feed: Box::new(DigestFeed::new(feed, i, log.clone())),
-            },
-            other => other,
-        })
-        .collect();
-    (inputs, Some(Fed { log, names: feeds }))
-}
-
-/// Reads the feeds of `inputs` numbered in `digest` to their end, for the chain that
-/// [`encode_dataset`] would come to over them (`None` where none is digested): how a
-/// finished dataset tells whether it was written from these documents.
-pub fn digest_feeds(
-    inputs: Vec<Input>,
-    digest: &[usize],
-    progress: &Progress,
-) -> Result<Option<Digest>> {
-    let (inputs, fed) = digested(inputs, digest);
-    let Some(fed) = fed else {
-        return Ok(None);
-    };
-    for input in inputs {
-        if let Input::Feed { mut feed, .. } = input {
-            while feed.next_batch()?.is_some() {
-                progress.check()?;
-            }
-        }
-    }
-    Ok(Some(fed.log.chain()))
-}
-
-/// The log of the digested feeds, and their names by input number.
-struct Fed {
-    log: Arc<FedLog>,
-    names: Vec<(usize, String)>,
-}
-
-/// Writes into the dataset folder `root` the items of the assembly's unit files
-/// ([`super::units`]), in order, as [`encode_dataset`] would have written the
-/// inputs they were encoded from. A run of units does not go on from an earlier one
-/// (`run.resume` must be `None`): the units are what is kept.
-pub fn assemble_dataset(
-    encoder: &Encoder,
-    assembly: Assembly<'_>,
-    root: &Path,
-    options: FileOptions,
-    layout: DatasetOptions,
-    progress: &Progress,
-    run: DatasetRun,
-) -> Result<DatasetSummary> {
-    if run.resume.is_some() {
-        return Err(Error::invalid(
-            "a dataset assembled from units does not resume",
-        ));
-    }
-    let Assembly {
-        units,
-        is_text,
-        size,
-    } = assembly;
-    progress.reset(size);
-    let n_inputs = is_text.len();
-    write_dataset(
-        encoder,
-        is_text,
-        root,
-        options,
-        layout,
-        run,
-        None,
-        |writer, _| {
-            replay(units, n_inputs, options.dtype_bytes, writer, progress)?;
-            writer.end_until(n_inputs).map_err(|e| Error::io(root, e))?;
-            Ok(Vec::new())
-        },
-    )
-}
-
-/// Checks the layout and resume, makes the splits' folders and runs `body` (which
-/// feeds the writer, and returns examples of skipped records) with the writer and
-/// its hasher; ends the shards. `fed`: the digested feeds, whose chain the writer
-/// follows and checks ([`super::fed`]).
-#[allow(clippy::too_many_arguments)]
-fn write_dataset(
-    encoder: &Encoder,
-    is_text: Vec<bool>,
-    root: &Path,
-    options: FileOptions,
-    layout: DatasetOptions,
-    run: DatasetRun,
-    fed: Option<Fed>,
-    body: impl FnOnce(&mut DatasetWriter, &[SplitResume]) -> Result<Vec<String>>,
-) -> Result<DatasetSummary> {
-    let DatasetRun {
-        resume,
-        on_shard,
-        skip_checksums,
-        digest: _,
-    } = run;
-    check_options(encoder, &options)?;
-    if !(0.0..1.0).contains(&layout.val_fraction) {
-        return Err(Error::invalid(format!(
-            "val_fraction must be at least 0 and below 1, not {}",
-            layout.val_fraction
-        )));
-    }
-    if layout.shard_tokens == 0 {
-        return Err(Error::invalid("shard_tokens must be at least 1"));
-    }
-    if layout.format == ShardFormat::Llmc && layout.shard_tokens > i32::MAX as u64 {
-        return Err(Error::invalid(format!(
-            "shard_tokens {} is more than llm.c's header can count (2**31 - 1)",
-            layout.shard_tokens
-        )));
-    }
-    let names = split_names(&layout);
-    let resume = resume.unwrap_or_else(|| vec![SplitResume::default(); names.len()]);
-    if resume.len() != names.len() {
-        return Err(Error::invalid(format!(
-            "resume: {} splits given, the layout has {}",
-            resume.len(),
-            names.len()
-        )));
-    }
-    if resume.iter().any(|r| r.next.is_none() && r.kept > 0) {
-        return Err(Error::invalid(
-            "resume: kept shards need the start of the next",
-        ));
-    }
-    for name in names {
-        let dir = root.join(name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        // A link there would have the shards written wherever it points.
-        let real = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(&dir, e))?;
-        if !real.is_dir() {
-            return Err(Error::invalid(format!(
-                "{}: a link, where the dataset's {name} shards go (bpekit never writes through \
-                 a link); remove it, or give another folder for the dataset",
-                dir.display()
-            )));
-        }
-    }
-    let n_inputs = is_text.len();
-    let hasher = Hasher::start(root, !skip_checksums, on_shard).map_err(|e| Error::io(root, e))?;
-    let mut writer = DatasetWriter::new(encoder, root, is_text, options, layout, &resume, &hasher);
-    writer.follow(fed, &resume);
-    let outcome = body(&mut writer, &resume).and_then(|examples| {
-        writer.finish(n_inputs).map_err(|e| Error::io(root, e))?;
-        Ok(examples)
-    });
-    // Documents other than those the shards kept were read from: the run's error,
-    // whatever failed after it.
-    let outcome = match writer.mismatch.take() {
-        Some(message) => Err(Error::invalid(message)),
-        None => outcome,
-    };
-    let fed = writer.fed.as_ref().map(|_| writer.chain);
-    let (documents, read, is_text) = (writer.documents, writer.read, writer.is_text.clone());
-    // The shards' senders go with the writer: the hasher ends once they are gone.
-    drop(writer);
-    // A failed hash or report stops the writer at its next shard: it is the cause.
-    let shards = hasher.finish().map_err(|e| Error::io(root, e))?;
-    let examples = outcome?;
-    let text_files = is_text.iter().filter(|&&t| t).count() as u64;
-    Ok(DatasetSummary {
-        shards,
-        documents,
-        stats: StatsSummary {
-            documents: read.documents + text_files,
-            skipped: read.skipped,
-            examples,
-            bytes: read.bytes,
-        },
-        fed,
-    })
-}
-
-struct DatasetWriter {
+pub(super) struct DatasetWriter {
     splits: Vec<Shards>,
     layout: DatasetOptions,
     options: FileOptions,
-    is_text: Vec<bool>,
+    pub(super) is_text: Vec<bool>,
     /// The special tokens' ids, sorted: in a text file's ids, each ends a document.
     specials: Vec<u32>,
     /// Documents begun so far (the next one's number).
-    documents: u64,
+    pub(super) documents: u64,
     /// The split of the open document.
     current: Option<usize>,
     /// Tokens of the open document still to drop (`u64::MAX`: all of it): they are
@@ -344,28 +37,28 @@ struct DatasetWriter {
     released: Vec<usize>,
     /// Where the item being written starts, and what was read before it.
     item: Checkpoint,
-    read: Tally,
+    pub(super) read: Tally,
     /// The last document begun: its input, and its number among that input's.
     place: Place,
     /// The digested feeds ([`super::fed`]), and the chain through the items written.
-    fed: Option<Fed>,
-    chain: Digest,
+    pub(super) fed: Option<Fed>,
+    pub(super) chain: Digest,
     /// Per split gone on from: where it starts, and the chain the run it goes on from
     /// had come to there; checked once the run passes there, before it writes on.
     checks: Vec<(usize, u64, Digest)>,
     /// Why the run stopped where its documents differ from those the shards kept hold.
-    mismatch: Option<String>,
+    pub(super) mismatch: Option<String>,
 }
 
 impl DatasetWriter {
-    fn new(
+    pub(super) fn new(
         encoder: &Encoder,
         root: &Path,
         is_text: Vec<bool>,
         options: FileOptions,
         layout: DatasetOptions,
         resume: &[SplitResume],
-        hasher: &Hasher,
+        hasher: &ShardHasher,
     ) -> Self {
         let mut specials: Vec<u32> = encoder.specials().ids.clone();
         specials.sort_unstable();
@@ -409,7 +102,7 @@ impl DatasetWriter {
 
     /// Follows the chain of the digested feeds `fed`, checking it at the start of
     /// each split of `resume` gone on from.
-    fn follow(&mut self, fed: Option<Fed>, resume: &[SplitResume]) {
+    pub(super) fn follow(&mut self, fed: Option<Fed>, resume: &[SplitResume]) {
         if fed.is_none() {
             return;
         }
@@ -471,7 +164,7 @@ impl DatasetWriter {
     }
 
     /// Takes up the state of checkpoint `c`, where the run starts reading.
-    fn restore(&mut self, c: &Checkpoint) {
+    pub(super) fn restore(&mut self, c: &Checkpoint) {
         self.documents = c.documents;
         self.ended = c.input;
         self.started = c.started;
@@ -594,7 +287,7 @@ impl DatasetWriter {
     }
 
     /// Ends the last document and every split's last shard, once every input is.
-    fn finish(&mut self, n_inputs: usize) -> std::io::Result<()> {
+    pub(super) fn finish(&mut self, n_inputs: usize) -> std::io::Result<()> {
         self.take_fed(usize::MAX, u64::MAX, true)?;
         self.end()?;
         let end = ShardStart {

@@ -17,8 +17,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// An output being written: committed with [`AtomicFile::commit`], else removed.
-pub(crate) struct AtomicFile {
+/// An output being written: committed with [`WholeFile::commit`], else removed.
+pub(crate) struct WholeFile {
     file: File,
     target: PathBuf,
     /// The file's temporary name, where it has one (no `O_TMPFILE`).
@@ -27,11 +27,11 @@ pub(crate) struct AtomicFile {
     direct: bool,
 }
 
-impl AtomicFile {
+impl WholeFile {
     /// Starts a new file that will replace `target`, in `target`'s folder (so that
     /// the final rename stays on one file system). With `direct`, asks for
     /// `O_DIRECT` and falls back to buffered writes where the file system refuses it
-    /// ([`AtomicFile::is_direct`] says which).
+    /// ([`WholeFile::is_direct`] says which).
     pub(crate) fn create(target: &Path, direct: bool) -> io::Result<Self> {
         let folder = folder_of(target);
         #[cfg(target_os = "linux")]
@@ -59,7 +59,7 @@ impl AtomicFile {
         Self::create_named(target, direct)
     }
 
-    /// [`AtomicFile::create`] under a temporary name (where `O_TMPFILE` is missing).
+    /// [`WholeFile::create`] under a temporary name (where `O_TMPFILE` is missing).
     fn create_named(target: &Path, direct: bool) -> io::Result<Self> {
         let mut last = None;
         for _ in 0..16 {
@@ -176,7 +176,7 @@ impl AtomicFile {
     }
 }
 
-impl Drop for AtomicFile {
+impl Drop for WholeFile {
     fn drop(&mut self) {
         if let Some(name) = self.named.take() {
             let _ = std::fs::remove_file(name);
@@ -281,7 +281,8 @@ mod tests {
     use std::io::Write;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("bpekit-atomic-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("bpekit-whole-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -301,14 +302,14 @@ mod tests {
         let dir = scratch("commit");
         let out = dir.join("out.bin");
         std::fs::write(&out, b"old").unwrap();
-        let f = AtomicFile::create(&out, false).unwrap();
+        let f = WholeFile::create(&out, false).unwrap();
         f.file().write_all(b"new data").unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"old");
         f.commit().unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"new data");
         assert_eq!(names(&dir), ["out.bin"]);
         // Dropped without a commit: nothing new, the old file as it was.
-        let f = AtomicFile::create(&out, false).unwrap();
+        let f = WholeFile::create(&out, false).unwrap();
         f.file().write_all(b"lost").unwrap();
         drop(f);
         assert_eq!(names(&dir), ["out.bin"]);
@@ -320,12 +321,12 @@ mod tests {
     fn the_named_fallback_cleans_up() {
         let dir = scratch("named");
         let out = dir.join("out.bin");
-        let f = AtomicFile::create_named(&out, false).unwrap();
+        let f = WholeFile::create_named(&out, false).unwrap();
         f.file().write_all(b"x").unwrap();
         assert_eq!(names(&dir).len(), 1);
         drop(f);
         assert!(names(&dir).is_empty());
-        let f = AtomicFile::create_named(&out, false).unwrap();
+        let f = WholeFile::create_named(&out, false).unwrap();
         f.file().write_all(b"y").unwrap();
         f.commit().unwrap();
         assert_eq!(names(&dir), ["out.bin"]);
@@ -341,7 +342,7 @@ mod tests {
         std::fs::write(&victim, b"precious").unwrap();
         let out = dir.join("out.bin");
         std::os::unix::fs::symlink(&victim, &out).unwrap();
-        let f = AtomicFile::create(&out, false).unwrap();
+        let f = WholeFile::create(&out, false).unwrap();
         f.file().write_all(b"ids").unwrap();
         f.commit().unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
@@ -361,7 +362,7 @@ mod tests {
 
     #[test]
     fn a_missing_folder_is_an_error() {
-        let e = AtomicFile::create(Path::new("/nonexistent-bpekit/out.npy"), true)
+        let e = WholeFile::create(Path::new("/nonexistent-bpekit/out.npy"), true)
             .err()
             .unwrap();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);

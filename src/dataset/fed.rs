@@ -8,7 +8,7 @@
 //! `chain = sha256(chain, input, batch number, sha256 of the batch's documents)`.
 //! Each shard's start records the chain through the item it starts in
 //! ([`super::resume::Checkpoint::fed`]); a resumed run must come to the same value
-//! at each split's start before it writes anything past it ([`super::dataset`]). The
+//! at each split's start before it writes anything past it ([`super::writer`]). The
 //! batches are hashed under the reader's lock, in order: sha256 runs at ~1.8 GB/s,
 //! far above what the encoders take in.
 
@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::corpus::{DocBatch, Feed};
+use crate::corpus::{DocBatch, Feed, Input};
 use crate::error::Result;
+use crate::progress::Progress;
 
 /// A sha256.
 pub type Digest = [u8; 32];
@@ -133,6 +134,63 @@ impl Feed for DigestFeed {
         }
         Ok(batch)
     }
+}
+
+/// The log of the digested feeds, and their names by input number.
+pub(super) struct Fed {
+    pub(super) log: Arc<FedLog>,
+    pub(super) names: Vec<(usize, String)>,
+}
+
+/// `inputs` with the feeds of `digest` hashed as they are read into a log, and the
+/// log (none where no feed is digested): the feeds' names too, for messages.
+pub(super) fn digested(inputs: Vec<Input>, digest: &[usize]) -> (Vec<Input>, Option<Fed>) {
+    let feeds: Vec<(usize, String)> = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, input)| match input {
+            Input::Feed { name, .. } if digest.contains(&i) => Some((i, name.clone())),
+            _ => None,
+        })
+        .collect();
+    if feeds.is_empty() {
+        return (inputs, None);
+    }
+    let log = Arc::new(FedLog::default());
+    let inputs = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| match input {
+            Input::Feed { name, feed } if digest.contains(&i) => Input::Feed {
+                name,
+                feed: Box::new(DigestFeed::new(feed, i, log.clone())),
+            },
+            other => other,
+        })
+        .collect();
+    (inputs, Some(Fed { log, names: feeds }))
+}
+
+/// Reads the feeds of `inputs` numbered in `digest` to their end, for the chain that
+/// [`super::encode_dataset`] would come to over them (`None` where none is digested): how a
+/// finished dataset tells whether it was written from these documents.
+pub fn digest_feeds(
+    inputs: Vec<Input>,
+    digest: &[usize],
+    progress: &Progress,
+) -> Result<Option<Digest>> {
+    let (inputs, fed) = digested(inputs, digest);
+    let Some(fed) = fed else {
+        return Ok(None);
+    };
+    for input in inputs {
+        if let Input::Feed { mut feed, .. } = input {
+            while feed.next_batch()?.is_some() {
+                progress.check()?;
+            }
+        }
+    }
+    Ok(Some(fed.log.chain()))
 }
 
 #[cfg(test)]

@@ -1,46 +1,26 @@
-//! Files -> one `.npy` of token ids, in parallel, in memory independent of the input size.
+//! Inputs -> one `.npy` of token ids, in parallel, in memory independent of the input size.
 //!
 //! Each file is mapped and cut into document-aligned chunks (`corpus::Chunks`: before
 //! special tokens and at safe newlines, so chunks encode independently; only the
 //! bytes near each cut are read, and each cut is found when a worker asks for its
 //! chunk, so encoding starts at once).
-//! Chunks are encoded in parallel (`ordered::ordered_map`, a few chunks ahead of the
+//! Chunks are encoded in parallel (`super::ordered::ordered_map`, a few chunks ahead of the
 //! writer at most) and written in input order into a file with no name yet
-//! ([`crate::atomic::AtomicFile`]) after a placeholder header; the header gets the
+//! ([`crate::whole_file::WholeFile`]) after a placeholder header; the header gets the
 //! real length at the end and the file is put in place of the output. Each chunk's
 //! input pages are released once it is written. An error, Ctrl-C or even SIGKILL
 //! leaves no new file behind.
 
 use std::path::{Path, PathBuf};
 
-mod dataset;
-mod fed;
-mod hasher;
-mod job;
-mod npy;
-mod options;
-mod ordered;
-mod outfile;
-mod resume;
-mod shard;
-mod units;
-mod waiting;
-
+use super::job::{check_options, encode_all, is_text_file, Encoded, Sink};
+use super::npy;
+use super::options::FileOptions;
+use super::outfile::OutFile;
 use crate::corpus::{Input, StatsSummary};
-use crate::encode::encoder::Encoder;
+use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-pub use dataset::{
-    assemble_dataset, digest_feeds, encode_dataset, split_names, DatasetOptions, DatasetRun,
-    DatasetSummary,
-};
-pub use hasher::OnShard;
-use job::{check_options, encode_all, is_text_file, Encoded, Sink};
-pub use options::{FileOptions, Marks};
-use outfile::OutFile;
-pub use resume::{Checkpoint, Place, ShardStart, SplitResume};
-pub use shard::{ShardFormat, ShardInfo};
-pub use units::{encode_unit, Assembly, UnitFile};
 
 /// Encodes the text files `paths` in order into the `.npy` file `output`; returns the
 /// token count.

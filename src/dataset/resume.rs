@@ -3,7 +3,7 @@
 //! document (and its tokens already written) the shard begins with.
 //!
 //! A resumed run starts reading at the earliest of its splits' next starts
-//! ([`Resume::from`]) and each split drops what comes before its own start, so every
+//! ([`from`]) and each split drops what comes before its own start, so every
 //! split goes on exactly where its last kept shard ended and the shards come out
 //! byte-identical to an uninterrupted run's. What is read again is at most the span
 //! of input behind each split's open shard: about `shard_tokens / val_fraction`

@@ -16,7 +16,7 @@ use super::npy;
 use super::outfile::OutFile;
 use super::resume::{Checkpoint, Place, ShardStart};
 use super::waiting::Waiting;
-use crate::atomic::AtomicFile;
+use crate::whole_file::WholeFile;
 
 /// The byte layout of a shard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,7 +226,7 @@ impl Shards {
             bytes.extend_from_slice(&s.to_le_bytes());
         }
         let write_index = || -> io::Result<()> {
-            let f = AtomicFile::create(&self.root.join(&index), false)?;
+            let f = WholeFile::create(&self.root.join(&index), false)?;
             io::Write::write_all(&mut f.file(), &bytes)?;
             f.commit()
         };

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::input::Compression;
-use super::pipe::{self, Kind, PipeReader};
+use super::pipe::{self, PathKind, PipeReader};
 use crate::error::{Error, Result};
 
 /// Bytes of the file read so far (compressed), shared with the progress report.
@@ -40,7 +40,7 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// One block of a stream.
+/// One block of a compressed file or a pipe.
 pub(crate) struct Block {
     pub(crate) bytes: Vec<u8>,
     /// The offset of its first byte in the decompressed file.
@@ -49,8 +49,8 @@ pub(crate) struct Block {
     pub(crate) line: u64,
 }
 
-/// A file decompressed a block at a time.
-pub(crate) struct Stream {
+/// A compressed file or a pipe, read (and decompressed) a block at a time.
+pub(crate) struct Blocks {
     path: PathBuf,
     compression: Compression,
     reader: Box<dyn Read + Send>,
@@ -64,7 +64,7 @@ pub(crate) struct Stream {
     pipe: bool,
 }
 
-impl Stream {
+impl Blocks {
     /// Opens `path` to read it decompressed; a pipe's reads stop once `cancel` is set
     /// ([`PipeReader`]).
     pub(crate) fn open(
@@ -75,8 +75,8 @@ impl Stream {
         let (file, _, kind) = pipe::open(path)?;
         let read = ReadCount::default();
         let inner: Box<dyn Read + Send> = match kind {
-            Kind::File => Box::new(file),
-            Kind::Pipe => Box::new(PipeReader::new(file, cancel)),
+            PathKind::File => Box::new(file),
+            PathKind::Pipe => Box::new(PipeReader::new(file, cancel)),
         };
         let counted = std::io::BufReader::with_capacity(
             1 << 16,
@@ -99,7 +99,7 @@ impl Stream {
             offset: 0,
             line: 0,
             done: false,
-            pipe: kind == Kind::Pipe,
+            pipe: kind == PathKind::Pipe,
         })
     }
 
@@ -177,7 +177,7 @@ impl Stream {
         Ok(())
     }
 
-    /// Reads until `carry` holds `want` bytes or the stream ends.
+    /// Reads until `carry` holds `want` bytes or the file ends.
     fn fill(&mut self, want: usize) -> Result<()> {
         while !self.done && self.carry.len() < want {
             let len = self.carry.len();
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn blocks_of_a_zst_file_end_at_cuts_and_join_to_the_text() {
-        let dir = std::env::temp_dir().join(format!("bpekit-stream-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("bpekit-blocks-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let text: Vec<u8> = (0..3000)
             .flat_map(|i| format!("{{\"text\": \"line {i}\"}}\n").into_bytes())
@@ -333,9 +333,9 @@ mod tests {
             false => memchr::memrchr(b'\n', b).map_or(0, |i| i + 1),
         };
         for target in [1, 100, 4096, 1 << 20] {
-            let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
+            let mut blocks = Blocks::open(&path, Compression::Zstd, Default::default()).unwrap();
             let (mut joined, mut line) = (Vec::new(), 0);
-            while let Some(block) = stream.next_block(target, true, lines).unwrap() {
+            while let Some(block) = blocks.next_block(target, true, lines).unwrap() {
                 assert_eq!(block.offset, joined.len() as u64);
                 assert_eq!(block.line, line);
                 assert_eq!(block.bytes.last(), Some(&b'\n'));
@@ -343,26 +343,26 @@ mod tests {
                 joined.extend_from_slice(&block.bytes);
             }
             assert_eq!(joined, text, "{target}");
-            assert_eq!(stream.read.get(), std::fs::metadata(&path).unwrap().len());
+            assert_eq!(blocks.read.get(), std::fs::metadata(&path).unwrap().len());
         }
         // Gone on with from a line start: the blocks are the rest, their lines counted.
         let at = text.len() / 3;
         let at = at + text[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
-        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
-        stream.pass_over(at as u64, true).unwrap();
-        let block = stream.next_block(1 << 20, true, lines).unwrap().unwrap();
+        let mut blocks = Blocks::open(&path, Compression::Zstd, Default::default()).unwrap();
+        blocks.pass_over(at as u64, true).unwrap();
+        let block = blocks.next_block(1 << 20, true, lines).unwrap().unwrap();
         assert_eq!((block.offset, &block.bytes[..]), (at as u64, &text[at..]));
         assert_eq!(
             block.line,
             memchr::memchr_iter(b'\n', &text[..at]).count() as u64
         );
-        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
-        let e = stream.pass_over(text.len() as u64 + 1, true).unwrap_err();
+        let mut blocks = Blocks::open(&path, Compression::Zstd, Default::default()).unwrap();
+        let e = blocks.pass_over(text.len() as u64 + 1, true).unwrap_err();
         assert!(e.to_string().contains("was it changed?"), "{e}");
         // A damaged file names itself.
         std::fs::write(&path, b"not zstd at all").unwrap();
-        let mut stream = Stream::open(&path, Compression::Zstd, Default::default()).unwrap();
-        let e = stream
+        let mut blocks = Blocks::open(&path, Compression::Zstd, Default::default()).unwrap();
+        let e = blocks
             .next_block(10, true, lines)
             .err()
             .unwrap()

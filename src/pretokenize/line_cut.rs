@@ -1,7 +1,7 @@
 //! Line cuts: places where a text may be split in two, each part pre-tokenized on its
 //! own, with exactly the pieces of the whole text. Files are encoded and counted in
 //! chunks that end at such cuts (`corpus`), and `encode_iterable` emits what lies
-//! before one (`encode::stream`).
+//! before one (`encode::text`'s final prefix).
 //!
 //! Only the named patterns have them (a custom regex gets no line cuts). With `y` a
 //! character that is not whitespace (nor `/`, for cl100k and o200k), a newline before

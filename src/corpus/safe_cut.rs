@@ -8,7 +8,7 @@
 //! tokens `specials` when
 //!
 //! 1. an occurrence of a special token begins at `p`, or `p` is a line cut of `kind`
-//!    ([`crate::pretokenize::cuts`]), where for gpt2 a cut before a newline also asks
+//!    ([`crate::pretokenize::line_cut`]), where for gpt2 a cut before a newline also asks
 //!    that no special token may begin just after it ([`Rule::special_may_begin`]);
 //! 2. no occurrence of a special token covers `p` ([`SpecialMatcher::covers`]): then
 //!    leftmost-longest matching reaches `p` in the same state from any start, so the
@@ -26,7 +26,7 @@
 
 use std::ops::Range;
 
-use crate::pretokenize::{cuts, Kind};
+use crate::pretokenize::{line_cut, Kind};
 use crate::specials::SpecialMatcher;
 
 /// The stretch that a search reads at a time: it stops at the first window that holds
@@ -133,7 +133,7 @@ impl<'a> Rule<'a> {
         };
         let start = newlines.start;
         memchr::memchr_iter(b'\n', &self.data[newlines]).filter_map(move |i| {
-            cuts::cut_at_newline(self.data, start + i, self.kind, |x| {
+            line_cut::cut_at_newline(self.data, start + i, self.kind, |x| {
                 self.special_may_begin(x)
             })
         })

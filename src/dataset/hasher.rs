@@ -26,14 +26,14 @@ use super::shard::ShardInfo;
 /// stops the run.
 pub type OnShard = Box<dyn FnMut(&ShardInfo) -> io::Result<()> + Send>;
 
-pub(super) struct Hasher {
+pub(super) struct ShardHasher {
     sender: Option<Sender<ShardInfo>>,
     thread: Option<JoinHandle<io::Result<Vec<ShardInfo>>>>,
 }
 
-impl Hasher {
+impl ShardHasher {
     /// Starts the thread: the shards of the dataset folder `root`, sent to
-    /// [`Hasher::sender`], are hashed (unless not `hash`), reported to `on_shard` and
+    /// [`ShardHasher::sender`], are hashed (unless not `hash`), reported to `on_shard` and
     /// kept.
     pub(super) fn start(root: &Path, hash: bool, on_shard: Option<OnShard>) -> io::Result<Self> {
         let (sender, receiver) = channel();
@@ -72,7 +72,7 @@ impl Hasher {
     }
 }
 
-impl Drop for Hasher {
+impl Drop for ShardHasher {
     /// A run that fails still records the shards it finished, so a rerun keeps them.
     fn drop(&mut self) {
         let _ = self.join();

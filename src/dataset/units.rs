@@ -1,7 +1,7 @@
 //! A distributed dataset encode's two halves: a worker encodes one unit of the input
 //! (a byte range of a file, a run of row groups) into a *unit file* of its items' ids
 //! and what the dataset writer needs to know of each; the driver then replays every
-//! unit file, in input order, into the dataset writer ([`super::dataset`]), which cuts
+//! unit file, in input order, into the dataset writer ([`super::writer`]), which cuts
 //! documents, splits and shards exactly as a run that encoded the inputs itself.
 //!
 //! Why replay rather than have each worker write shards: shard boundaries, document
@@ -22,7 +22,7 @@ use super::job::{check_options, encode_all, Encoded, Sink};
 use super::options::FileOptions;
 use super::outfile::OutFile;
 use crate::corpus::{Input, StatsSummary, Tally};
-use crate::encode::encoder::Encoder;
+use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
@@ -279,7 +279,8 @@ fn read_ids(
 
 #[cfg(test)]
 mod tests {
-    use super::super::dataset::{assemble_dataset, encode_dataset, DatasetOptions, DatasetRun};
+    use super::super::options::DatasetOptions;
+    use super::super::run::{assemble_dataset, encode_dataset, DatasetRun};
     use super::super::shard::ShardFormat;
     use super::*;
     use crate::corpus::{file_ranges, Format};

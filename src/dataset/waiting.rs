@@ -53,7 +53,9 @@ impl Waiting {
         // never grows beyond it.
         let file = match &mut self.spilled {
             Some(f) => f,
-            None => self.spilled.insert(crate::atomic::scratch_file(&self.dir)?),
+            None => self
+                .spilled
+                .insert(crate::whole_file::scratch_file(&self.dir)?),
         };
         write_ids(file, &self.ids)?;
         write_ids(file, ids)?;

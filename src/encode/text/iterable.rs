@@ -1,20 +1,20 @@
 //! `encode_iterable`: text arrives in pieces of any size; ids leave as soon as no
-//! later text can change them ([`FinalCut`]), exactly as `encode` of the whole text
+//! later text can change them ([`FinalPrefix`]), exactly as `encode` of the whole text
 //! gives them. All buffers are reserved up front and reused, so iterating allocates
 //! nothing once the buffer has reached the size of the longest stretch between cuts.
 
 use std::sync::Arc;
 
-use super::cut::FinalCut;
+use super::final_prefix::FinalPrefix;
 use crate::encode::encoder::Encoder;
 use crate::encode::engine::Workspace;
 use crate::error::Result;
 use crate::specials::Specials;
 
-/// The caches of a stream: small (a 128 KB short table holding 3K pieces, 8K long
-/// pieces) and reserved once, since iterating may not allocate.
-const STREAM_SHORT_LINES: usize = 1 << 11;
-const STREAM_LONG_ENTRIES: usize = 1 << 13;
+/// The caches of an iterable's encoder: small (a 128 KB short table holding 3K
+/// pieces, 8K long pieces) and reserved once, since iterating may not allocate.
+const ITERABLE_SHORT_LINES: usize = 1 << 11;
+const ITERABLE_LONG_ENTRIES: usize = 1 << 13;
 
 pub struct StreamEncoder {
     encoder: Arc<Encoder>,
@@ -23,7 +23,7 @@ pub struct StreamEncoder {
     buf: String,
     ws: Workspace,
     out: Vec<u32>,
-    cut: FinalCut,
+    cut: FinalPrefix,
 }
 
 impl StreamEncoder {
@@ -32,12 +32,12 @@ impl StreamEncoder {
     /// An error where its fixed workspace cannot be had.
     pub fn new(encoder: Arc<Encoder>, allowed: Specials, disallowed: Specials) -> Result<Self> {
         Ok(Self {
-            cut: FinalCut::new(&encoder),
+            cut: FinalPrefix::new(&encoder),
             encoder,
             allowed,
             disallowed,
             buf: String::with_capacity(1 << 16),
-            ws: Workspace::fixed(STREAM_SHORT_LINES, STREAM_LONG_ENTRIES)?,
+            ws: Workspace::fixed(ITERABLE_SHORT_LINES, ITERABLE_LONG_ENTRIES)?,
             out: Vec::with_capacity(1 << 14),
         })
     }
@@ -69,7 +69,7 @@ impl StreamEncoder {
         self.encoder
             .encode_into(&self.buf, &self.allowed, &mut self.ws, &mut self.out)?;
         self.buf.clear();
-        self.cut = FinalCut::new(&self.encoder);
+        self.cut = FinalPrefix::new(&self.encoder);
         Ok(&self.out)
     }
 

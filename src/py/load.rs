@@ -1,0 +1,155 @@
+//! What the `Encoder` constructors take from Python: a vocabulary and merges, an HF
+//! tokenizer's pre-tokenizer steps and front (normalizers, added tokens), and the
+//! memory check made before a vocabulary is loaded.
+
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+
+use crate::encode::{AddedToken, FrontSpec, NormSpec};
+use crate::pretokenize::{Behavior, StepSpec};
+
+/// Memory a vocabulary takes to load, per token at most: its bytes and the Python
+/// objects' Rust copies, its slots in the id, pair and short-token tables, its merge
+/// (measured: o200k's 200K tokens peak at ~60 MB above the process, ~300 bytes a
+/// token), with room to spare; and the fixed tables.
+const LOAD_BYTES_PER_TOKEN: usize = 512;
+const LOAD_BYTES_FIXED: usize = 8 << 20;
+
+/// A `MemoryError` now, rather than an abort partway, where a vocabulary of
+/// `tokens` tokens cannot be loaded ([`crate::hugemem::probe`]).
+pub(crate) fn room_to_load(tokens: usize) -> PyResult<()> {
+    let bytes = tokens
+        .saturating_mul(LOAD_BYTES_PER_TOKEN)
+        .saturating_add(LOAD_BYTES_FIXED);
+    match crate::hugemem::probe(bytes) {
+        true => Ok(()),
+        false => Err(crate::Error::OutOfMemory {
+            what: "loading a vocabulary",
+            bytes,
+        }
+        .into()),
+    }
+}
+
+/// An added token as the bindings take it: `(content, id, special, single_word,
+/// lstrip, rstrip, normalized)`.
+type AddedArgs = (String, u32, bool, bool, bool, bool, bool);
+
+/// The front of an HF tokenizer as the bindings take it: normalizers, added tokens,
+/// prefix space, and the bytes each added token's id decodes to.
+pub(crate) type HfFrontArgs = (
+    Vec<(String, String, bool, String)>,
+    Vec<AddedArgs>,
+    bool,
+    Vec<(u32, Vec<u8>)>,
+);
+
+/// A vocab `[(id, bytes)]` and merges `[(bytes, bytes)]` from Python.
+pub(crate) fn vocab_and_merges(
+    vocab: &Bound<'_, PyAny>,
+    merges: &Bound<'_, PyAny>,
+) -> PyResult<VocabMerges> {
+    let vocab: Vec<(u32, PyBackedBytes)> = vocab.extract()?;
+    let merges: Vec<(PyBackedBytes, PyBackedBytes)> = merges.extract()?;
+    let vocab = vocab.into_iter().map(|(i, b)| (i, b.to_vec())).collect();
+    let merges = merges
+        .into_iter()
+        .map(|(a, b)| (a.to_vec(), b.to_vec()))
+        .collect();
+    Ok((vocab, merges))
+}
+
+pub(crate) type VocabMerges = (Vec<(u32, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>);
+
+/// Normalizers as the bindings take them, `(kind, pattern, literal, content)`.
+fn norm_specs(normalizers: Vec<(String, String, bool, String)>) -> crate::Result<Vec<NormSpec>> {
+    normalizers
+        .into_iter()
+        .map(|(kind, pattern, literal, content)| {
+            Ok(match kind.as_str() {
+                "NFC" => NormSpec::Nfc,
+                "NFD" => NormSpec::Nfd,
+                "NFKC" => NormSpec::Nfkc,
+                "NFKD" => NormSpec::Nfkd,
+                "Lowercase" => NormSpec::Lowercase,
+                "Replace" => NormSpec::Replace {
+                    pattern,
+                    literal,
+                    content,
+                },
+                "Prepend" => NormSpec::Prepend(content),
+                other => {
+                    return Err(crate::Error::invalid(format!(
+                        "unknown normalizer {other:?}"
+                    )))
+                }
+            })
+        })
+        .collect()
+}
+
+/// `text` through HF normalizers given as `Encoder.from_hf` takes them.
+#[pyfunction]
+pub(crate) fn hf_normalize(
+    normalizers: Vec<(String, String, bool, String)>,
+    text: &str,
+) -> PyResult<String> {
+    Ok(crate::encode::normalize(&norm_specs(normalizers)?, text)?)
+}
+
+/// The pre-tokenizer steps of `Encoder.from_hf`, `(kind, pattern, flag, behavior,
+/// invert)`.
+pub(crate) fn pre_steps(
+    steps: Vec<(String, String, bool, String, bool)>,
+) -> PyResult<Vec<StepSpec>> {
+    let steps = steps
+        .into_iter()
+        .map(|(kind, pattern, flag, behavior, invert)| {
+            Ok(match kind.as_str() {
+                "split" => StepSpec::Split {
+                    pattern,
+                    literal: flag,
+                    behavior: Behavior::parse(&behavior)?,
+                    invert,
+                },
+                "digits" => StepSpec::Digits { individual: flag },
+                "bytelevel" => StepSpec::ByteLevel { use_regex: flag },
+                other => {
+                    return Err(crate::Error::invalid(format!(
+                        "unknown pre-tokenizer step {other:?}"
+                    )))
+                }
+            })
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    Ok(steps)
+}
+
+/// The bytes each added token's id decodes to.
+type Decoded = Vec<(u32, Vec<u8>)>;
+
+/// The front of `Encoder.from_hf`, and the bytes each added token's id decodes to.
+pub(crate) fn front_spec(front: HfFrontArgs) -> PyResult<(FrontSpec, Decoded)> {
+    let (normalizers, added, prefix_space, decode) = front;
+    let normalizers = norm_specs(normalizers)?;
+    let added = added
+        .into_iter()
+        .map(
+            |(content, id, special, single_word, lstrip, rstrip, normalized)| AddedToken {
+                content,
+                id,
+                special,
+                single_word,
+                lstrip,
+                rstrip,
+                normalized,
+            },
+        )
+        .collect();
+    let spec = FrontSpec {
+        normalizers,
+        added,
+        prefix_space,
+    };
+    Ok((spec, decode))
+}
