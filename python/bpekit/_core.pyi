@@ -2,16 +2,39 @@
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
+__all__ = [
+    "CL100K_PATTERN",
+    "GPT2_PATTERN",
+    "LLAMA3_PATTERN",
+    "O200K_PATTERN",
+    "UNICODE_VERSION",
+    "Encoder",
+    "StreamEncoder",
+    "WordCounts",
+    "__version__",
+    "_char_classes",
+    "_time_pretokenize",
+    "count_pretokens",
+    "feeds_sha256",
+    "file_ranges",
+    "hf_normalize",
+    "pretokenize",
+    "pretokenizer_engine",
+    "scanner_kernel",
+    "train_from_counts",
+]
+
 __version__: str
 GPT2_PATTERN: str
 CL100K_PATTERN: str
 O200K_PATTERN: str
+LLAMA3_PATTERN: str
 UNICODE_VERSION: str
 
 _Progress = Callable[[int, int], object] | None
@@ -19,7 +42,7 @@ _Progress = Callable[[int, int], object] | None
 # A batch of an Arrow string column: its UTF-8 data (any buffer), n + 1 offsets into it
 # (int32 or int64, C-contiguous), the row group (None outside Parquet) and the number
 # of its first row.
-ArrowBatch = tuple[Buffer, npt.NDArray[np.int32] | npt.NDArray[np.int64], int | None, int]
+_ArrowBatch = tuple[Buffer, npt.NDArray[np.int32] | npt.NDArray[np.int64], int | None, int]
 
 # The inputs of count_pretokens and Encoder.encode_files, read in order: a text file
 # (.gz / .zst by suffix), JSON lines with the dotted path of the text field, documents
@@ -27,16 +50,16 @@ ArrowBatch = tuple[Buffer, npt.NDArray[np.int32] | npt.NDArray[np.int64], int | 
 # last two is how messages name them. A plain file's (start, end) byte range, when
 # given, is the part read (a unit of a distributed job, planned by file_ranges).
 _Range = tuple[int, int] | None
-Source = (
+_Source = (
     tuple[Literal["text"], str]
     | tuple[Literal["text"], str, _Range]
     | tuple[Literal["jsonl"], str, str]
     | tuple[Literal["jsonl"], str, str, _Range]
     | tuple[Literal["str"], str, Iterator[str]]
-    | tuple[Literal["arrow"], str, Iterator[ArrowBatch]]
+    | tuple[Literal["arrow"], str, Iterator[_ArrowBatch]]
 )
 
-class Stats(TypedDict):
+class _Stats(TypedDict):
     documents: int  # record documents read, + 1 per text file
     skipped: int  # bad records skipped (bad_records="skip")
     skipped_examples: list[str]  # the first 5 skip messages
@@ -49,12 +72,92 @@ def hf_normalize(normalizers: Sequence[tuple[str, str, bool, str]], text: str) -
 def _char_classes(start: int = 0, stop: int = 0x110000) -> bytes: ...
 def _time_pretokenize(data: bytes, pattern: str = "gpt2", repeat: int = 3) -> tuple[int, float]: ...
 
+class _ReadOptions(Protocol):
+    """What the core reads of ``bpekit.options.ReadOptions``."""
+
+    @property
+    def special_in_text(self) -> str | None: ...
+    @property
+    def bad_records(self) -> str: ...
+    @property
+    def errors(self) -> str: ...
+
+class _RunOptions(Protocol):
+    """What the core reads of ``bpekit.options.RunOptions``."""
+
+    @property
+    def num_threads(self) -> int | None: ...
+    @property
+    def chunk_size(self) -> int: ...
+
+class _Layout(Protocol):
+    """What the core reads of ``bpekit.dataset.Layout``, its dtype resolved."""
+
+    @property
+    def shard_tokens(self) -> int: ...
+    @property
+    def shard_format(self) -> str: ...
+    @property
+    def val_fraction(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def dtype(self) -> object: ...  # "uint16" or "uint32"; another is a ValueError
+    @property
+    def checksums(self) -> bool: ...
+
+class _Framing(Protocol):
+    """What the core reads of ``bpekit.dataset.job.Framing``: the ids of the marks."""
+
+    @property
+    def record_bos(self) -> int | None: ...
+    @property
+    def record_eos(self) -> int | None: ...
+    @property
+    def file_bos(self) -> int | None: ...
+    @property
+    def file_eos(self) -> int | None: ...
+    @property
+    def after_each_file(self) -> int | None: ...
+
+class _Job(Protocol):
+    """What the core reads of ``bpekit.dataset.job.Job``: a file or dataset encode's
+    options; ``digest``: the inputs (feeds) whose documents a dataset run hashes."""
+
+    @property
+    def read(self) -> _ReadOptions: ...
+    @property
+    def run(self) -> _RunOptions: ...
+    @property
+    def layout(self) -> _Layout: ...
+    @property
+    def framing(self) -> _Framing: ...
+    @property
+    def digest(self) -> Sequence[int]: ...
+
+class _UnitFiles(Protocol):
+    """What the core reads of ``bpekit.distributed.dataset.UnitFiles``."""
+
+    @property
+    def units(self) -> Iterable[tuple[str, int]]: ...
+    @property
+    def is_text(self) -> Sequence[bool]: ...
+    @property
+    def size(self) -> int: ...
+
+@final
 class WordCounts:
-    def __init__(self, counts: Iterable[tuple[bytes, int]] | None = None, pattern: str = "gpt2") -> None: ...
+    # What the run that counted them read (_Stats, and keys the API adds); None for
+    # counts made, loaded, added or updated.
+    stats: dict[str, Any] | None
+    def __new__(
+        cls, counts: Iterable[tuple[bytes, int]] | None = None, pattern: str = "gpt2"
+    ) -> WordCounts: ...
     def __len__(self) -> int: ...
-    def __contains__(self, word: bytes) -> bool: ...
-    def __getitem__(self, word: bytes) -> int: ...
-    def __add__(self, other: WordCounts) -> WordCounts: ...
+    def __contains__(self, word: bytes, /) -> bool: ...
+    def __getitem__(self, word: bytes, /) -> int: ...
+    def __add__(self, other: WordCounts, /) -> WordCounts: ...
+    def __radd__(self, other: WordCounts, /) -> WordCounts: ...
     @property
     def total(self) -> int: ...
     @property
@@ -67,34 +170,35 @@ class WordCounts:
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> WordCounts: ...
-    def __reduce__(self) -> tuple[Callable[[bytes], WordCounts], tuple[bytes]]: ...
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[[bytes, dict[str, Any] | None], WordCounts], tuple[bytes, dict[str, Any] | None]]: ...
     @staticmethod
-    def _from_bytes(data: bytes) -> WordCounts: ...
+    def _from_bytes(data: bytes, stats: dict[str, Any] | None = None) -> WordCounts: ...
     def _to_bytes(self) -> bytes: ...
     def _add_bytes(self, data: bytes) -> None: ...
 
 def count_pretokens(
-    inputs: list[Source],
+    inputs: list[_Source],
     special_tokens: list[str],
+    read: _ReadOptions,
+    run: _RunOptions,
     pattern: str = "gpt2",
-    num_threads: int | None = None,
-    chunk_size: int = 0,
-    errors: str = "strict",
     progress: _Progress = None,
-    special_in_text: Literal["special", "text", "error"] | None = None,
-    bad_records: Literal["error", "skip"] = "error",
-) -> tuple[WordCounts, Stats]: ...
-def feeds_sha256(inputs: list[Source], digest: list[int], progress: _Progress = None) -> str | None:
+) -> WordCounts:
+    """The counts, their ``stats`` (a ``_Stats``) set to what was read."""
+
+def feeds_sha256(inputs: list[_Source], digest: list[int], progress: _Progress = None) -> str | None:
     """The chain ``Encoder.encode_dataset`` comes to over the documents of the inputs
     numbered in ``digest``, read to their end (None where none is)."""
 
 def file_ranges(
     path: str | PathLike[str],
-    format: Literal["text", "jsonl"],
+    format: str,  # "text" or "jsonl"; another is a ValueError
     target: int,
     special_tokens: list[str],
     pattern: str = "gpt2",
-    special_in_text: Literal["special", "text", "error"] | None = None,
+    special_in_text: str | None = None,  # as ReadOptions.special_in_text
 ) -> list[tuple[int, int]]: ...
 def train_from_counts(
     counts: WordCounts,
@@ -104,6 +208,7 @@ def train_from_counts(
     num_threads: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]: ...
 
+@final
 class StreamEncoder:
     """Incremental encoder behind ``Tokenizer.encode_iterable``."""
 
@@ -112,6 +217,7 @@ class StreamEncoder:
     @property
     def pending(self) -> int: ...
 
+@final
 class Encoder:
     """Native byte-level BPE encoder; ``bpekit.Tokenizer`` wraps it.
 
@@ -194,102 +300,54 @@ class Encoder:
     def cut_rule(self) -> tuple[str, list[str]]: ...
     def stream(self, allowed: list[str] | None = None, disallowed: list[str] = ...) -> StreamEncoder: ...
     def encode_files(
-        self,
-        inputs: list[Source],
-        output: str,
-        dtype_bytes: int,
-        num_threads: int | None = None,
-        errors: str = "strict",
-        chunk_size: int = 0,
-        progress: _Progress = None,
-        after_each_file: int | None = None,
-        special_in_text: Literal["special", "text", "error"] | None = None,
-        bad_records: Literal["error", "skip"] = "error",
-        record_bos: int | None = None,
-        record_eos: int | None = None,
-        file_bos: int | None = None,
-        file_eos: int | None = None,
-    ) -> tuple[int, int, Stats]:
-        """Returns the tokens written, the text bytes read and the stats."""
+        self, inputs: list[_Source], output: str, job: _Job, progress: _Progress = None
+    ) -> tuple[int, int, _Stats]:
+        """Encodes the documents of ``inputs`` into the ``.npy`` ``output`` as ``job``
+        says (of its layout, the dtype only); returns the tokens written, the text
+        bytes read and the stats."""
     def fingerprint(self) -> str:
         """The sha256 (hex) of the pattern, special tokens, tokens by id and (where they
         are not ranks) merges: one fingerprint, the same ids."""
     def encode_dataset(
         self,
-        inputs: list[Source],
+        inputs: list[_Source],
         out_dir: str,
-        dtype_bytes: int,
-        format: Literal["npy", "bin", "llmc"] = "npy",
-        shard_tokens: int = 268435456,
-        val_fraction: float = 0.0,
-        seed: int = 0,
-        num_threads: int | None = None,
-        errors: str = "strict",
-        chunk_size: int = 0,
-        progress: _Progress = None,
-        after_each_file: int | None = None,
-        special_in_text: Literal["special", "text", "error"] | None = None,
-        bad_records: Literal["error", "skip"] = "error",
-        record_bos: int | None = None,
-        record_eos: int | None = None,
-        file_bos: int | None = None,
-        file_eos: int | None = None,
+        job: _Job,
         resume: list[tuple[int, dict[str, Any] | None]] | None = None,
         on_shard: Callable[[str, dict[str, Any]], None] | None = None,
-        checksums: bool = True,
-        digest: list[int] = ...,
+        progress: _Progress = None,
     ) -> dict[str, Any]:
         """Writes the shards and their indexes into ``out_dir/train`` (and ``val``);
         ``on_shard(split, shard)`` is called (from another thread) as each shard is
         finished and hashed, each shard ``{"file", "index", "tokens", "documents",
         "continues", "first_document", "inputs", "sources", "size", "sha256", "index_sha256",
         "next"}`` (``next``: where the shard after it starts, to go on from; the
-        sha256 are None without ``checksums``). With
+        sha256 are None without ``job.layout.checksums``). With
         ``resume`` (``(kept, next)`` a split each) the run goes on after ``kept``
-        shards of an earlier one. ``digest``: the inputs (feeds) whose documents are
-        hashed, in one chain (``next["fed_sha256"]``: the chain up to there, which a
+        shards of an earlier one. ``job.digest``: the inputs (feeds) whose documents
+        are hashed, in one chain (``next["fed_sha256"]``: the chain up to there, which a
         run going on from there must come to, else a ValueError). Returns
         ``{"shards": [shard + "split", ...], "documents", "stats", "fed_sha256"}``: this
         run's shards, the whole dataset's counts and the feeds' chain (None without
-        ``digest``). The manifest is Python's."""
+        ``job.digest``). The manifest is Python's."""
     def encode_unit(
-        self,
-        inputs: list[Source],
-        output: str,
-        dtype_bytes: int,
-        num_threads: int | None = None,
-        errors: str = "strict",
-        chunk_size: int = 0,
-        progress: _Progress = None,
-        special_in_text: Literal["special", "text", "error"] | None = None,
-        bad_records: Literal["error", "skip"] = "error",
-        record_bos: int | None = None,
-        record_eos: int | None = None,
+        self, inputs: list[_Source], output: str, job: _Job, progress: _Progress = None
     ) -> tuple[int, int, dict[str, Any]]:
         """Encodes one unit of a distributed dataset encode into the unit file
-        ``output`` (its items' ids, for ``assemble_dataset``); returns the tokens, the
-        text bytes read and the stats."""
+        ``output`` (its items' ids, with the records' marks of ``job``, for
+        ``assemble_dataset``); returns the tokens, the text bytes read and the stats."""
     def assemble_dataset(
         self,
-        units: Iterable[tuple[str, int]],
-        is_text: list[bool],
+        assembly: _UnitFiles,
         out_dir: str,
-        dtype_bytes: int,
-        format: Literal["npy", "bin", "llmc"] = "npy",
-        shard_tokens: int = 268435456,
-        val_fraction: float = 0.0,
-        seed: int = 0,
-        progress: _Progress = None,
-        after_each_file: int | None = None,
-        file_bos: int | None = None,
-        file_eos: int | None = None,
+        job: _Job,
         on_shard: Callable[[str, dict[str, Any]], None] | None = None,
-        checksums: bool = True,
-        size: int = 0,
+        progress: _Progress = None,
     ) -> dict[str, Any]:
-        """Writes ``out_dir``'s shards from the unit files ``units`` (``(path, first
-        input)``, in input order, each taken when its file is ready: ``next`` may
-        wait) as ``encode_dataset`` writes them from the inputs they were encoded
-        from; ``is_text``: whether each input is a text file; ``size``: the unit
-        files' bytes, for progress (0: not known). Returns what ``encode_dataset``
+        """Writes ``out_dir``'s shards from the unit files of ``assembly`` (its
+        ``units``, ``(path, first input)`` in input order, each taken when its file is
+        ready: ``next`` may wait; ``is_text``: whether each input is a text file;
+        ``size``: the unit files' bytes, for progress, 0: not known) as
+        ``encode_dataset`` writes them from the inputs they were encoded from, with the
+        layout and the files' marks of ``job``. Returns what ``encode_dataset``
         returns."""

@@ -55,11 +55,22 @@ from pathlib import Path
 from typing import Any
 
 from bpekit._paths import PathArg, fspath
+from bpekit.options import (
+    BAD_RECORDS,
+    FORMATS,
+    SPECIAL_IN_TEXT,
+    ReadOptions,
+    check_bad_records,
+    check_format,
+    check_special_in_text,
+    check_text_field,
+)
 
 __all__ = [
     "BAD_RECORDS",
     "FORMATS",
     "SPECIAL_IN_TEXT",
+    "SkippedRecordsWarning",
     "Sources",
     "check_bad_records",
     "check_format",
@@ -72,74 +83,10 @@ __all__ = [
     "warn_skipped",
 ]
 
-FORMATS = ("text", "jsonl", "parquet")
-SPECIAL_IN_TEXT = ("special", "text", "error")
-BAD_RECORDS = ("error", "skip")
-
 _BY_EXTENSION = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 _COMPRESSED = (".gz", ".zst")
 _GLOB_CHARS = frozenset("*?[")
 _END = object()  # what next() gives for an iterable with no item
-
-
-# --- options, checked before any work -------------------------------------------------
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...], none: str | None = None) -> Any:
-    """``value`` if it is one of ``allowed`` (or None where ``none`` says what None means)."""
-    if (isinstance(value, str) and value in allowed) or (value is None and none is not None):
-        return value
-    names = [f'"{a}"' for a in allowed] + ([f"None ({none})"] if none else [])
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
-    message = f"{name} must be {', '.join(names[:-1])} or {names[-1]}, not {shown}"
-    raise (ValueError if isinstance(value, str) else TypeError)(message)
-
-
-def check_format(format: Any) -> str | None:
-    """``format=``: how every input file is read, or None for by its extension.
-
-    >>> check_format("csv")
-    Traceback (most recent call last):
-    ...
-    ValueError: format must be "text", "jsonl", "parquet" or None (by extension), not "csv"
-    """
-    return _choice("format", format, FORMATS, "by extension")
-
-
-def check_special_in_text(special_in_text: Any) -> str | None:
-    """``special_in_text=``: what a special token's text inside a document is.
-
-    >>> check_special_in_text("ignore")
-    Traceback (most recent call last):
-    ...
-    ValueError: special_in_text must be "special", "text", "error" or None (special in text files, \
-text in records), not "ignore"
-    """
-    return _choice(
-        "special_in_text", special_in_text, SPECIAL_IN_TEXT, "special in text files, text in records"
-    )
-
-
-def check_bad_records(bad_records: Any) -> str:
-    """``bad_records=``: ``"error"`` stops at the first bad record, ``"skip"`` counts it."""
-    return _choice("bad_records", bad_records, BAD_RECORDS)
-
-
-def check_text_field(text_field: Any) -> str:
-    """``text_field=``: a field name, or a dotted path into nested objects (``"meta.body"``).
-
-    >>> check_text_field("meta..body")
-    Traceback (most recent call last):
-    ...
-    ValueError: text_field 'meta..body' has an empty part; give a field name or a dotted path ('meta.body')
-    """
-    if not isinstance(text_field, str):
-        raise TypeError(f"text_field must be a str (a field name or a dotted path), not {text_field!r}")
-    if not all(text_field.split(".")):
-        raise ValueError(
-            f"text_field {text_field!r} has an empty part; give a field name or a dotted path ('meta.body')"
-        )
-    return text_field
 
 
 def file_format(path: Path, format: str | None) -> str:
@@ -197,13 +144,19 @@ was read; fix the records, or how they are read (text_field=, format=)
         )
 
 
+class SkippedRecordsWarning(UserWarning):
+    """Bad records were skipped (``bad_records="skip"``): how many, and the first."""
+
+
 def warn_skipped(stats: Mapping[str, Any], stacklevel: int = 3) -> None:
     """A warning with the number of bad records skipped and the first one, if any were."""
     n = stats.get("skipped", 0)
     if n:
         first = (stats.get("skipped_examples") or ["?"])[0]
         warnings.warn(
-            f"skipped {n:,} bad record(s) (bad_records='skip'); the first: {first}", stacklevel=stacklevel
+            f"skipped {n:,} bad record(s) (bad_records='skip'); the first: {first}",
+            SkippedRecordsWarning,
+            stacklevel=stacklevel,
         )
 
 
@@ -211,25 +164,32 @@ def warn_skipped(stats: Mapping[str, Any], stacklevel: int = 3) -> None:
 
 
 def resolve(
-    inputs: Any, *, format: str | None = None, text_field: str = "text", bad_records: str = "error"
+    inputs: Any,
+    read: ReadOptions | None = None,
+    *,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    bad_records: str = ReadOptions.bad_records,
 ) -> Sources:
-    """``inputs`` (see the module's doc) as ``Sources``; the options are checked here.
+    """``inputs`` (see the module's doc) as ``Sources``, read as ``read`` says (the
+    jobs pass theirs), or the keywords, which are checked here.
 
     Raises ``FileNotFoundError`` naming a path that does not exist or a pattern that
     matches nothing, ``TypeError`` for what is no input at all, and ``ValueError`` for a
     Parquet file or dataset without the column ``text_field`` (naming the columns it has).
     """
-    format = check_format(format)
-    text_field = check_text_field(text_field)
-    bad_records = check_bad_records(bad_records)
+    keywords = ReadOptions(format=format, text_field=text_field, bad_records=bad_records)
+    if read is not None and keywords != ReadOptions():
+        raise TypeError("give read= or the keywords format=, text_field=, bad_records=, not both")
+    read = keywords if read is None else read
     out = Sources([])
     in_list = isinstance(inputs, list | tuple)
     for item in _items(inputs):
         if _is_path(item):
             for path in _paths(item, in_list):
-                _add_file(out, path, format, text_field, bad_records)
+                _add_file(out, path, read)
         else:
-            _add_iterable(out, item, format, text_field, bad_records)
+            _add_iterable(out, item, read)
     if not out.sources:
         raise ValueError("no inputs given")
     return out
@@ -447,8 +407,8 @@ def _unreadable(path: Path, e: OSError, in_list: bool) -> OSError:
     return error
 
 
-def _add_file(out: Sources, path: Path, format: str | None, text_field: str, bad_records: str) -> None:
-    fmt = file_format(path, format)
+def _add_file(out: Sources, path: Path, read: ReadOptions) -> None:
+    fmt = file_format(path, read.format)
     out.files += 1
     if fmt == "text":
         out.text_files = True
@@ -456,26 +416,26 @@ def _add_file(out: Sources, path: Path, format: str | None, text_field: str, bad
         return
     out.records = True
     if fmt == "jsonl":
-        out.sources.append(("jsonl", str(path), text_field))
+        out.sources.append(("jsonl", str(path), read.text_field))
     else:
         from bpekit import _arrow
 
-        out.sources.append(_arrow.parquet_source(path, text_field, bad_records))
+        out.sources.append(_arrow.parquet_source(path, read.text_field, read.bad_records))
 
 
-def _add_iterable(out: Sources, item: Any, format: str | None, text_field: str, bad_records: str) -> None:
+def _add_iterable(out: Sources, item: Any, read: ReadOptions) -> None:
     if _hf_kind(item) is not None:
         from bpekit import _arrow
 
         out.records = True
-        out.sources.append(_arrow.dataset_source(item, text_field, bad_records))
+        out.sources.append(_arrow.dataset_source(item, read.text_field, read.bad_records))
         return
     items: Iterator[Any] = iter(item)
     first = next(items, _END)
     if isinstance(first, os.PathLike):  # Path("d").glob("*.txt"): paths, as before
         for path_item in itertools.chain([first], items):
             for path in _paths(path_item, True):
-                _add_file(out, path, format, text_field, bad_records)
+                _add_file(out, path, read)
         return
     out.records = True
     documents = items if first is _END else itertools.chain([first], items)

@@ -17,22 +17,25 @@ b'<|endoftext|>'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+import functools
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ParamSpec
 
 from bpekit import _core
 from bpekit._core import WordCounts
 from bpekit._paths import PathArg
 from bpekit._progress import progress_bar
-from bpekit._threads import check_num_threads
-from bpekit._utf8 import check_errors
-from bpekit.sources import check_some_read, check_special_in_text, resolve, warn_skipped
+from bpekit.options import ReadOptions, RunOptions
+from bpekit.sources import SkippedRecordsWarning, check_some_read, resolve, warn_skipped
 
 __all__ = ["WordCounts", "count_pretokens", "count_with_stats", "train_bpe", "train_from_counts"]
 
 # A path, a list of paths and sources, a dataset or an iterable of documents: see
 # ``bpekit.sources``.
 Inputs = PathArg | Iterable[Any]
+
+_P = ParamSpec("_P")
 
 
 def _check_special_tokens(special_tokens: Sequence[str] | None) -> list[str]:
@@ -52,14 +55,14 @@ def count_pretokens(
     special_tokens: Sequence[str] | None = None,
     *,
     pattern: str = "gpt2",
-    num_threads: int | None = None,
-    chunk_size: int = 0,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
+    num_threads: int | None = RunOptions.num_threads,
+    chunk_size: int = RunOptions.chunk_size,
+    errors: str = ReadOptions.errors,
+    progress: bool = RunOptions.progress,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    special_in_text: str | None = ReadOptions.special_in_text,
+    bad_records: str = ReadOptions.bad_records,
 ) -> WordCounts:
     """Counts the pre-tokens of the inputs (split on every special token first).
 
@@ -82,73 +85,83 @@ def count_pretokens(
     ``errors`` is how invalid UTF-8 is handled: ``"strict"`` (an error naming the file
     and byte offset; a bad record in records), ``"replace"`` or ``"ignore"``, as in
     ``bytes.decode``. ``num_threads`` defaults to all cores; ``chunk_size`` (bytes,
-    0 = automatic) only changes how work is split, never the result.
+    0 = automatic) only changes how work is split, never the result (``bpekit.options``
+    says each option once).
+
+    The counts' ``stats`` say what was read: ``{"documents", "skipped",
+    "skipped_examples", "bytes", "files"}`` (``bytes``: of text, a compressed file's
+    decompressed, a record's text alone).
 
     >>> import tempfile, pathlib, json
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "docs.jsonl"
     >>> _ = path.write_text(json.dumps({"text": "low lower"}) + "\\n" + json.dumps({"text": "low"}))
-    >>> count_pretokens(path).most_common(2)
+    >>> counts = count_pretokens(path)
+    >>> counts.most_common(2)
     [(b'low', 2), (b' lower', 1)]
-    >>> count_pretokens(iter(["low lower", "low"])) == count_pretokens(path)
+    >>> counts.stats["documents"], counts.stats["bytes"]
+    (2, 12)
+    >>> count_pretokens(iter(["low lower", "low"])) == counts
     True
     """
-    counts, stats = count_with_stats(
-        paths,
-        special_tokens,
-        pattern=pattern,
-        num_threads=num_threads,
-        chunk_size=chunk_size,
-        errors=errors,
-        progress=progress,
+    read = ReadOptions(
         format=format,
         text_field=text_field,
         special_in_text=special_in_text,
         bad_records=bad_records,
+        errors=errors,
     )
-    warn_skipped(stats)
+    run = RunOptions(num_threads=num_threads, chunk_size=chunk_size, progress=progress)
+    counts = count_inputs(paths, special_tokens, pattern=pattern, read=read, run=run)
+    warn_skipped(counts.stats or {})
     return counts
 
 
-def count_with_stats(
-    paths: Inputs,
-    special_tokens: Sequence[str] | None = None,
+def count_inputs(
+    inputs: Inputs,
+    special_tokens: Sequence[str] | None,
     *,
-    pattern: str = "gpt2",
-    num_threads: int | None = None,
-    chunk_size: int = 0,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
-) -> tuple[WordCounts, dict[str, Any]]:
-    """``count_pretokens``, also returning what was read: ``{"documents", "skipped",
-    "skipped_examples", "bytes", "files"}`` (no warning for skipped records: the
-    command line's summary says it)."""
-    errors = check_errors(errors)
-    special_in_text = check_special_in_text(special_in_text)
+    pattern: str,
+    read: ReadOptions,
+    run: RunOptions,
+) -> WordCounts:
+    """``count_pretokens`` with its options as the objects of ``bpekit.options`` (what
+    the command line builds from its flags), and no warning for skipped records: the
+    caller reports the result's ``stats``."""
     specials = _check_special_tokens(special_tokens)
-    num_threads = check_num_threads(num_threads)
-    if chunk_size < 0:
-        raise ValueError(f"chunk_size must be 0 (automatic) or a positive number of bytes, got {chunk_size}")
-    inputs = resolve(paths, format=format, text_field=text_field, bad_records=bad_records)
-    with progress_bar(progress, "counting", "bytes") as bar:
-        counts, native = _core.count_pretokens(
-            inputs.sources,
-            specials,
-            pattern=pattern,
-            num_threads=num_threads,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=bar,
-            special_in_text=special_in_text,
-            bad_records=bad_records,
+    inputs_read = resolve(inputs, read)
+    with progress_bar(run.progress, "counting", "bytes") as bar:
+        counts = _core.count_pretokens(
+            inputs_read.sources, specials, read, run, pattern=pattern, progress=bar
         )
-    stats = dict(native)
+    stats = counts.stats
+    assert stats is not None  # the core sets what a run read
     check_some_read(stats)  # before a vocabulary is trained from no text
-    stats["files"] = inputs.files
-    return counts, stats
+    stats["files"] = inputs_read.files
+    return counts
+
+
+def returning_stats(
+    count: Callable[_P, WordCounts],
+) -> Callable[_P, tuple[WordCounts, dict[str, Any]]]:
+    """``count``, returning ``(counts, counts.stats)`` and warning of no skipped record
+    (the stats say them)."""
+
+    @functools.wraps(count)
+    def with_stats(*args: _P.args, **kwargs: _P.kwargs) -> tuple[WordCounts, dict[str, Any]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SkippedRecordsWarning)
+            counts = count(*args, **kwargs)
+        return counts, counts.stats or {}
+
+    with_stats.__doc__ = (
+        f"Deprecated: ``{count.__name__}(...)``, whose result carries ``.stats``; returns "
+        "``(counts, counts.stats)`` and warns of no skipped record."
+    )
+    return with_stats
+
+
+# Deprecated: count_pretokens, whose counts carry their stats; kept so that code calling it runs.
+count_with_stats = returning_stats(count_pretokens)
 
 
 # The most tokens bpekit's encoder holds (ids are 21 bits in its pair table).
@@ -182,8 +195,8 @@ def train_from_counts(
     vocab_size: int,
     special_tokens: Sequence[str] | None = None,
     *,
-    progress: bool = False,
-    num_threads: int | None = None,
+    progress: bool = RunOptions.progress,
+    num_threads: int | None = RunOptions.num_threads,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Runs the merge loop on ``counts``.
 
@@ -197,10 +210,10 @@ def train_from_counts(
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
-    num_threads = check_num_threads(num_threads)
-    with progress_bar(progress, "merging", "merges") as bar:
+    run = RunOptions(num_threads=num_threads, progress=progress)
+    with progress_bar(run.progress, "merging", "merges") as bar:
         vocab, merges = _core.train_from_counts(
-            counts, vocab_size, specials, progress=bar, num_threads=num_threads
+            counts, vocab_size, specials, progress=bar, num_threads=run.num_threads
         )
     return vocab, merges
 
@@ -211,14 +224,14 @@ def train_bpe(
     special_tokens: Sequence[str] | None = None,
     *,
     pattern: str = "gpt2",
-    num_threads: int | None = None,
-    chunk_size: int = 0,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
+    num_threads: int | None = RunOptions.num_threads,
+    chunk_size: int = RunOptions.chunk_size,
+    errors: str = ReadOptions.errors,
+    progress: bool = RunOptions.progress,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    special_in_text: str | None = ReadOptions.special_in_text,
+    bad_records: str = ReadOptions.bad_records,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Trains a byte-level BPE vocabulary on files, with CS336 semantics.
 
@@ -234,17 +247,14 @@ def train_bpe(
     """
     specials = _check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, specials)
-    counts = count_pretokens(
-        input_path,
-        specials,
-        pattern=pattern,
-        num_threads=num_threads,
-        chunk_size=chunk_size,
-        errors=errors,
-        progress=progress,
+    read = ReadOptions(
         format=format,
         text_field=text_field,
         special_in_text=special_in_text,
         bad_records=bad_records,
+        errors=errors,
     )
-    return train_from_counts(counts, vocab_size, specials, progress=progress, num_threads=num_threads)
+    run = RunOptions(num_threads=num_threads, chunk_size=chunk_size, progress=progress)
+    counts = count_inputs(input_path, specials, pattern=pattern, read=read, run=run)
+    warn_skipped(counts.stats or {})
+    return train_from_counts(counts, vocab_size, specials, progress=run.progress, num_threads=run.num_threads)

@@ -15,43 +15,33 @@ folder that every worker can reach: a rerun after the driver died (or was stoppe
 keeps the units done, by name, size and sha256, and counts only the rest.
 
 >>> import tempfile, pathlib
+>>> from bpekit import training
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
 >>> _ = path.write_text("low low lower<|endoftext|>newest" * 50)
 >>> counts = count_pretokens(path, ["<|endoftext|>"], backend="local", workers=2, unit_bytes=256)
->>> counts == bpekit.count_pretokens(path, ["<|endoftext|>"])
+>>> counts == training.count_pretokens(path, ["<|endoftext|>"])
 True
+>>> counts.stats["units"]
+7
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import bpekit
-from bpekit import training
+from bpekit import _core, training
+from bpekit._lock import FolderLock
 from bpekit._progress import ProgressBar
-from bpekit._utf8 import check_errors
 from bpekit.distributed.backends import Backend, open_backend
 from bpekit.distributed.dataset import encode_dataset
-from bpekit.distributed.plan import DEFAULT_UNIT_BYTES, Plan, plan_units
-from bpekit.distributed.work import (
-    CountSpec,
-    UnitCounts,
-    count_unit,
-    holding_work_dir,
-    kept_unit,
-    resume_units,
-    unit_files,
-)
-from bpekit.sources import (
-    check_bad_records,
-    check_some_read,
-    check_special_in_text,
-    check_text_field,
-    warn_skipped,
-)
+from bpekit.distributed.plan import Plan, plan_units
+from bpekit.distributed.work import CountSpec, UnitCounts, count_unit, kept_unit, resume_units, unit_files
+from bpekit.options import DistributedOptions, ReadOptions, RunOptions
+from bpekit.sources import check_some_read, warn_skipped
 
 __all__ = ["count_pretokens", "count_with_stats", "encode_dataset", "train_bpe"]
 
@@ -62,102 +52,110 @@ def count_pretokens(
     inputs: Any,
     special_tokens: Sequence[str] | None = None,
     *,
-    address: str | None = None,
-    backend: str = "ray",
-    workers: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    address: str | None = DistributedOptions.address,
+    backend: str = DistributedOptions.backend,
+    workers: int | None = DistributedOptions.workers,
+    work_dir: str | os.PathLike[str] | None = DistributedOptions.work_dir,
+    unit_bytes: int = DistributedOptions.unit_bytes,
     pattern: str = "gpt2",
     num_threads: int = 1,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
+    errors: str = ReadOptions.errors,
+    progress: bool = RunOptions.progress,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    special_in_text: str | None = ReadOptions.special_in_text,
+    bad_records: str = ReadOptions.bad_records,
     _crash_once: tuple[int, str] | None = None,
 ) -> WordCounts:
     """``bpekit.count_pretokens`` of files, counted in units of about ``unit_bytes`` by
     the workers of ``backend`` (see the module's doc); the same counts, byte for byte
     once saved. ``num_threads`` is each task's threads (Ray gives each task one CPU);
-    ``workers`` is the local pool's processes, or the CPUs of a Ray started here."""
-    counts, stats = count_with_stats(
-        inputs,
-        special_tokens,
-        address=address,
-        backend=backend,
-        workers=workers,
-        work_dir=work_dir,
-        unit_bytes=unit_bytes,
-        pattern=pattern,
-        num_threads=num_threads,
-        errors=errors,
-        progress=progress,
+    ``workers`` is the local pool's processes, or the CPUs of a Ray started here. The
+    counts' ``stats`` are ``bpekit.count_pretokens``'s, with ``"units"`` (how many) and
+    ``"kept"`` (units a rerun found done in ``work_dir``)."""
+    read = ReadOptions(
         format=format,
         text_field=text_field,
         special_in_text=special_in_text,
         bad_records=bad_records,
-        _crash_once=_crash_once,
+        errors=errors,
     )
-    warn_skipped(stats)
+    run = RunOptions(num_threads=_check_threads(num_threads), progress=progress)
+    spread = DistributedOptions(
+        address=address,
+        backend=backend,
+        workers=workers,
+        work_dir=None if work_dir is None else os.fspath(work_dir),
+        unit_bytes=unit_bytes,
+    )
+    counts = count_units(
+        inputs, special_tokens, pattern=pattern, read=read, run=run, spread=spread, crash_once=_crash_once
+    )
+    warn_skipped(counts.stats or {})
     return counts
 
 
-@holding_work_dir
-def count_with_stats(
+def count_units(
     inputs: Any,
-    special_tokens: Sequence[str] | None = None,
+    special_tokens: Sequence[str] | None,
     *,
-    address: str | None = None,
-    backend: str = "ray",
-    workers: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
-    pattern: str = "gpt2",
-    num_threads: int = 1,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
-    _crash_once: tuple[int, str] | None = None,
-) -> tuple[WordCounts, dict[str, Any]]:
-    """``count_pretokens``, also returning what was read, as
-    ``bpekit.training.count_with_stats`` does, with ``"units"`` (how many) and
-    ``"kept"`` (units a rerun found done in ``work_dir``)."""
+    pattern: str,
+    read: ReadOptions,
+    run: RunOptions,
+    spread: DistributedOptions,
+    crash_once: tuple[int, str] | None = None,
+) -> WordCounts:
+    """``count_pretokens`` with its options as the objects of ``bpekit.options`` (what
+    the command line builds from its flags), and no warning for skipped records: the
+    caller reports the result's ``stats``. ``run.num_threads`` is each task's threads
+    (None: one). The folder of ``spread.work_dir`` is held for the whole run
+    (``bpekit._lock.FolderLock``): two runs on one would take each other's units; a
+    second one fails at once, naming the first's pid."""
     specials = training._check_special_tokens(special_tokens)
+    held: AbstractContextManager[Any] = nullcontext()
+    if spread.work_dir is not None:
+        held = FolderLock(spread.work_dir, "work_dir", remove_empty=True)
+    with held:
+        return _count(inputs, specials, pattern, read, run, spread, crash_once)
+
+
+def _count(
+    inputs: Any,
+    specials: list[str],
+    pattern: str,
+    read: ReadOptions,
+    run: RunOptions,
+    spread: DistributedOptions,
+    crash_once: tuple[int, str] | None,
+) -> WordCounts:
     spec = CountSpec(
         special_tokens=tuple(specials),
         pattern=pattern,
-        errors=check_errors(errors),
-        special_in_text=check_special_in_text(special_in_text),
-        bad_records=check_bad_records(bad_records),
-        text_field=check_text_field(text_field),
-        num_threads=_check_threads(num_threads),
-        work_dir=None if work_dir is None else os.fspath(work_dir),
-        crash_once=_crash_once,
+        read=read,
+        num_threads=run.num_threads or 1,
+        work_dir=spread.work_dir,
+        crash_once=crash_once,
     )
     plan = plan_units(
         inputs,
         special_tokens=specials,
         pattern=pattern,
-        special_in_text=spec.special_in_text,
-        format=format,
-        text_field=spec.text_field,
-        unit_bytes=unit_bytes,
+        special_in_text=read.special_in_text,
+        format=read.format,
+        text_field=read.text_field,
+        unit_bytes=spread.unit_bytes,
     )
     results: dict[int, UnitCounts] = {}
     if spec.work_dir is not None:
         results = _resume(Path(spec.work_dir), plan, spec)
     todo = [u for u in plan.units if u.index not in results]
-    bar = ProgressBar("counting", unit="bytes") if progress else None
+    bar = ProgressBar("counting", unit="bytes") if run.progress else None
     total: WordCounts | None = None
     done_bytes = sum(u.size for u in plan.units if u.index in results)
     completed = False
     try:
         if todo:
-            runner = open_backend(address, backend, workers)
+            runner = open_backend(spread.address, spread.backend, spread.workers)
             try:
                 total = _gather(runner, todo, spec, results, bar, done_bytes, plan)
             finally:
@@ -172,7 +170,12 @@ def count_with_stats(
     unit_stats = {i: r.stats for i, r in results.items()}
     stats = plan.stats(unit_stats, kept=len(plan.units) - len(todo))
     check_some_read(stats)  # before a vocabulary is trained from no text
-    return total, stats
+    total.stats = stats
+    return total
+
+
+# Deprecated: count_pretokens, whose counts carry their stats; kept so that code calling it runs.
+count_with_stats = training.returning_stats(count_pretokens)
 
 
 def _gather(
@@ -211,19 +214,21 @@ def _load_all(work_dir: Path, plan: Plan) -> WordCounts:
     return total
 
 
-# What may change between a run and its rerun: the result does not depend on it.
-_NOT_COMPARED = ("work_dir", "crash_once", "num_threads")
-
-
 def _resume(work_dir: Path, plan: Plan, spec: CountSpec) -> dict[int, UnitCounts]:
     """The units of an earlier run of the same plan found done in ``work_dir``. A
-    folder holding another run's work is refused, naming what differs."""
-    job = {
-        "job": "count",
-        "version": bpekit.__version__,
-        "options": {k: v for k, v in vars(spec).items() if k not in _NOT_COMPARED},
-        **plan.describe(),
+    folder holding another run's work is refused, naming what differs. Compared: what
+    the result depends on (the format is each planned file's); not the work_dir, the
+    threads or a test's crash."""
+    read = spec.read
+    options = {
+        "special_tokens": spec.special_tokens,
+        "pattern": spec.pattern,
+        "errors": read.errors,
+        "special_in_text": read.special_in_text,
+        "bad_records": read.bad_records,
+        "text_field": read.text_field,
     }
+    job = {"job": "count", "version": _core.__version__, "options": options, **plan.describe()}
     return resume_units(work_dir, job, [u.index for u in plan.units], kept_unit)
 
 
@@ -238,19 +243,19 @@ def train_bpe(
     vocab_size: int,
     special_tokens: Sequence[str] | None = None,
     *,
-    address: str | None = None,
-    backend: str = "ray",
-    workers: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    address: str | None = DistributedOptions.address,
+    backend: str = DistributedOptions.backend,
+    workers: int | None = DistributedOptions.workers,
+    work_dir: str | os.PathLike[str] | None = DistributedOptions.work_dir,
+    unit_bytes: int = DistributedOptions.unit_bytes,
     pattern: str = "gpt2",
     num_threads: int = 1,
-    errors: str = "strict",
-    progress: bool = False,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
+    errors: str = ReadOptions.errors,
+    progress: bool = RunOptions.progress,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    special_in_text: str | None = ReadOptions.special_in_text,
+    bad_records: str = ReadOptions.bad_records,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """``bpekit.train_bpe`` with the counting spread over the workers
     (``count_pretokens``) and the merges made on the driver

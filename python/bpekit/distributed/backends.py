@@ -10,6 +10,9 @@ units run again, up to ``max_retries`` times each.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import os
 import queue
 import subprocess
@@ -20,9 +23,28 @@ from typing import Any, Protocol
 
 from bpekit.distributed import _wire
 
-__all__ = ["Backend", "LocalBackend", "RayBackend", "open_backend"]
+__all__ = ["Backend", "LocalBackend", "RayBackend", "open_backend", "quiet_ray"]
 
 MAX_RETRIES = 3
+
+# The level of Ray's own log lines on stderr when a run starts or joins Ray ("Started a
+# local Ray instance.", warnings of its setup): Ray's default (None) for the library,
+# errors only under quiet_ray (the command line, where they read as bpekit's own).
+_RAY_LOGGING_LEVEL: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "ray_logging_level", default=None
+)
+
+
+@contextlib.contextmanager
+def quiet_ray() -> Iterator[None]:
+    """Ray started or joined in this block prints its errors only, not its INFO and
+    WARNING lines (its tasks' output never reaches this process: ``log_to_driver`` is
+    off)."""
+    token = _RAY_LOGGING_LEVEL.set(logging.ERROR)
+    try:
+        yield
+    finally:
+        _RAY_LOGGING_LEVEL.reset(token)
 
 
 class Backend(Protocol):
@@ -172,11 +194,14 @@ class RayBackend:
             raise ImportError(
                 "running on Ray needs ray, which is not installed: pip install 'bpekit[ray]'"
             ) from None
-        self.ray = ray
+        self.ray: Any = ray
         self.max_retries = max_retries
         self.started = False
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            level = _RAY_LOGGING_LEVEL.get()
+            if level is not None:
+                options["logging_level"] = level
             if address is None:
                 # "local" starts a Ray of its own even where a cluster runs on this
                 # machine (a bare ray.init() would join it, and refuse num_cpus).
@@ -184,7 +209,7 @@ class RayBackend:
                 options["num_cpus"] = workers or os.cpu_count() or 1
             ray.init(address=address, **options)
             self.started = True
-        self.workers = max(int(ray.available_resources().get("CPU", 1)), 1)
+        self.workers = max(int(self.ray.available_resources().get("CPU", 1)), 1)
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         ray = self.ray

@@ -19,33 +19,27 @@ and encodes only the rest; once the dataset is written, the unit files are delet
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import bpekit
+from bpekit import _core
 from bpekit._atomic import atomic_write
 from bpekit._lock import FolderLock
 from bpekit._progress import ProgressBar
-from bpekit.dataset_writer import (
-    Done,
-    Shards,
-    Written,
-    _checked_folder,
-    _fingerprint,
-    check_job,
-    check_output_folder,
-    dataset_manifest,
-    finish_manifest,
-    prepare_folder,
-    write_shards,
-)
-from bpekit.datasets import _ID_BYTES, RECORDS_DEFAULT, resolve_framing
+from bpekit.dataset.folder import Done, check_output_folder, checked_folder, prepare_folder
+from bpekit.dataset.job import Job, prepare, resolve_framing
+from bpekit.dataset.manifest import dataset_manifest, fingerprint
+from bpekit.dataset.options import Layout, Marks
+from bpekit.dataset.shards import Shards, finish_manifest, write_shards
+from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend
-from bpekit.distributed.plan import DEFAULT_UNIT_BYTES, Plan, plan_units
+from bpekit.distributed.plan import Plan, plan_units
 from bpekit.distributed.work import (
     EncodeSpec,
     UnitEncoded,
@@ -56,17 +50,14 @@ from bpekit.distributed.work import (
     save_record,
     unit_files,
 )
-from bpekit.sources import (
-    Sources,
-    check_bad_records,
-    check_some_read,
-    check_text_field,
-    resolve_files,
-    warn_skipped,
-)
+from bpekit.options import DistributedOptions, ReadOptions, RunOptions
+from bpekit.sources import Sources, check_some_read, resolve_files, warn_skipped
 from bpekit.tokenizer import Tokenizer
 
-__all__ = ["encode_dataset", "write_dataset"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["UnitFiles", "encode_dataset", "write_dataset"]
 
 
 def encode_dataset(
@@ -74,160 +65,129 @@ def encode_dataset(
     out_dir: str | os.PathLike[str],
     tokenizer: Tokenizer | str,
     *,
-    address: str | None = None,
-    backend: str = "ray",
-    workers: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
-    **options: Any,
+    address: str | None = DistributedOptions.address,
+    backend: str = DistributedOptions.backend,
+    workers: int | None = DistributedOptions.workers,
+    work_dir: str | os.PathLike[str] | None = DistributedOptions.work_dir,
+    unit_bytes: int = DistributedOptions.unit_bytes,
+    shard_tokens: int = Layout.shard_tokens,
+    shard_format: str = Layout.shard_format,
+    val_fraction: float = Layout.val_fraction,
+    seed: int = Layout.seed,
+    dtype: npt.DTypeLike | None = Layout.dtype,
+    checksums: bool = Layout.checksums,
+    eos: str | None = Marks.eos,
+    bos: str | None = Marks.bos,
+    after_each_file: str | None = Marks.after_each_file,
+    format: str | None = ReadOptions.format,
+    text_field: str = ReadOptions.text_field,
+    special_in_text: str | None = ReadOptions.special_in_text,
+    bad_records: str = ReadOptions.bad_records,
+    errors: str = ReadOptions.errors,
+    num_threads: int = 1,
+    chunk_size: int = RunOptions.chunk_size,
+    progress: bool = RunOptions.progress,
+    resume: bool = RunOptions.resume,
 ) -> dict[str, Any]:
     """``bpekit.encode_dataset`` of files, encoded in units of about ``unit_bytes`` by
-    the workers of ``backend`` (``bpekit.distributed``'s doc says how they are
-    reached): the same dataset, byte for byte. ``options`` are ``encode_dataset``'s;
-    ``num_threads`` is each task's threads (Ray gives each task one CPU) and
-    ``resume`` also keeps the units done (see the module's doc). Returns the
-    manifest."""
-    written = write_dataset(
-        inputs,
-        out_dir,
-        tokenizer,
+    the workers of ``backend`` (``address``, ``workers``, ``work_dir``: how they are
+    reached and where they keep the units, as ``bpekit.options.DistributedOptions``
+    and ``bpekit.distributed``'s doc say): the same dataset, byte for byte. The other
+    keywords are ``bpekit.encode_dataset``'s; ``num_threads`` is each task's threads
+    (Ray gives each task one CPU) and ``resume`` also keeps the units done (see the
+    module's doc). Returns the manifest."""
+    read = ReadOptions(
+        format=format,
+        text_field=text_field,
+        special_in_text=special_in_text,
+        bad_records=bad_records,
+        errors=errors,
+    )
+    layout = Layout(
+        shard_tokens=shard_tokens,
+        shard_format=shard_format,
+        val_fraction=val_fraction,
+        seed=seed,
+        dtype=dtype,
+        checksums=checksums,
+    )
+    run = RunOptions(num_threads=num_threads, chunk_size=chunk_size, progress=progress, resume=resume)
+    marks = Marks(eos=eos, bos=bos, after_each_file=after_each_file)
+    spread = DistributedOptions(
         address=address,
         backend=backend,
         workers=workers,
-        work_dir=work_dir,
+        work_dir=None if work_dir is None else os.fspath(work_dir),
         unit_bytes=unit_bytes,
-        **options,
     )
+    written = write_dataset(inputs, out_dir, tokenizer, layout, marks, read, run, spread)
     warn_skipped(written.stats)
     return written.manifest
+
+
+@dataclass(frozen=True)
+class UnitFiles:
+    """The unit files an assembly replays, as ``_core.Encoder.assemble_dataset`` reads
+    them: ``units``, ``(path, first input)`` in input order, each given once its file is
+    ready; whether each input is a text file; the files' bytes, for progress (0: not
+    known)."""
+
+    units: Iterable[tuple[str, int]]
+    is_text: list[bool]
+    size: int
 
 
 def write_dataset(
     inputs: Any,
     out_dir: str | os.PathLike[str],
     tokenizer: Tokenizer | str,
+    layout: Layout,
+    marks: Marks,
+    read: ReadOptions,
+    run: RunOptions,
+    spread: DistributedOptions,
     *,
-    address: str | None = None,
-    backend: str = "ray",
-    workers: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
-    shard_tokens: int = 2**28,
-    shard_format: str = "npy",
-    val_fraction: float = 0.0,
-    seed: int = 0,
-    eos: str | None = RECORDS_DEFAULT,
-    bos: str | None = None,
-    format: str | None = None,
-    text_field: str = "text",
-    special_in_text: str | None = None,
-    bad_records: str = "error",
-    errors: str = "strict",
-    dtype: str | None = None,
-    num_threads: int = 1,
-    chunk_size: int = 0,
-    after_each_file: str | None = None,
-    progress: bool = False,
-    resume: bool = True,
-    checksums: bool = True,
     cli: bool = False,
     _crash_once: tuple[int, str] | None = None,
 ) -> Written:
-    """``encode_dataset``, returning what the command line's summary reports (its stats
-    with ``"units"`` and ``"kept"``)."""
-    job = check_job(
-        tokenizer,
-        shard_tokens=shard_tokens,
-        shard_format=shard_format,
-        val_fraction=val_fraction,
-        seed=seed,
-        errors=errors,
-        special_in_text=special_in_text,
-        dtype=dtype,
-        after_each_file=after_each_file,
-        num_threads=num_threads,
-        chunk_size=chunk_size,
-        checksums=checksums,
-    )
-    if job.num_threads is None:
+    """``encode_dataset`` with its options as objects, returning what the command line's
+    summary reports (its stats with ``"units"`` and ``"kept"``). ``_crash_once``, for
+    tests of retries: ``work.EncodeSpec.crash_once``."""
+    tok, layout, end_id = prepare(tokenizer, layout, marks)
+    if run.num_threads is None:
         raise ValueError("num_threads must be a positive int (each task's threads), not None")
-    text_field = check_text_field(text_field)
-    bad_records = check_bad_records(bad_records)
-    tok = job.tok
     root = Path(os.fspath(out_dir))
     check_output_folder(root, inputs)
-    files = resolve_files(inputs, format=format)
+    files = resolve_files(inputs, format=read.format)
     check_output_folder(root, inputs, [str(path) for path, _ in files])
-    sources = _sources(files, text_field)
-    framing = resolve_framing(tok, eos, bos, sources, cli)
-    manifest = dataset_manifest(
-        job, tokenizer, sources, framing, format=format, text_field=text_field, bad_records=bad_records
-    )
+    sources = _sources(files, read.text_field)
+    framing = resolve_framing(tok, marks, sources, end_id, cli)
+    job = Job(read, run, layout, framing)
+    manifest = dataset_manifest(job, tokenizer, tok, sources, marks.after_each_file)
     with contextlib.ExitStack() as held:
         # The dataset folder, and a work_dir of the caller's, for the whole run (the
         # units' folder of our own goes with the dataset's name, so with its lock).
-        held.enter_context(FolderLock(_checked_folder(root)))
-        if work_dir is not None:
-            held.enter_context(FolderLock(work_dir, "work_dir", remove_empty=True))
-        return _write(
-            root,
-            manifest,
-            job,
-            files,
-            sources,
-            framing,
-            tok,
-            address=address,
-            backend=backend,
-            workers=workers,
-            work_dir=work_dir,
-            unit_bytes=unit_bytes,
-            shard_tokens=shard_tokens,
-            shard_format=shard_format,
-            val_fraction=val_fraction,
-            seed=seed,
-            format=format,
-            text_field=text_field,
-            bad_records=bad_records,
-            chunk_size=chunk_size,
-            progress=progress,
-            resume=resume,
-            checksums=checksums,
-            _crash_once=_crash_once,
-        )
+        held.enter_context(FolderLock(checked_folder(root)))
+        if spread.work_dir is not None:
+            held.enter_context(FolderLock(spread.work_dir, "work_dir", remove_empty=True))
+        return _write(root, manifest, job, files, sources, tok, spread, _crash_once)
 
 
 def _write(
     root: Path,
     manifest: dict[str, Any],
-    job: Any,
+    job: Job,
     files: list[tuple[Path, str]],
     sources: Sources,
-    framing: Any,
     tok: Tokenizer,
-    *,
-    address: str | None,
-    backend: str,
-    workers: int | None,
-    work_dir: str | os.PathLike[str] | None,
-    unit_bytes: int,
-    shard_tokens: int,
-    shard_format: str,
-    val_fraction: float,
-    seed: int,
-    format: str | None,
-    text_field: str,
-    bad_records: str,
-    chunk_size: int,
-    progress: bool,
-    resume: bool,
-    checksums: bool,
-    _crash_once: tuple[int, str] | None,
+    spread: DistributedOptions,
+    crash_once: tuple[int, str] | None,
 ) -> Written:
     """``write_dataset`` once its folders are held."""
+    framing, read = job.framing, job.read
     # A finished dataset is returned as it is; an unfinished one keeps no shards: the
     # units are what a rerun keeps.
-    state = prepare_folder(root, manifest, resume, None, keep=False)
+    state = prepare_folder(root, manifest, job.run.resume, None, keep=False)
     if isinstance(state, Done):
         return Written(state.manifest, state.stats(), framing, sources.files, True)
     cut_pattern, cut_specials = tok._core.cut_rule()
@@ -235,33 +195,26 @@ def _write(
         [path for path, _ in files],
         special_tokens=cut_specials,
         pattern=cut_pattern,
-        special_in_text=job.special_in_text,
-        format=format,
-        text_field=text_field,
-        unit_bytes=unit_bytes,
+        special_in_text=read.special_in_text,
+        format=read.format,
+        text_field=read.text_field,
+        unit_bytes=spread.unit_bytes,
     )
+    work_dir = spread.work_dir
     shared = work_dir is not None
-    folder = Path(os.fspath(work_dir)) if shared else root.parent / f".{root.name}.units"
+    folder = Path(os.fspath(work_dir)) if work_dir is not None else root.parent / f".{root.name}.units"
     # Workers on this machine (the local pool, a Ray started here) write the unit files
     # into the folder themselves: sending them back through a pipe or Ray's object
     # store, for the driver to write and hash, made the driver the bottleneck.
-    here = backend == "local" or address is None
+    here = spread.backend == "local" or spread.address is None
     spec = EncodeSpec(
         tokenizer=pickle.dumps(tok),
-        fingerprint=_fingerprint(tok),
-        dtype_bytes=_ID_BYTES[job.dtype_name],
-        errors=job.errors,
-        special_in_text=job.special_in_text,
-        bad_records=bad_records,
-        text_field=text_field,
-        record_bos=framing.record_bos,
-        record_eos=framing.record_eos,
-        num_threads=job.num_threads,
-        chunk_size=chunk_size,
+        fingerprint=fingerprint(tok),
+        job=job,
         work_dir=str(folder) if shared or here else None,
-        crash_once=_crash_once,
+        crash_once=crash_once,
     )
-    if not resume:
+    if not job.run.resume:
         # Starting over drops this job's units; a work_dir of another run's is still
         # refused (by _resume), never emptied.
         _resume(folder, plan, spec, own=not shared)
@@ -278,32 +231,21 @@ def _write(
 
     def run(on_shard: Callable[..., None], resume_from: Any, bar: Any) -> dict[str, Any]:
         assert resume_from is None  # prepare_folder kept no shards
-        return tok._core.assemble_dataset(
-            units(),
-            [fmt == "text" for _, fmt, _, _ in plan.files],
-            str(root),
-            spec.dtype_bytes,
-            format=shard_format,
-            shard_tokens=shard_tokens,
-            val_fraction=val_fraction,
-            seed=seed,
-            progress=bar,
-            after_each_file=job.end_id,
-            file_bos=framing.file_bos,
-            file_eos=framing.file_eos,
-            on_shard=on_shard,
-            checksums=checksums,
-            size=sum(Path(ids_of[i]).stat().st_size for i in results) if kept == len(plan.units) else 0,
+        size = sum(Path(ids_of[i]).stat().st_size for i in results) if kept == len(plan.units) else 0
+        is_text = [fmt == "text" for _, fmt, _, _ in plan.files]
+        assembled: dict[str, Any] = tok._core.assemble_dataset(
+            UnitFiles(units(), is_text, size), str(root), job, on_shard=on_shard, progress=bar
         )
+        return assembled
 
     # The shards are written from the units as they come, in order, while later units
     # are encoded; a bar of their own only when every unit was kept.
+    progress = job.run.progress
     assembly = _Assembly(root, manifest, state, run, progress and kept == len(plan.units), ready)
     assembly.start()
     try:
-        _encode_units(
-            plan, spec, results, folder, lambda: open_backend(address, backend, workers), progress, ready
-        )
+        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers)
+        _encode_units(plan, spec, results, folder, open_runner, progress, ready)
     except BaseException:
         ready.stop()
         assembly.join()
@@ -396,19 +338,22 @@ def _sources(files: list[tuple[Path, str]], text_field: str) -> Sources:
     return out
 
 
-# What may change between a run and its rerun: the units do not depend on it.
-_NOT_COMPARED = ("tokenizer", "work_dir", "crash_once", "num_threads", "chunk_size")
-
-
 def _resume(folder: Path, plan: Plan, spec: EncodeSpec, own: bool) -> dict[int, UnitEncoded]:
     """The units done by an earlier run of the same plan, kept in ``folder``; another
     run's work there is refused (``work_dir``) or cleared (the folder of our own)."""
-    job = {
-        "job": "encode",
-        "version": bpekit.__version__,
-        "options": {k: v for k, v in vars(spec).items() if k not in _NOT_COMPARED},
-        **plan.describe(),
+    read, framing = spec.job.read, spec.job.framing
+    # What a unit's ids depend on (not the threads, the chunk size or where units go).
+    options = {
+        "fingerprint": spec.fingerprint,
+        "dtype_bytes": spec.job.dtype_bytes,
+        "errors": read.errors,
+        "special_in_text": read.special_in_text,
+        "bad_records": read.bad_records,
+        "text_field": read.text_field,
+        "record_bos": framing.record_bos,
+        "record_eos": framing.record_eos,
     }
+    job = {"job": "encode", "version": _core.__version__, "options": options, **plan.describe()}
 
     def keep(work_dir: Path, index: int) -> UnitEncoded | None:
         entry = kept_record(work_dir, index, ".ids")

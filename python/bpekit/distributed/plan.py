@@ -29,14 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from bpekit import _core
+from bpekit.options import DEFAULT_UNIT_BYTES
 from bpekit.sources import resolve_files
 
 __all__ = ["DEFAULT_UNIT_BYTES", "Plan", "Unit", "plan_units"]
-
-# About this much input per unit: large enough that a unit's fixed costs (a task's
-# start, its counts sent back and added) are small against its work, small enough
-# that many workers share a corpus of a few GB and a retried unit costs seconds.
-DEFAULT_UNIT_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)

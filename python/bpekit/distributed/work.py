@@ -14,21 +14,20 @@ done; a rerun after the driver died keeps it.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from bpekit import _core
 from bpekit._atomic import atomic_write
-from bpekit._lock import FolderLock
 from bpekit._paths import sha256_of
+from bpekit.dataset.job import Job
 from bpekit.distributed.plan import Unit
+from bpekit.options import ReadOptions, RunOptions
 
 __all__ = [
     "CountSpec",
@@ -37,7 +36,6 @@ __all__ = [
     "UnitEncoded",
     "count_unit",
     "encode_unit",
-    "holding_work_dir",
     "kept_record",
     "kept_unit",
     "resume_units",
@@ -54,10 +52,7 @@ class CountSpec:
 
     special_tokens: tuple[str, ...]
     pattern: str
-    errors: str
-    special_in_text: str | None
-    bad_records: str
-    text_field: str
+    read: ReadOptions = field(default_factory=ReadOptions)
     num_threads: int = 1
     work_dir: str | None = None
     # For tests of retries: (unit index, marker path): that unit's first attempt, the
@@ -68,7 +63,7 @@ class CountSpec:
 @dataclass
 class UnitCounts:
     """A unit's result: its counts as bytes (``None`` where they were saved in
-    ``work_dir``) and what it read (``bpekit.count_with_stats``'s stats)."""
+    ``work_dir``) and what it read (the stats of ``bpekit.count_pretokens``'s counts)."""
 
     index: int
     counts: bytes | None
@@ -114,19 +109,11 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
 def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
     """Counts the pre-tokens of one unit, as ``bpekit.count_pretokens`` counts them."""
     _crash_once(unit, spec.crash_once)
-    source = unit.source(spec.text_field, spec.bad_records)
-    counts, native = _core.count_pretokens(
-        [source],
-        list(spec.special_tokens),
-        pattern=spec.pattern,
-        num_threads=spec.num_threads,
-        chunk_size=0,
-        errors=spec.errors,
-        progress=None,
-        special_in_text=spec.special_in_text,
-        bad_records=spec.bad_records,
-    )
-    stats = dict(native)
+    read = spec.read
+    source = unit.source(read.text_field, read.bad_records)
+    run = RunOptions(num_threads=spec.num_threads)
+    counts = _core.count_pretokens([source], list(spec.special_tokens), read, run, pattern=spec.pattern)
+    stats = dict(counts.stats or {})
     if spec.work_dir is None:
         return UnitCounts(unit.index, counts._to_bytes(), stats)
     wc, record = unit_files(spec.work_dir, unit.index)
@@ -148,21 +135,14 @@ def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None
 @dataclass(frozen=True)
 class EncodeSpec:
     """What every encode task is told: the tokenizer (pickled: a worker builds it once
-    per ``fingerprint``), the reading options and marks of ``bpekit.encode_dataset``,
-    and where to keep the unit files (``work_dir``: a folder all workers see, or None
-    to send them back)."""
+    per ``fingerprint``), the job of ``bpekit.encode_dataset`` (how inputs are read,
+    each task's threads, the ids' dtype and the records' marks, as the core reads
+    them), and where to keep the unit files (``work_dir``: a folder all workers see,
+    or None to send them back)."""
 
     tokenizer: bytes
     fingerprint: str
-    dtype_bytes: int
-    errors: str
-    special_in_text: str | None
-    bad_records: str
-    text_field: str
-    record_bos: int | None
-    record_eos: int | None
-    num_threads: int = 1
-    chunk_size: int = 0
+    job: Job
     work_dir: str | None = None
     crash_once: tuple[int, str] | None = None
 
@@ -196,22 +176,10 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
     which the driver replays into the dataset as ``bpekit.encode_dataset`` writes it."""
     _crash_once(unit, spec.crash_once)
     tok = _tokenizer(spec)
-    source = unit.source(spec.text_field, spec.bad_records)
+    source = unit.source(spec.job.read.text_field, spec.job.read.bad_records)
 
     def encode(path: Path) -> dict[str, Any]:
-        tokens, _, native = tok._core.encode_unit(
-            [source],
-            str(path),
-            spec.dtype_bytes,
-            num_threads=spec.num_threads,
-            errors=spec.errors,
-            chunk_size=spec.chunk_size,
-            progress=None,
-            special_in_text=spec.special_in_text,
-            bad_records=spec.bad_records,
-            record_bos=spec.record_bos,
-            record_eos=spec.record_eos,
-        )
+        tokens, _, native = tok._core.encode_unit([source], str(path), spec.job)
         return {"tokens": tokens, "stats": dict(native)}
 
     if spec.work_dir is None:
@@ -224,25 +192,6 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
     done = encode(ids)
     save_record(record, unit.index, ids, **done)
     return UnitEncoded(unit.index, None, done["tokens"], done["stats"])
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def holding_work_dir(fn: _F) -> _F:
-    """``fn`` with the folder of its ``work_dir`` keyword (where given) held for the
-    whole call (``bpekit._lock.FolderLock``): two runs on one work_dir would take each
-    other's units. A second one fails at once, naming the first's pid."""
-
-    @functools.wraps(fn)
-    def held(*args: Any, **kwargs: Any) -> Any:
-        work_dir = kwargs.get("work_dir")
-        if work_dir is None:
-            return fn(*args, **kwargs)
-        with FolderLock(work_dir, "work_dir", remove_empty=True):
-            return fn(*args, **kwargs)
-
-    return held  # type: ignore[return-value]
 
 
 def resume_units(
