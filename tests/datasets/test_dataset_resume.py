@@ -24,7 +24,7 @@ import zstandard
 from conftest import bpekit_encoding
 
 import bpekit
-import bpekit.dataset_writer
+import bpekit.dataset.shards
 
 EOT = "<|endoftext|>"
 
@@ -76,15 +76,15 @@ def full_run(inputs: Any, root: Path, tok: Any, monkeypatch: pytest.MonkeyPatch,
     """``encode_dataset``'s manifest, and in ``root / "starts.json"`` the resume points
     its manifest held while the run went on (a finished manifest has none)."""
     seen: dict[str, Any] = {}
-    real = bpekit.dataset_writer.atomic_write
+    real = bpekit.dataset.shards.atomic_write
 
     def spy(path: Path, data: bytes) -> None:
         seen.update(json.loads(data).get("resume", {}))
         real(path, data)
 
     with monkeypatch.context() as patch:
-        patch.setattr(bpekit.dataset_writer, "atomic_write", spy)
-        patch.setattr(bpekit.dataset_writer._Recorder, "EVERY", 0.0)  # Every shard's.
+        patch.setattr(bpekit.dataset.shards, "atomic_write", spy)
+        patch.setattr(bpekit.dataset.shards._Recorder, "EVERY", 0.0)  # Every shard's.
         m = bpekit.encode_dataset(inputs, root, tok, **options)
     assert "resume" not in m
     (root.parent / f"{root.name}.starts.json").write_text(json.dumps(seen))
@@ -184,7 +184,7 @@ def test_a_failure_to_record_a_shard_stops_the_run_and_a_rerun_goes_on(
 ) -> None:
     full = tmp_path / "full"
     m = bpekit.encode_dataset(corpus, full, tok, shard_tokens=200)
-    real = bpekit.dataset_writer.atomic_write
+    real = bpekit.dataset.shards.atomic_write
     calls = []
 
     def failing(path: Path, data: bytes) -> None:
@@ -193,12 +193,12 @@ def test_a_failure_to_record_a_shard_stops_the_run_and_a_rerun_goes_on(
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", failing)
-    monkeypatch.setattr(bpekit.dataset_writer._Recorder, "EVERY", 0.0)  # After every shard.
+    monkeypatch.setattr(bpekit.dataset.shards, "atomic_write", failing)
+    monkeypatch.setattr(bpekit.dataset.shards._Recorder, "EVERY", 0.0)  # After every shard.
     root = tmp_path / "ds"
     with pytest.raises(OSError, match=r"recording train/00003\.npy: .*No space left on device"):
         bpekit.encode_dataset(corpus, root, tok, shard_tokens=200)
-    monkeypatch.setattr(bpekit.dataset_writer, "atomic_write", real)
+    monkeypatch.setattr(bpekit.dataset.shards, "atomic_write", real)
     # The failed run tried once more as it ended, and recorded the shard it had hashed.
     assert len(json.loads((root / "manifest.json").read_text())["splits"]["train"]["shards"]) == 4
     assert bpekit.encode_dataset(corpus, root, tok, shard_tokens=200) == m
@@ -209,9 +209,9 @@ RUN = textwrap.dedent(
     """
     import os, resource, signal, sys
     import bpekit
-    import bpekit.dataset_writer
+    import bpekit.dataset.shards
     from conftest import bpekit_encoding
-    bpekit.dataset_writer._Recorder.EVERY = 0.0  # Each shard recorded as it finishes.
+    bpekit.dataset.shards._Recorder.EVERY = 0.0  # Each shard recorded as it finishes.
     limit = int(sys.argv[3])
     if limit:
         # A file larger than this fails to grow, as on a full disk (EFBIG, not SIGXFSZ).
@@ -355,14 +355,15 @@ def test_the_tokenizer_is_told_by_what_it_encodes_with(tmp_path: Path, tok) -> N
     tok.save(folder)
     saved = bpekit.load_tokenizer(folder)
     assert bpekit.load_tokenizer(folder)._core.fingerprint() == saved._core.fingerprint()
-    other = bpekit.load_tokenizer(folder, special_tokens=["<|endoftext|>", "<|pad|>"])
+    with pytest.warns(UserWarning, match="vocabulary grows to 50,258 ids"):
+        other = bpekit.load_tokenizer(folder, special_tokens=["<|endoftext|>", "<|pad|>"])
     assert other._core.fingerprint() != saved._core.fingerprint()
 
 
 def test_the_manifest_is_rewritten_at_most_so_often_and_once_more_on_failure(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     manifest = {"shards": []}
-    recorder = bpekit.dataset_writer._Recorder(path, manifest)
+    recorder = bpekit.dataset.shards._Recorder(path, manifest)
     with pytest.raises(KeyError), recorder:
         for k in range(3):
             manifest["shards"].append(k)

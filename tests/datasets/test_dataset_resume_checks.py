@@ -17,7 +17,10 @@ import pytest
 from conftest import bpekit_encoding
 
 import bpekit
-import bpekit.dataset_writer
+import bpekit.dataset.shards
+from bpekit.dataset import Layout
+from bpekit.dataset.job import Framing, Job
+from bpekit.options import ReadOptions, RunOptions
 
 EOT = "<|endoftext|>"
 
@@ -123,15 +126,15 @@ def cut_run(tmp_path_factory: pytest.TempPathFactory, tok, corpus: list[Path]) -
     four shards were recorded (with its resume points)."""
     full = tmp_path_factory.mktemp("checks") / "full"
     seen: list[dict] = []
-    real = bpekit.dataset_writer.atomic_write
+    real = bpekit.dataset.shards.atomic_write
 
     def spy(path: Path, data: bytes) -> None:
         seen.append(json.loads(data))
         real(path, data)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bpekit.dataset_writer, "atomic_write", spy)
-        patch.setattr(bpekit.dataset_writer._Recorder, "EVERY", 0.0)
+        patch.setattr(bpekit.dataset.shards, "atomic_write", spy)
+        patch.setattr(bpekit.dataset.shards._Recorder, "EVERY", 0.0)
         m = bpekit.encode_dataset(corpus, full, tok, shard_tokens=300)
     partial = next(s for s in seen if len(s.get("splits", {}).get("train", {}).get("shards", [])) == 4)
     assert partial["complete"] is False and len(partial["resume"]["train"]) == 4
@@ -186,7 +189,8 @@ def test_a_resume_point_out_of_range_is_a_value_error_naming_it(
     root = tmp_path / "ds"
     (root / "train").mkdir(parents=True)
     with pytest.raises(ValueError, match=r'"next": "at" is -5, out of range'):
-        tok._core.encode_dataset([("text", str(corpus[0]))], str(root), 2, resume=[(1, point)])
+        job = Job(ReadOptions(), RunOptions(), Layout(dtype="uint16"), Framing())
+        tok._core.encode_dataset([("text", str(corpus[0]))], str(root), job, resume=[(1, point)])
 
 
 # ---- advice that works, summaries that say what was done -------------------------------------

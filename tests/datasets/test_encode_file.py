@@ -264,10 +264,10 @@ def _as_json_lines(text: bytes) -> bytes:
 
 @pytest.mark.parametrize("layout", ["lines", "json lines", "crlf", "russian", "gzip"])
 def test_encode_file_memory_does_not_grow_with_input(tmp_path, layout: str) -> None:
-    """Regression for the other layouts: chunks ended only at a `\n` between printable
-    ASCII and an ASCII letter or digit, so JSON lines, CRLF text and paragraphs in
-    Cyrillic were one chunk, held whole with its ids (peak RSS grew by 120-180 MiB
-    for these 42 MB)."""
+    """The other layouts: chunks that ended only at a `\n` between printable ASCII and
+    an ASCII letter or digit would make JSON lines, CRLF text and paragraphs in
+    Cyrillic one chunk, held whole with its ids (peak RSS 120-180 MiB higher for
+    these 42 MB)."""
     import subprocess
     import sys
 
@@ -421,9 +421,9 @@ def test_outputs_that_would_replace_an_input_or_a_device_are_refused(tmp_path) -
 
 
 def test_more_files_than_the_process_may_map(tmp_path) -> None:
-    """Regression: every input was mapped before encoding started, and past Linux's
-    65,530 maps no thread could be started (a panic, and a temporary file left). Files
-    are now opened a group at a time, for counting too."""
+    """Files are opened a group at a time, for counting too: with every input mapped
+    before encoding starts, past Linux's 65,530 maps no thread can be started (a
+    panic, and a temporary file left)."""
     folder = tmp_path / "docs"
     folder.mkdir()
     n_files = 66_000

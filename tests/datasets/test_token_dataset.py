@@ -1,162 +1,26 @@
-"""TokenDataset: reading token datasets (the folders of bpekit's dataset format, written here by
-hand with numpy, and single .npy / .bin / llm.c files) through memory maps; and
-`bpekit inspect DIR` on a dataset folder."""
+"""TokenDataset: reading token datasets (the folders of bpekit's dataset format, written by
+hand with numpy in ``_handmade_dataset``, and single .npy / .bin / llm.c files) through
+memory maps."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _handmade_dataset import DOCS, cut, edit_manifest, plain, write_dataset, write_ids
+from _subprocess import run_cli
 
 import bpekit
-from bpekit.token_dataset import LLMC_HEADERS, TokenDataset
+from bpekit.dataset import TokenDataset
 
 try:
     import torch
 except ImportError:
     torch = None
-
-# -- a writer of the format, by hand -----------------------------------------------------
-
-
-def cut(docs: list[list[int]], shard_tokens: int) -> list[dict[str, Any]]:
-    """Shards as the format notes cut them: each filled to ``shard_tokens``, a document
-    that does not fit cut, its first part ending the shard and the rest starting the next
-    ("continues"). The writer cuts between documents instead, and only a document longer
-    than a shard: this cut makes more kinds of continued part (a document cut with others
-    before and after it), which the reader must read either way. Each shard: ids, index
-    (part starts, then the length), documents, continues."""
-    shards: list[dict[str, Any]] = []
-    ids: list[int] = []
-    starts: list[int] = []
-    documents, continues = 0, False
-
-    def flush() -> None:
-        shards.append(
-            {"ids": ids, "index": [*starts, len(ids)], "documents": documents, "continues": continues}
-        )
-
-    for doc in docs:
-        if len(ids) == shard_tokens:
-            flush()
-            ids, starts, documents, continues = [], [], 0, False
-        starts.append(len(ids))
-        documents += 1
-        rest = list(doc)
-        while True:
-            take = shard_tokens - len(ids)
-            ids, rest = ids + rest[:take], rest[take:]
-            if not rest:
-                break
-            flush()
-            ids, starts, documents, continues = [], [0], 0, True
-    if starts:
-        flush()
-    return shards
-
-
-def write_ids(path: Path, ids: list[int], fmt: str, dtype: str) -> None:
-    arr = np.array(ids, dtype="<" + np.dtype(dtype).str[1:])
-    if fmt == "npy":
-        np.save(path, arr)
-    elif fmt == "bin":
-        arr.tofile(path)
-    else:
-        header = np.zeros(256, dtype="<i4")
-        header[0], header[1] = LLMC_HEADERS[dtype]
-        header[2] = len(arr)
-        path.write_bytes(header.tobytes() + arr.tobytes())
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def write_dataset(
-    root: Path,
-    splits: dict[str, list[dict[str, Any]]],
-    fmt: str = "npy",
-    dtype: str = "uint16",
-    shard_tokens: int = 8,
-    complete: bool = True,
-) -> dict[str, Any]:
-    """A dataset folder of the given splits' shards (from ``cut`` or made by hand), with
-    its manifest; returns the manifest."""
-    root.mkdir(parents=True, exist_ok=True)
-    ext = "npy" if fmt == "npy" else "bin"
-    manifest_splits = {}
-    for name, shards in splits.items():
-        (root / name).mkdir(exist_ok=True)
-        entries = []
-        for k, shard in enumerate(shards):
-            file, index = f"{name}/{k:05d}.{ext}", f"{name}/{k:05d}.idx.npy"
-            write_ids(root / file, shard["ids"], fmt, dtype)
-            np.save(root / index, np.array(shard["index"], dtype=np.uint64))
-            entries.append(
-                {
-                    "file": file,
-                    "index": index,
-                    "tokens": len(shard["ids"]),
-                    "documents": shard["documents"],
-                    "continues": shard["continues"],
-                    "sha256": sha256(root / file),
-                    "index_sha256": sha256(root / index),
-                    "sources": [{"input": 0, "first_document": 0, "documents": shard["documents"]}],
-                }
-            )
-        manifest_splits[name] = {
-            "tokens": sum(e["tokens"] for e in entries),
-            "documents": sum(e["documents"] for e in entries),
-            "shards": entries,
-        }
-    manifest = {
-        "format_version": 1,
-        "bpekit_version": "0.1.0",
-        "complete": complete,
-        "tokenizer": {"name": "gpt2", "path": None, "files": {"gpt2.tiktoken": "ab" * 32}},
-        "format": fmt,
-        "dtype": dtype,
-        "shard_tokens": shard_tokens,
-        "val_fraction": 0.25 if "val" in splits else 0.0,
-        "seed": 0,
-        "eos": {"token": "<|endoftext|>", "id": 50256},
-        "bos": None,
-        "options": {"text_field": "text", "special_in_text": None},
-        "inputs": [{"name": "data/a.jsonl", "size": 123, "mtime_ns": 456}],
-        "splits": manifest_splits,
-        "totals": {
-            "tokens": sum(s["tokens"] for s in manifest_splits.values()),
-            "documents": sum(s["documents"] for s in manifest_splits.values()),
-            "bytes": 1000,
-            "skipped": 0,
-        },
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return manifest
-
-
-def edit_manifest(root: Path, change) -> None:
-    manifest = json.loads((root / "manifest.json").read_text())
-    change(manifest)
-    (root / "manifest.json").write_text(json.dumps(manifest))
-
-
-# Documents of 3, 7, 0, 19, 2 and 4 tokens: with shards of 8 the 7-token document is cut
-# after 5, the empty one sits between two cut documents, the 19-token one spans three
-# shards (the middle one all of it), the last one is cut too, and the last shard is short.
-DOCS = [[1, 2, 3], list(range(4, 11)), [], list(range(20, 39)), [50, 51], [60, 61, 62, 63]]
-
-
-def plain(doc: np.ndarray) -> list[int]:
-    return np.asarray(doc).tolist()
-
 
 # -- the formats -------------------------------------------------------------------------
 
@@ -564,69 +428,6 @@ def test_a_single_file_with_its_index_beside_it(tmp_path: Path) -> None:
     assert [plain(d) for d in shard] == [[9, 10], [], [20, 21, 22, 23, 24, 25]]
 
 
-# -- bpekit inspect DIR ------------------------------------------------------------------
-
-
-def inspect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bpekit.cli", "inspect", *args], capture_output=True, text=True
-    )
-
-
-def test_inspect_a_dataset_folder(tmp_path: Path) -> None:
-    write_dataset(tmp_path, {"train": cut(DOCS[:4], 8), "val": cut(DOCS[4:], 8)}, "llmc")
-    r = inspect(str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    out = r.stdout
-    for said in (
-        "format_version 1, written by bpekit 0.1.0",
-        "complete    yes",
-        "tokenizer   gpt2 (files: gpt2.tiktoken sha256 abababababab…)",
-        "format      llmc, uint16 ids; shards of at most 8 tokens",
-        "eos         '<|endoftext|>' (id 50256)",
-        "bos         none",
-        "split by    val_fraction 0.25, seed 0",
-        "train       29 tokens, 4 documents, 4 shards",
-        "val         6 tokens, 2 documents, 1 shard",
-        "total       35 tokens, 6 documents, 1,000 bytes of text (28.571 bytes/token)",
-        "inputs      1: data/a.jsonl",
-        "files       all present with the sizes the manifest says",
-    ):
-        assert said in out, out
-    r = inspect(str(tmp_path), "--verify")
-    assert r.returncode == 0 and "files       verified" in r.stdout, r.stdout + r.stderr
-    # A corrupt shard: the summary, then what is wrong, and status 1.
-    shard = tmp_path / "val" / "00000.bin"
-    data = bytearray(shard.read_bytes())
-    data[-1] ^= 1
-    shard.write_bytes(bytes(data))
-    assert inspect(str(tmp_path)).returncode == 0
-    r = inspect(str(tmp_path), "--verify")
-    assert r.returncode == 1 and "files       BAD: " in r.stdout and "00000.bin: sha256" in r.stdout
-    shard.unlink()
-    r = inspect(str(tmp_path))
-    assert r.returncode == 1 and "val/00000.bin: missing" in r.stdout
-
-
-def test_inspect_an_incomplete_dataset_and_its_errors(tmp_path: Path) -> None:
-    write_dataset(tmp_path, {"train": cut(DOCS, 8)}, complete=False)
-    r = inspect(str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    assert "complete    no: the run writing it has not finished; re-run it to resume" in r.stdout
-    assert "files       not checked: the dataset is incomplete" in r.stdout
-    shards = json.loads((tmp_path / "manifest.json").read_text())["splits"]["train"]["shards"]
-    tokens = sum(s["tokens"] for s in shards)
-    assert f"train       {len(shards)} shards finished so far, {tokens:,} tokens" in r.stdout
-    assert "total       not known until the run finishes" in r.stdout
-    r = inspect(str(tmp_path), "--file", "x.txt")
-    assert r.returncode == 2 and "is a token dataset folder; --file and --special-token describe" in r.stderr
-    edit_manifest(tmp_path, lambda m: m.update(format_version=9))
-    r = inspect(str(tmp_path))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown format_version 9" in r.stderr
-    r = inspect(str(tmp_path / "train"), "--verify")
-    assert r.returncode == 2 and "--verify checks a token dataset folder" in r.stderr
-
-
 # -- end to end: encode_dataset, then TokenDataset ----------------------------------------
 
 needs_writer = pytest.mark.skipif(
@@ -702,7 +503,7 @@ def test_encode_dataset_reads_back_as_encode_file(
         assert plain(ds.document(i)) == expected[i]
     x, y = ds.get_batch(8, 16, rng=0)
     assert (np.asarray(y)[:, :-1] == np.asarray(x)[:, 1:]).all()
-    assert inspect(str(tmp_path / "out")).returncode == 0
+    assert run_cli("inspect", str(tmp_path / "out"), cwd=tmp_path).returncode == 0
 
 
 def interleaves(whole: list[list[int]], a: list[list[int]], b: list[list[int]]) -> bool:

@@ -24,8 +24,12 @@ from hypothesis import strategies as st
 
 import bpekit
 import bpekit.distributed as dist
+from bpekit.dataset import Layout, Marks
+from bpekit.dataset.job import Framing, Job
+from bpekit.distributed.dataset import UnitFiles
 from bpekit.distributed.plan import plan_units
 from bpekit.distributed.work import unit_files
+from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 
 EOT = "<|endoftext|>"
 UNIT_BYTES = 24_000
@@ -36,6 +40,24 @@ LAYOUT: dict[str, Any] = {
     "after_each_file": EOT,
     "bos": EOT,
 }
+# LAYOUT as the option objects that dist.dataset.write_dataset takes, and the defaults.
+OPTIONS = (
+    Layout(shard_tokens=LAYOUT["shard_tokens"], val_fraction=LAYOUT["val_fraction"], seed=LAYOUT["seed"]),
+    Marks(after_each_file=EOT, bos=EOT),
+    ReadOptions(),
+    RunOptions(num_threads=1),
+)
+DEFAULTS = (Layout(), Marks(), ReadOptions(), RunOptions(num_threads=1))
+# A local pool of 2 workers, the corpus cut into 16 units or more.
+LOCAL = DistributedOptions(backend="local", workers=2, unit_bytes=UNIT_BYTES)
+
+
+def core_job(width: int = 2, after_each_file: int | None = None, **layout: Any) -> Job:
+    """A job as the core's encode_unit and assemble_dataset take it: ids of ``width``
+    bytes, ``layout`` (Layout's keywords), ``after_each_file``'s id."""
+    dtype = {2: "uint16", 4: "uint32"}[width]
+    framing = Framing(after_each_file=after_each_file)
+    return Job(ReadOptions(), RunOptions(), Layout(dtype=dtype, **layout), framing)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +80,11 @@ def same_dataset(a: Path, b: Path) -> None:
 def test_local_pool_writes_what_one_machine_writes(dist_corpus, one_machine, tmp_path: Path, workers) -> None:
     out = tmp_path / "ds"
     written = dist.dataset.write_dataset(
-        dist_corpus, out, "gpt2", backend="local", workers=workers, unit_bytes=UNIT_BYTES, **LAYOUT
+        dist_corpus,
+        out,
+        "gpt2",
+        *OPTIONS,
+        DistributedOptions(backend="local", workers=workers, unit_bytes=UNIT_BYTES),
     )
     assert written.stats["units"] >= 16
     same_dataset(one_machine, out)
@@ -97,9 +123,7 @@ def test_a_tokenizer_json_writes_what_one_machine_writes(dist_corpus, tmp_path: 
 
     tok = bpekit.Tokenizer.from_hf(data_path("hf", hf))
     bpekit.encode_dataset(dist_corpus, tmp_path / "one", tok, **LAYOUT)
-    written = dist.dataset.write_dataset(
-        dist_corpus, tmp_path / "two", tok, backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
-    )
+    written = dist.dataset.write_dataset(dist_corpus, tmp_path / "two", tok, *OPTIONS, LOCAL)
     assert written.stats["units"] >= 16
     same_dataset(tmp_path / "one", tmp_path / "two")
 
@@ -113,11 +137,9 @@ def test_a_worker_killed_mid_unit_is_retried(dist_corpus, one_machine, tmp_path,
         dist_corpus,
         tmp_path / "ds",
         "gpt2",
-        backend=backend,
-        workers=2,
-        unit_bytes=UNIT_BYTES,
+        *OPTIONS,
+        DistributedOptions(backend=backend, workers=2, unit_bytes=UNIT_BYTES),
         _crash_once=(6, str(marker)),
-        **LAYOUT,
     )
     assert marker.exists()  # the worker did die once
     same_dataset(one_machine, tmp_path / "ds")
@@ -155,14 +177,14 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
     data = bytearray(ids.read_bytes())
     data[-1] ^= 1
     ids.write_bytes(bytes(data))
-    written = dist.dataset.write_dataset(
-        dist_corpus, out, "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
-    )
+    written = dist.dataset.write_dataset(dist_corpus, out, "gpt2", *OPTIONS, LOCAL)
     assert written.stats["kept"] == done - 1
     same_dataset(one_machine, out)
     assert not units.exists()
-    # Rerun on the finished dataset: nothing to do, no worker started.
-    again = dist.dataset.write_dataset(dist_corpus, out, "gpt2", backend="spark", unit_bytes=1, **LAYOUT)
+    # Rerun on the finished dataset: nothing to do, no worker started (on a cluster that
+    # is not there) and no unit planned (of a byte each).
+    nowhere = DistributedOptions(address="ray://nowhere.invalid:1", unit_bytes=1)
+    again = dist.dataset.write_dataset(dist_corpus, out, "gpt2", *OPTIONS, nowhere)
     assert again.done_before
 
 
@@ -174,16 +196,16 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
         f"""
         import os, signal
         import bpekit.distributed as dist
-        from bpekit import dataset_writer
+        from bpekit.dataset import shards
         from bpekit.distributed import dataset
 
-        real = dataset_writer._Recorder.changed
+        real = shards._Recorder.changed
         def changed(self):
             real(self)
             if len(self.manifest["splits"]["train"]["shards"]) == 3:
                 self.write()
                 os.kill(os.getpid(), signal.SIGKILL)
-        dataset_writer._Recorder.changed = changed
+        shards._Recorder.changed = changed
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2", backend="local",
                             workers=2, unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
         """
@@ -196,9 +218,7 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
     # no place in the input to go on from, so it writes them again.
     assert manifest["resume"]["train"] == [None] * 3
     done = len(list((tmp_path / ".ds.units").glob("unit-*.json")))
-    written = dist.dataset.write_dataset(
-        dist_corpus, out, "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES, **LAYOUT
-    )
+    written = dist.dataset.write_dataset(dist_corpus, out, "gpt2", *OPTIONS, LOCAL)
     assert written.stats["kept"] == done >= 1
     same_dataset(one_machine, out)
 
@@ -235,9 +255,7 @@ def test_a_failure_writing_shards_stops_the_encoding(dist_corpus, tmp_path: Path
             dist_corpus, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES
         )
     monkeypatch.undo()
-    written = dist.dataset.write_dataset(
-        dist_corpus, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES
-    )
+    written = dist.dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL)
     assert written.stats["kept"] < written.stats["units"]
     assert not (tmp_path / ".ds.units").exists()
 
@@ -260,19 +278,19 @@ def test_a_damaged_unit_file_is_an_error_naming_it(tmp_path: Path) -> None:
     text.write_text("some words<|endoftext|>more words\n" * 200)
     tok = bpekit.get_encoding("gpt2")
     unit = tmp_path / "u.ids"
-    tok._core.encode_unit([("text", str(text), None)], str(unit), 2)
+    tok._core.encode_unit([("text", str(text), None)], str(unit), core_job())
     whole = unit.read_bytes()
     unit.write_bytes(whole[:-3])
     with pytest.raises(ValueError, match=r"u\.ids: an item claims more than the file's \d+ bytes"):
-        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "a"), 2)
+        tok._core.assemble_dataset(UnitFiles([(str(unit), 0)], [True], 0), str(tmp_path / "a"), core_job())
     unit.write_bytes(whole + b"extra")
     with pytest.raises(ValueError, match=r"u\.ids: holds \d+ bytes, \d+ tokens; its header says"):
-        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "a2"), 2)
+        tok._core.assemble_dataset(UnitFiles([(str(unit), 0)], [True], 0), str(tmp_path / "a2"), core_job())
     unit.write_bytes(whole)
     with pytest.raises(ValueError, match=r"u\.ids: holds 2-byte ids, not 4-byte"):
-        tok._core.assemble_dataset([(str(unit), 0)], [True], str(tmp_path / "b"), 4)
+        tok._core.assemble_dataset(UnitFiles([(str(unit), 0)], [True], 0), str(tmp_path / "b"), core_job(4))
     with pytest.raises(ValueError, match=r"u\.ids: an item of input 0 of 0"):
-        tok._core.assemble_dataset([(str(unit), 0)], [], str(tmp_path / "c"), 2)
+        tok._core.assemble_dataset(UnitFiles([(str(unit), 0)], [], 0), str(tmp_path / "c"), core_job())
 
 
 SPECIALS = ["<|endoftext|>", "<|x|>"]
@@ -303,15 +321,13 @@ def test_units_of_any_size_replay_to_the_whole(tmp_path_factory, texts, unit, sh
     units = []
     for u in plan.units:
         units.append((str(d / f"u{u.index}.ids"), u.input))
-        tok._core.encode_unit([u.source("text", "error")], units[-1][0], 2)
+        tok._core.encode_unit([u.source("text", "error")], units[-1][0], core_job())
     core = tok._core.assemble_dataset(
-        units,
-        [True] * len(paths),
+        UnitFiles(units, [True] * len(paths), 0),
         str(d / "two"),
-        2,
-        shard_tokens=shard_tokens,
-        val_fraction=0.3,
-        after_each_file=tok.encode_single_token("<|x|>"),
+        core_job(
+            shard_tokens=shard_tokens, val_fraction=0.3, after_each_file=tok.encode_single_token("<|x|>")
+        ),
     )
     one = json.loads((d / "one" / "manifest.json").read_text())
     assert core["documents"] == one["totals"]["documents"]

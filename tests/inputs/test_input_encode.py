@@ -30,7 +30,9 @@ from _shared_data import bpekit_encoding
 
 import bpekit
 from bpekit.cli import main
-from bpekit.datasets import encode_file_counts
+from bpekit.dataset import Layout, Marks
+from bpekit.dataset.tokens import write_tokens
+from bpekit.options import ReadOptions, RunOptions
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +187,7 @@ def test_no_default_eos_without_an_endoftext_token(tmp_path: Path) -> None:
     records, _ = make_input("jsonl", ["ab", "c"], tmp_path)
     assert encoded(records, tok, tmp_path / "o.npy") == [97, 98, 99]
     assert encoded(records, tok, tmp_path / "o.npy", eos="<|eot|>") == [97, 98, 256, 99, 256]
-    result = encode_file_counts(records, tmp_path / "o.npy", tok)
+    result = write_tokens(records, tmp_path / "o.npy", tok, Layout(), Marks(), ReadOptions(), RunOptions())
     assert result.framing.notes == (
         "no eos after records: the tokenizer has no '<|endoftext|>' (eos='TOKEN' adds one)",
     )
@@ -224,7 +226,8 @@ def test_bad_records_skipped_are_counted_and_warned(tmp_path: Path, gpt2) -> Non
     ):
         got = encoded(path, gpt2, tmp_path / "o.npy", bad_records="skip")
     assert got == expected(["good", "", "end"], gpt2, eos=gpt2.eot_token)
-    result = encode_file_counts(path, tmp_path / "o.npy", gpt2, bad_records="skip")
+    skip = ReadOptions(bad_records="skip")
+    result = write_tokens(path, tmp_path / "o.npy", gpt2, Layout(), Marks(), skip, RunOptions())
     assert result.stats["documents"] == 3 and result.stats["skipped"] == 2
     assert result.stats["bytes"] == result.bytes == len("goodend")
 
@@ -247,7 +250,8 @@ def test_parquet_nulls_skipped_in_encoding(tmp_path: Path, gpt2) -> None:
 def test_empty_documents_are_an_eos_alone(tmp_path: Path, gpt2) -> None:
     for variant in ("jsonl", "parquet-zstd", "iterable"):
         inputs, options = make_input(variant, ["", "", "x", ""], tmp_path)
-        result = encode_file_counts(inputs, tmp_path / "o.npy", gpt2, **options)
+        read = ReadOptions(**options)
+        result = write_tokens(inputs, tmp_path / "o.npy", gpt2, Layout(), Marks(), read, RunOptions())
         eot = gpt2.eot_token
         assert bpekit.load_tokens(tmp_path / "o.npy").tolist() == [eot, eot, gpt2.encode("x")[0], eot, eot]
         assert result.stats["documents"] == 4 and result.tokens == 5
