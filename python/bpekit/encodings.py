@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bpekit import patterns
-from bpekit.formats.hf_load import find_tokenizer_json, load_hf
+from bpekit.formats.hf_load import find_tokenizer_json
 from bpekit.tokenizer import Tokenizer
 
 __all__ = ["ENCODINGS", "get_encoding", "infer_special_tokens", "list_encoding_names", "load_tokenizer"]
@@ -234,7 +234,9 @@ def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Token
     # The first file holds the ranks: a .tiktoken file, or GPT-2's vocab.bpe (whose
     # encoder.json is read only for its sha256 check; see _gpt2_ranks).
     data, *_ = [_read(spec, f, path) for f in spec.files]
-    tok = Tokenizer._from_rank_file(
+    from bpekit.formats.tiktoken import read_rank_file  # lazily: `import bpekit` needs no base64
+
+    loaded = read_rank_file(
         data,
         spec.files[0].names[0],
         spec.special_tokens,
@@ -242,6 +244,7 @@ def get_encoding(name: str, path: str | os.PathLike[str] | None = None) -> Token
         pattern=spec.pattern,
         name=name,
     )
+    tok = Tokenizer._from_parts(loaded)
     if spec.explicit_n_vocab is not None and tok.n_vocab != spec.explicit_n_vocab:
         raise ValueError(f"{name}: {tok.n_vocab} ids, expected {spec.explicit_n_vocab}")
     _cache[key] = tok
@@ -367,7 +370,7 @@ def load_tokenizer(
                 f"{hf_json}: a tokenizer.json has its own added tokens; special tokens can be "
                 "given for a vocab.json + merges.txt folder only"
             )
-        return load_hf(hf_json)
+        return Tokenizer.from_hf(hf_json)
     if folder.is_dir() and vocab_path.is_file() and merges_path.is_file():
         from bpekit.formats.folder import load_config
         from bpekit.formats.gpt2 import load_vocab_merges
@@ -415,7 +418,7 @@ def _not_a_tokenizer(spec: str | os.PathLike[str]) -> Exception:
     >>> print(_not_a_tokenizer("gpt4"))
     gpt4: no encoding, model or folder of that name; did you mean gpt-4, a model whose encoding ...
     """
-    from bpekit.models import MODEL_TO_ENCODING, encoding_name_for_model
+    from bpekit._openai_models import MODEL_TO_ENCODING, encoding_name_for_model
 
     text = os.fspath(spec)
     path = Path(text)

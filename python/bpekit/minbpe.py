@@ -503,7 +503,8 @@ class RegexTokenizer(Tokenizer):
         scanner = _SCANNERS.get(self.pattern)
         if scanner is not None:
             return _core.pretokenize(text, scanner)
-        return self.compiled_pattern.findall(text)
+        found: list[str] = self.compiled_pattern.findall(text)
+        return found
 
     def train(self, text: str, vocab_size: int, verbose: bool = False) -> None:
         if vocab_size < 256:

@@ -43,7 +43,8 @@ def split_on_special_tokens(text: str, special_tokens: Sequence[str]) -> list[st
         return [text]
     # Longest first, so a token that contains another wins where both match.
     alternation = "|".join(regex.escape(t) for t in sorted(special_tokens, key=len, reverse=True))
-    return regex.split(alternation, text)
+    parts: list[str] = regex.split(alternation, text)
+    return parts
 
 
 def pretokenize(text: str, pattern: str = GPT2) -> list[str]:

@@ -1,7 +1,12 @@
 """``Tokenizer``: encode and decode text with a byte-level BPE vocabulary.
 
 A thin layer over the native encoder (``bpekit._core.Encoder``): it normalises
-arguments and raises helpful errors; Rust does the work with the GIL released.
+arguments and raises helpful errors; Rust does the work with the GIL released. What is
+not the API object itself lives a layer below, in modules that know nothing of this
+class: argument checks (``bpekit._tokenizer_args``), tiktoken's special-token and
+surrogate rules (``bpekit._encode_rules``) and unstable-tail encodings
+(``bpekit._unstable``), the file formats and the pickled state (``bpekit.formats``,
+on the core encoder) and the visualizer (``bpekit.viz``).
 
 Two kinds of vocabulary, one class:
 
@@ -35,131 +40,35 @@ but the default of ``allowed_special`` depends on how the tokenizer was made:
 
 from __future__ import annotations
 
-import operator
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bpekit import _core
-from bpekit._text_rules import (
-    NO_OTHER_STRINGS,
-    DisallowedStrings,
-    split_high_surrogate,
-    without_surrogates,
-)
+from bpekit._encode_rules import DEFAULT, AllowedSpecial, Policy, on_str, on_texts, policy, stream_ids
+from bpekit._encode_rules import Default as _Default
+from bpekit._text_rules import without_surrogates
 from bpekit._threads import check_num_threads
+from bpekit._tokenizer_args import (
+    id_list,
+    id_out_of_range,
+    merge_pairs,
+    rank_items,
+    special_token_list,
+    unknown_huge_id,
+    vocab_items,
+)
 from bpekit._utf8 import check_decode_errors
+from bpekit.formats.parts import Loaded
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from bpekit.formats.hf_load import HfExtras
+    from bpekit.formats.parts import HfExtras
+    from bpekit.viz import Visualization
 
 __all__ = ["Tokenizer"]
-
-AllowedSpecial = Literal["all"] | Collection[str]
-T = TypeVar("T")
-
-
-class _Default:
-    def __repr__(self) -> str:
-        return "<the tokenizer's default>"
-
-
-DEFAULT = _Default()
-
-
-def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
-    if special_tokens is None:
-        return []
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a list of strings, not a single string")
-    tokens = list(dict.fromkeys(special_tokens))  # drop repeats, keep order
-    for t in tokens:
-        if not isinstance(t, str) or not t:
-            raise TypeError(f"special tokens must be non-empty str, got {t!r}")
-    return tokens
-
-
-# What a token's bytes may be given as. Not str (no encoding is implied) and not int:
-# bytes(97) is 97 NUL bytes, and a merge given as b"ab" unpacked into 97 and 98.
-_BYTES_LIKE = (bytes, bytearray, memoryview)
-
-
-def _vocab_items(vocab: Mapping[int, bytes]) -> list[tuple[int, bytes]]:
-    """``vocab``'s entries, checked (``_vocab_item``); plain ints and bytes, the usual
-    case, pass in one quick scan (checking each entry apart cost GPT-2's 50K 15 ms)."""
-    items = list(vocab.items())
-    if all(type(i) is int and type(b) is bytes for i, b in items):
-        return items
-    return [_vocab_item(i, b) for i, b in items]
-
-
-def _merge_pairs(merges: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """``merges``, checked (``_merge_pair``); tuples of two bytes pass in one quick scan."""
-    pairs = list(merges)
-    if all(type(p) is tuple and len(p) == 2 and type(p[0]) is bytes and type(p[1]) is bytes for p in pairs):
-        return pairs
-    return [_merge_pair(k, m) for k, m in enumerate(pairs)]
-
-
-def _vocab_item(i: Any, token: Any) -> tuple[int, bytes]:
-    """A vocab entry as the core takes it, or a ``TypeError`` naming it: ``int()`` made
-    the key 1.5 the id 1 (then "id 1 is given twice", or a silent overwrite).
-
-    >>> _vocab_item(1.5, b"a")
-    Traceback (most recent call last):
-    ...
-    TypeError: vocab key 1.5 (token b'a') must be an int id, not float
-    """
-    if isinstance(i, bool) or not hasattr(type(i), "__index__"):
-        raise TypeError(f"vocab key {i!r} (token {token!r}) must be an int id, not {type(i).__name__}")
-    if not isinstance(token, _BYTES_LIKE):
-        raise TypeError(f"vocab id {i!r} is {token!r}: a token must be bytes, not {type(token).__name__}")
-    return operator.index(i), bytes(token)
-
-
-def _merge_pair(k: int, merge: Any) -> tuple[bytes, bytes]:
-    """Merge #``k`` as the core takes it, or a ``TypeError`` naming it (a merge given
-    as ``b"ab"`` made two tokens of 97 and 98 NUL bytes).
-
-    >>> _merge_pair(0, b"ab")
-    Traceback (most recent call last):
-    ...
-    TypeError: merge #0 is b'ab', not a pair of tokens (bytes, bytes)
-    """
-    if isinstance(merge, str | bytes | bytearray | memoryview):
-        raise TypeError(f"merge #{k} is {merge!r}, not a pair of tokens (bytes, bytes)")
-    try:
-        a, b = merge
-    except (TypeError, ValueError):
-        raise TypeError(f"merge #{k} is {merge!r}, not a pair of tokens (bytes, bytes)") from None
-    if not isinstance(a, _BYTES_LIKE) or not isinstance(b, _BYTES_LIKE):
-        bad = type(b if isinstance(a, _BYTES_LIKE) else a).__name__
-        raise TypeError(f"merge #{k} is {merge!r}: its tokens must be bytes, not {bad}")
-    return bytes(a), bytes(b)
-
-
-def _ids_list(ids: Iterable[int]) -> list[int]:
-    tolist = getattr(ids, "tolist", None)
-    return tolist() if callable(tolist) else list(ids)
-
-
-def _on_str(encode: Callable[..., T], text: str, *args: Any) -> T:
-    """``encode(text, *args)``; a text with lone surrogates (no UTF-8) is encoded as
-    tiktoken reads it (see ``bpekit._text_rules``)."""
-    try:
-        return encode(text, *args)
-    except UnicodeEncodeError:
-        return encode(without_surrogates(text), *args)
-
-
-def _unknown_huge_id(ids: list[int]) -> KeyError:
-    """The error for an id too large for the core to take (it takes 64-bit ids and
-    names any it does not hold): the same ``KeyError`` as for other unknown ids."""
-    huge = next((i for i in ids if isinstance(i, int) and not -(1 << 63) <= i < 1 << 63), None)
-    return KeyError(f"token id {huge} is not in the vocabulary")
 
 
 class Tokenizer:
@@ -181,34 +90,36 @@ class Tokenizer:
         pattern: str = "gpt2",
         name: str | None = None,
     ) -> None:
-        specials = _check_special_tokens(special_tokens)
-        tokens, pairs = _vocab_items(vocab), _merge_pairs(merges)
+        specials = special_token_list(special_tokens)
+        tokens, pairs = vocab_items(vocab), merge_pairs(merges)
         try:
             core = _core.Encoder.from_merges(tokens, pairs, specials, pattern)
         except OverflowError:
-            # The core takes ids as u32 and says only that one did not fit: name it.
-            bad = next(((i, b) for i, b in tokens if not 0 <= i < 2**32), None)
+            bad = id_out_of_range(tokens)
             if bad is None:
                 raise
-            raise ValueError(f"vocab id {bad[0]} (token {bad[1]!r}) is outside 0..2**32-1") from None
-        self._setup(core, name or "bpe", default_allowed="all")
+            raise bad from None
+        self._setup(Loaded(core, name or "bpe", "all"))
 
-    def _setup(self, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> None:
-        self._core = core
-        self._hf: HfExtras | None = None
-        self.name = name
-        self._special_tokens: dict[str, int] = dict(core.special_tokens())
-        self._default_allowed = default_allowed
+    def _setup(self, parts: Loaded) -> None:
+        self._core = parts.core
+        self._hf: HfExtras | None = parts.hf
+        self.name = parts.name
+        self._special_tokens: dict[str, int] = dict(parts.core.special_tokens())
+        self._default_allowed = parts.default_allowed
+        # Built on first use; never pickled (``_REBUILT``).
         self._vocab: dict[int, bytes] | None = None
         self._merges: list[tuple[bytes, bytes]] | None = None
         self._fingerprint: str | None = None
+        self._sorted_tokens: list[bytes] | None = None
 
     # ---- construction -------------------------------------------------------------
 
     @classmethod
-    def _from_core(cls, core: _core.Encoder, name: str, default_allowed: AllowedSpecial) -> Tokenizer:
+    def _from_parts(cls, parts: Loaded) -> Tokenizer:
+        """A tokenizer (of this class, ``__init__`` not run) of what a reader made."""
         self = cls.__new__(cls)
-        self._setup(core, name, default_allowed)
+        self._setup(parts)
         return self
 
     @classmethod
@@ -223,12 +134,9 @@ class Tokenizer:
         out the special ones as ``tokenizers``' ``encode_special_tokens`` does.
         See ``bpekit.formats.hf_load`` for what is supported.
         """
-        from bpekit.formats.hf_load import load_hf
+        from bpekit.formats.hf_load import read_hf
 
-        tok = load_hf(path)
-        if cls is not Tokenizer:
-            tok.__class__ = cls
-        return tok
+        return cls._from_parts(read_hf(path))
 
     @classmethod
     def from_files(
@@ -286,70 +194,15 @@ class Tokenizer:
 
         Defaults follow tiktoken: special tokens are disallowed in ``encode`` unless allowed.
         """
-        ranks = [(bytes(b), int(r)) for b, r in mergeable_ranks.items()]
-        specials = [(str(t), int(i)) for t, i in (special_tokens or {}).items()]
-        for token, rank in ranks:
-            if not 0 <= rank < 1 << 32:
-                raise ValueError(f"token {token!r} has rank {rank}, outside 0..2**32-1")
-        for text, i in specials:
-            if not 0 <= i < 1 << 32:
-                raise ValueError(f"special token {text!r} has id {i}, outside 0..2**32-1")
+        ranks, specials = rank_items(mergeable_ranks, special_tokens)
         core = _core.Encoder.from_ranks(ranks, specials, pattern)
-        self = cls.__new__(cls)
-        self._setup(core, name, default_allowed=frozenset())
-        return self
-
-    @classmethod
-    def _from_rank_file(
-        cls,
-        data: bytes,
-        where: str,
-        special_tokens: Mapping[str, int],
-        *,
-        file_format: Literal["tiktoken", "gpt2"],
-        pattern: str,
-        name: str,
-    ) -> Tokenizer:
-        """``from_ranks`` of a rank file's bytes, parsed by the core: a ``.tiktoken`` file
-        (as ``bpekit.formats.tiktoken.parse_tiktoken_bpe`` reads it, ~10x faster) or GPT-2's
-        ``vocab.bpe`` (as ``bpekit.encodings._gpt2_ranks`` reads it, ~20x faster)."""
-        specials = [(str(t), int(i)) for t, i in special_tokens.items()]
-        core = _core.Encoder.from_rank_file(data, where, file_format, specials, pattern)
-        self = cls.__new__(cls)
-        self._setup(core, name, default_allowed=frozenset())
-        return self
-
-    # ---- special-token policy -------------------------------------------------------
+        return cls._from_parts(Loaded(core, name, frozenset()))
 
     def _policy(
         self, allowed_special: AllowedSpecial | _Default, disallowed_special: AllowedSpecial
-    ) -> tuple[list[str] | None, list[str], DisallowedStrings]:
-        """tiktoken's rules -> (allowed names, None for all; disallowed special tokens for
-        the core to check; the disallowed strings to check here, when they are not all
-        special tokens)."""
-        allowed = self._default_allowed if isinstance(allowed_special, _Default) else allowed_special
-        if allowed == "all":
-            allowed_set = frozenset(self._special_tokens)
-        elif isinstance(allowed, str):
-            raise TypeError(f'allowed_special must be "all" or a set of strings, not {allowed!r}')
-        else:
-            allowed_set = frozenset(allowed)
-        if disallowed_special == "all":
-            disallowed = frozenset(self._special_tokens) - allowed_set
-        elif not disallowed_special:
-            disallowed = frozenset()  # tiktoken skips the check for any empty value
-        elif isinstance(disallowed_special, str):
-            raise TypeError(
-                f'disallowed_special must be "all" or a set of strings, not {disallowed_special!r}'
-            )
-        else:
-            disallowed = frozenset(disallowed_special)
-        names = None if allowed_set >= self._special_tokens.keys() else sorted(allowed_set)
-        if disallowed <= self._special_tokens.keys():
-            return names, sorted(disallowed), NO_OTHER_STRINGS
-        # Other strings too: all are checked here, in one search, so that the leftmost
-        # match is the one reported, as in tiktoken.
-        return names, [], DisallowedStrings(disallowed)
+    ) -> Policy:
+        """tiktoken's special-token rules for this tokenizer (``bpekit._encode_rules``)."""
+        return policy(self._special_tokens, self._default_allowed, allowed_special, disallowed_special)
 
     # ---- encoding -------------------------------------------------------------------
 
@@ -372,7 +225,7 @@ class Tokenizer:
         """
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
-        ids = _on_str(self._core.encode, text, allowed, disallowed)
+        ids = on_str(self._core.encode, text, allowed, disallowed)
         if add_special_tokens and self._hf is not None:
             return self._hf.prefix + ids + self._hf.suffix
         return ids
@@ -387,14 +240,16 @@ class Tokenizer:
         """tiktoken's ``encode_with_unstable``: the ids of ``text`` that more text could
         not change, and every way the rest could be encoded once text follows (lists of
         ids, in no order). Special tokens as in ``encode``."""
-        from bpekit._unstable import encode_with_unstable
+        from bpekit._unstable import encode_with_unstable, sorted_token_bytes
 
         names, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
         if disallowed:
-            _on_str(self._core.encode, text, [], disallowed)  # raises on a disallowed token
+            on_str(self._core.encode, text, [], disallowed)  # raises on a disallowed token
         allowed = frozenset(self._special_tokens if names is None else names) & self._special_tokens.keys()
-        return encode_with_unstable(self, without_surrogates(text), allowed)
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted_token_bytes(self._core)
+        return encode_with_unstable(self._core, without_surrogates(text), allowed, self._sorted_tokens)
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """The ids of one piece, not pre-tokenized (tiktoken's private method)."""
@@ -406,11 +261,11 @@ class Tokenizer:
         used to encode a text's bytes as they come)."""
         from bpekit._unstable import encode_bytes
 
-        return encode_bytes(self, bytes(data))
+        return encode_bytes(self._core, bytes(data))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special tokens encoded as ordinary text."""
-        return _on_str(self._core.encode, text, [], [])
+        return on_str(self._core.encode, text, [], [])
 
     def encode_batch(
         self,
@@ -428,7 +283,7 @@ class Tokenizer:
         if others:
             for text in batch:
                 others.check(text)
-        out = self._encode_texts(batch, allowed, disallowed, num_threads)
+        out = on_texts(self._core.encode_batch, batch, allowed, disallowed, num_threads)
         if add_special_tokens and self._hf is not None:
             prefix, suffix = self._hf.prefix, self._hf.suffix
             out = [prefix + ids + suffix for ids in out]
@@ -437,16 +292,7 @@ class Tokenizer:
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]:
         """``encode_ordinary`` of each text, in parallel (``num_threads``: default all cores)."""
         num_threads = check_num_threads(num_threads)
-        return self._encode_texts(list(texts), [], [], num_threads)
-
-    def _encode_texts(
-        self, texts: list[str], allowed: list[str] | None, disallowed: list[str], num_threads: int | None
-    ) -> list[list[int]]:
-        try:
-            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
-        except UnicodeEncodeError:  # lone surrogates in some text: see bpekit._text_rules
-            texts = [without_surrogates(t) for t in texts]
-            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
+        return on_texts(self._core.encode_batch, list(texts), [], [], num_threads)
 
     def encode_to_numpy(
         self,
@@ -458,7 +304,7 @@ class Tokenizer:
         """``encode`` as a numpy ``uint32`` array."""
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
-        return _on_str(self._core.encode_to_numpy, text, allowed, disallowed)
+        return on_str(self._core.encode_to_numpy, text, allowed, disallowed)
 
     def encode_batch_to_numpy(
         self,
@@ -488,11 +334,7 @@ class Tokenizer:
             for text in batch:
                 others.check(text)
         eos_id = self._token_id(eos, "eos") if eos is not None else None
-        try:
-            return self._core.encode_batch_to_numpy(batch, allowed, disallowed, num_threads, eos_id)
-        except UnicodeEncodeError:  # lone surrogates in some text: see bpekit._text_rules
-            batch = [without_surrogates(t) for t in batch]
-            return self._core.encode_batch_to_numpy(batch, allowed, disallowed, num_threads, eos_id)
+        return on_texts(self._core.encode_batch_to_numpy, batch, allowed, disallowed, num_threads, eos_id)
 
     def _token_id(self, token: str | int, role: str) -> int:
         """The id of ``token``: an id in the vocabulary, a special token's text, or the text
@@ -531,22 +373,7 @@ class Tokenizer:
         True
         """
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
-        stream = self._core.stream(allowed, disallowed)
-        held = ""  # a high surrogate that ended the last chunk
-        for chunk in iterable:
-            if not isinstance(chunk, str):
-                raise TypeError(f"encode_iterable wants str items, got {type(chunk).__name__}")
-            others.check_next(chunk)
-            chunk, held = held + chunk, ""
-            try:
-                ids = stream.feed(chunk)
-            except UnicodeEncodeError:  # lone surrogates: see bpekit._text_rules
-                chunk, held = split_high_surrogate(chunk)
-                ids = stream.feed(without_surrogates(chunk))
-            yield from ids
-        if held:
-            yield from stream.feed(without_surrogates(held))
-        yield from stream.finish()
+        yield from stream_ids(self._core.stream(allowed, disallowed), iterable, others)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of one token: an ordinary token's bytes (or text), else a special
@@ -564,11 +391,11 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ``ids``, joined. An unknown id raises ``KeyError`` naming it."""
-        id_list = _ids_list(ids)
+        listed = id_list(ids)
         try:
-            return self._core.decode_bytes(id_list)
+            return self._core.decode_bytes(listed)
         except OverflowError:
-            raise _unknown_huge_id(id_list) from None
+            raise unknown_huge_id(listed) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ``ids``; invalid UTF-8 is replaced exactly as ``bytes.decode(errors="replace")``.
@@ -595,10 +422,10 @@ class Tokenizer:
         try:
             return self._core.token_bytes(token)
         except OverflowError:
-            raise _unknown_huge_id([token]) from None
+            raise unknown_huge_id([token]) from None
 
     def decode_tokens_bytes(self, ids: Iterable[int]) -> list[bytes]:
-        return [self.decode_single_token_bytes(i) for i in _ids_list(ids)]
+        return [self.decode_single_token_bytes(i) for i in id_list(ids)]
 
     def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
         """The text of ``ids`` and where each token starts in it, in characters, as
@@ -619,7 +446,7 @@ class Tokenizer:
             chars += sum(not 0x80 <= b < 0xC0 for b in piece)
         return b"".join(pieces).decode("utf-8"), offsets
 
-    def visualize(self, text: str) -> Any:
+    def visualize(self, text: str) -> Visualization:
         """The tokens of ``text``, each on its own colour: renders in Jupyter
         (``_repr_html_``), and ``.save("page.html")`` writes a self-contained page (see
         ``bpekit.viz``)."""
@@ -659,8 +486,9 @@ class Tokenizer:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every token but the special tokens, sorted (as tiktoken's)."""
-        specials = set(self._special_tokens.values())
-        return sorted(b for i, b in self._core.vocab().items() if i not in specials)
+        from bpekit._unstable import sorted_token_bytes
+
+        return sorted_token_bytes(self._core)
 
     @property
     def pattern(self) -> str:
@@ -702,49 +530,37 @@ class Tokenizer:
     # Fields that `_setup` rebuilds from the native encoder; the rest of `__dict__` (a
     # subclass's or a user's attributes) travels as it is.
     _REBUILT = frozenset(
-        {"_core", "name", "_special_tokens", "_default_allowed", "_vocab", "_merges", "_fingerprint", "_hf"}
+        {
+            "_core",
+            "name",
+            "_special_tokens",
+            "_default_allowed",
+            "_hf",
+            "_vocab",
+            "_merges",
+            "_fingerprint",
+            "_sorted_tokens",
+        }
     )
 
     def __reduce__(
         self,
     ) -> tuple[Callable[..., Tokenizer], tuple[type[Tokenizer], dict[str, Any]], dict[str, Any]]:
-        """Pickles what rebuilds this tokenizer, not the native encoder: its tokens,
-        merges (or ranks), special tokens in their order, pattern, name and defaults,
-        and any other attributes (a subclass's). So a tokenizer goes to
-        ``multiprocessing`` workers and ``datasets.map(num_proc=...)`` whether or not
-        the other process has its files.
+        """Pickles what rebuilds this tokenizer, not the native encoder (see
+        ``bpekit.formats.pickled``), and any other attributes (a subclass's). So a
+        tokenizer goes to ``multiprocessing`` workers and ``datasets.map(num_proc=...)``
+        whether or not the other process has its files.
 
         >>> import pickle
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
         >>> pickle.loads(pickle.dumps(tok)).encode("hi<|endoftext|>")
         [104, 105, 256]
         """
-        extra = {k: v for k, v in self.__dict__.items() if k not in self._REBUILT}
-        return _tokenizer_from_state, (type(self), self._state()), extra
+        from bpekit.formats.pickled import tokenizer_state
 
-    def _state(self) -> dict[str, Any]:
-        if self._hf is not None:
-            return {"version": 1, "name": self.name, "hf": self._hf.data}
-        specials = list(self._special_tokens.items())
-        state: dict[str, Any] = {
-            "version": 1,
-            "name": self.name,
-            "pattern": self.pattern,
-            "default_allowed": self._default_allowed,
-            "special_tokens": specials,
-        }
-        vocab = self._core.vocab()
-        if self._core.is_ranks:
-            # The ordinary tokens: every id but those of special tokens, except where a
-            # special token shares an ordinary token's id (same bytes): that is a rank too.
-            only_special = {i for t, i in specials if self._core.token_id(t.encode("utf-8")) != i}
-            state["ranks"] = {b: i for i, b in vocab.items() if i not in only_special}
-        else:
-            # The whole vocab, special tokens included, so each special token finds its
-            # id there rather than being appended again.
-            state["vocab"] = vocab
-            state["merges"] = self._core.merges()
-        return state
+        extra = {k: v for k, v in self.__dict__.items() if k not in self._REBUILT}
+        parts = Loaded(self._core, self.name, self._default_allowed, self._hf)
+        return _tokenizer_from_state, (type(self), tokenizer_state(parts)), extra
 
     def __copy__(self) -> Tokenizer:
         """A new object sharing the native encoder, which never changes once built."""
@@ -768,26 +584,7 @@ class Tokenizer:
 
 
 def _tokenizer_from_state(cls: type[Tokenizer], state: dict[str, Any]) -> Tokenizer:
-    """Unpickles what ``Tokenizer.__reduce__`` saved."""
-    if state.get("version") != 1:
-        raise ValueError(
-            f"this pickled Tokenizer has state version {state.get('version')!r}; "
-            "this bpekit reads version 1 (pickle it again with this version)"
-        )
-    if "hf" in state:
-        from bpekit.formats.hf_load import load_hf_data
+    """Unpickles what ``Tokenizer.__reduce__`` saved (pickles name this function)."""
+    from bpekit.formats.pickled import loaded_from_state
 
-        tok = load_hf_data(state["hf"], name=state["name"])
-        if cls is not Tokenizer:
-            tok.__class__ = cls
-        return tok
-    specials = [(str(t), int(i)) for t, i in state["special_tokens"]]
-    if "ranks" in state:
-        core = _core.Encoder.from_ranks(list(state["ranks"].items()), specials, state["pattern"])
-    else:
-        core = _core.Encoder.from_merges(
-            list(state["vocab"].items()), state["merges"], [t for t, _ in specials], state["pattern"]
-        )
-    self = cls.__new__(cls)
-    self._setup(core, state["name"], state["default_allowed"])
-    return self
+    return cls._from_parts(loaded_from_state(state))

@@ -202,7 +202,7 @@ def test_buffer_stays_small_for_any_script() -> None:
 
 
 def _is_line_cut(text: str, p: int, name: str) -> bool:
-    """Mirror of ``cut_at_newline`` in src/pretokenize/cuts.rs (no special tokens): before
+    """Mirror of ``cut_at_newline`` in src/pretokenize/line_cut.rs (no special tokens): before
     a non-whitespace character that follows a "\n", gpt2 cuts before the "\n", cl100k
     and o200k after it (and not before a "/")."""
 

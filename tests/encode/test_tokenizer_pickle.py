@@ -76,9 +76,9 @@ def test_custom_pattern_and_ranks_round_trip() -> None:
 
 
 def test_ranks_whose_special_tokens_share_an_ordinary_tokens_id_round_trip() -> None:
-    """Regression: a special token at the id of the ordinary token with its bytes
-    ("ab" at 256, "\n" at 10) dropped that ordinary token from the pickled ranks: the
-    copy lost a merge, or failed to load for want of byte 0x0a."""
+    """A special token at the id of the ordinary token with its bytes ("ab" at 256,
+    "\n" at 10) keeps that ordinary token in the pickled ranks: without it the copy
+    would lose a merge, or fail to load for want of byte 0x0a."""
     ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
     enc = bpekit.Tokenizer.from_ranks(ranks, {"<b>": 301, "ab": 256, "\n": 10, "<a>": 300}, pattern="gpt2")
     again = pickle.loads(pickle.dumps(enc))

@@ -76,9 +76,9 @@ def _hf(path_or_data: Path | dict[str, Any]) -> Any:
 def _ours(path_or_data: Path | dict[str, Any]) -> bpekit.Tokenizer:
     if isinstance(path_or_data, Path):
         return bpekit.Tokenizer.from_hf(path_or_data)
-    from bpekit.formats.hf_load import load_hf_data
+    from bpekit.formats.hf_load import read_hf_data
 
-    return load_hf_data(copy.deepcopy(path_or_data))
+    return bpekit.Tokenizer._from_parts(read_hf_data(copy.deepcopy(path_or_data)))
 
 
 def _check(hf: Any, ours: bpekit.Tokenizer, text: str, where: str = "") -> None:

@@ -52,9 +52,9 @@ def theirs(data: dict[str, Any]) -> Any:
 
 
 def ours(data: dict[str, Any]) -> bpekit.Tokenizer:
-    from bpekit.formats.hf_load import load_hf_data
+    from bpekit.formats.hf_load import read_hf_data
 
-    return load_hf_data(copy.deepcopy(data))
+    return bpekit.Tokenizer._from_parts(read_hf_data(copy.deepcopy(data)))
 
 
 # ---- merges ---------------------------------------------------------------------------

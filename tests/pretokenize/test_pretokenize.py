@@ -174,7 +174,7 @@ def test_pretokenize_api():
 CHUNK = 1 << 20
 # After a lone "\n" that follows printable ASCII and precedes an ASCII letter or digit, every
 # named pattern has a piece boundary that looks no further (a narrower rule than the core's
-# line cuts, src/pretokenize/cuts.rs, kept apart from them as these tests check the core).
+# line cuts, src/pretokenize/line_cut.rs, kept apart from them as these tests check the core).
 SAFE_CUT = re.compile(r"(?<=[\x21-\x7e]\n)(?=[A-Za-z0-9])")
 
 

@@ -21,10 +21,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from bpekit.tokenizer import Tokenizer
+from bpekit import _core
+from bpekit._atomic import atomic_write_all
+from bpekit._paths import fspath
+from bpekit.formats.folder import save_folder
+from bpekit.formats.hf import save_hf_folder
+from bpekit.formats.parts import HfExtras, HoldsEncoder
+from bpekit.formats.tiktoken import tiktoken_bytes
 
 __all__ = ["FORMATS", "save_as"]
 
@@ -32,37 +37,25 @@ Format = Literal["gpt2", "hf", "tiktoken"]
 FORMATS: tuple[str, ...] = ("gpt2", "hf", "tiktoken")
 
 
-def save_as(tokenizer: Tokenizer, directory: str | os.PathLike[str], format: str) -> list[Path]:
+def save_as(tokenizer: HoldsEncoder, directory: str | os.PathLike[str], format: str) -> list[Path]:
     """Writes ``tokenizer`` into ``directory`` in ``format``; returns the files written."""
-    from bpekit._paths import fspath
-
     d = Path(fspath(directory, "the folder to save into"))
     if format == "hf":
-        from bpekit.formats.hf import save_hf_folder
-
         save_hf_folder(tokenizer, d)
         return [d / "tokenizer.json", d / "tokenizer_config.json", d / "special_tokens_map.json"]
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; the formats are {', '.join(FORMATS)}")
-    _check_plain(tokenizer, format)
+    core = tokenizer._core
+    _check_plain(core, tokenizer._hf, format)
     if format == "gpt2":
-        from bpekit.formats.folder import save_folder
-
-        save_folder(
-            d,
-            tokenizer.vocab,
-            tokenizer.merges,
-            list(tokenizer.special_tokens),
-            tokenizer.pattern,
-            tokenizer.name,
-        )
+        specials = [t for t, _ in core.special_tokens()]
+        save_folder(d, core.vocab(), core.merges(), specials, core.pattern, tokenizer.name)
         return [d / "vocab.json", d / "merges.txt", d / "bpekit.json"]
-    return _save_tiktoken(tokenizer, d)
+    return _save_tiktoken(core, tokenizer.name, d)
 
 
-def _check_plain(tokenizer: Tokenizer, format: str) -> None:
+def _check_plain(core: _core.Encoder, hf: HfExtras | None, format: str) -> None:
     """Refuses a ``tokenizer.json`` tokenizer that ``format`` cannot hold."""
-    hf = getattr(tokenizer, "_hf", None)
     if hf is None:
         return
     data = hf.data
@@ -72,7 +65,7 @@ def _check_plain(tokenizer: Tokenizer, format: str) -> None:
         why = f"normalizer ({data['normalizer'].get('type')})"
     elif any(t.get(k) for t in data.get("added_tokens", []) for k in flags):
         why = "added tokens with lstrip, rstrip or single_word"
-    elif tokenizer.pattern.startswith("pipeline: "):
+    elif core.pattern.startswith("pipeline: "):
         why = "chain of pre-tokenizers"
     elif _prefix_space(data):
         why = "ByteLevel add_prefix_space"
@@ -84,7 +77,7 @@ def _check_plain(tokenizer: Tokenizer, format: str) -> None:
         raise ValueError(f"the {format} format cannot hold this tokenizer's {why}; save it with format='hf'")
 
 
-def _prefix_space(data: dict) -> bool:
+def _prefix_space(data: dict[str, Any]) -> bool:
     def walk(node: object) -> bool:
         if not isinstance(node, dict):
             return False
@@ -95,28 +88,24 @@ def _prefix_space(data: dict) -> bool:
     return walk(data.get("pre_tokenizer"))
 
 
-def _save_tiktoken(tokenizer: Tokenizer, d: Path) -> list[Path]:
+def _save_tiktoken(core: _core.Encoder, name: str, d: Path) -> list[Path]:
     """``<name>.tiktoken`` and ``<name>.json``; refused where tiktoken's rule (merge the
     adjacent parts whose joined bytes rank lowest, ranks being ids) would not give this
     tokenizer's merges."""
-    from bpekit import _core
-    from bpekit._atomic import atomic_write_all
-    from bpekit.formats.tiktoken import tiktoken_bytes
-
-    specials = tokenizer.special_tokens
+    specials = dict(core.special_tokens())
     special_ids = set(specials.values())
-    ranks = {b: i for i, b in tokenizer.vocab.items() if i not in special_ids}
-    if not tokenizer._core.is_ranks:
+    ranks = {b: i for i, b in core.vocab().items() if i not in special_ids}
+    if not core.is_ranks:
         as_ranks = _core.Encoder.from_ranks(list(ranks.items()), [], "gpt2")
-        if as_ranks.merges() != tokenizer.merges:
+        if as_ranks.merges() != core.merges():
             raise ValueError(
                 "the tiktoken format cannot hold this tokenizer: its ids are not ranks that "
                 "give its merges back (tiktoken merges by the rank of the joined bytes)"
             )
-    name = tokenizer.name or "custom"
+    name = name or "custom"
     args = {
         "name": name,
-        "pat_str": tokenizer.pattern,
+        "pat_str": core.pattern,
         "special_tokens": specials,
     }
     files = [d / f"{name}.tiktoken", d / f"{name}.json"]

@@ -1,4 +1,4 @@
-"""Export a ``Tokenizer`` as a HuggingFace ``tokenizer.json`` that the ``tokenizers``
+"""Export a tokenizer as a HuggingFace ``tokenizer.json`` that the ``tokenizers``
 package loads and that encodes identically.
 
 The pipeline written: pre-tokenizer ``Sequence[Split(pattern, isolated), ByteLevel(no
@@ -26,16 +26,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bpekit._atomic import atomic_write
+from bpekit import _core
+from bpekit._atomic import atomic_write, atomic_write_all
 from bpekit._paths import fspath
 from bpekit.formats.gpt2 import encode_token
+from bpekit.formats.parts import HoldsEncoder
 
-if TYPE_CHECKING:
-    from bpekit.tokenizer import Tokenizer
-
-__all__ = ["hf_pattern", "save_hf", "save_hf_folder", "special_token_roles", "to_hf_json"]
+__all__ = ["hf_document", "hf_pattern", "save_hf", "save_hf_folder", "special_token_roles", "to_hf_json"]
 
 
 def hf_pattern(pattern: str) -> str:
@@ -50,13 +49,18 @@ def hf_pattern(pattern: str) -> str:
     return re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", pattern)
 
 
-def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
+def to_hf_json(tokenizer: HoldsEncoder) -> dict[str, Any]:
     """The ``tokenizer.json`` document of ``tokenizer``, as a dict."""
-    specials = tokenizer.special_tokens
+    return hf_document(tokenizer._core)
+
+
+def hf_document(core: _core.Encoder) -> dict[str, Any]:
+    """The ``tokenizer.json`` document of a core encoder, as a dict."""
+    specials = dict(core.special_tokens())
     vocab: dict[str, int] = {}
-    for i, b in sorted(tokenizer.vocab.items()):
+    for i, b in sorted(core.vocab().items()):
         vocab.setdefault(encode_token(b), i)
-    pairs = tokenizer.merges
+    pairs = core.merges()
     merges = [[encode_token(a), encode_token(b)] for a, b in pairs]
     _name_special_tokens(vocab, specials, pairs)
     added = [
@@ -82,7 +86,7 @@ def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "pretokenizers": [
                 {
                     "type": "Split",
-                    "pattern": {"Regex": hf_pattern(tokenizer.pattern)},
+                    "pattern": {"Regex": hf_pattern(core.pattern)},
                     "behavior": "Isolated",
                     "invert": False,
                 },
@@ -99,7 +103,7 @@ def to_hf_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": bool(tokenizer._core.is_ranks),
+            "ignore_merges": bool(core.is_ranks),
             "vocab": vocab,
             "merges": merges,
         },
@@ -132,13 +136,13 @@ def _name_special_tokens(
             )
 
 
-def _document(tokenizer: Tokenizer) -> dict[str, Any]:
+def _document(tokenizer: HoldsEncoder) -> dict[str, Any]:
     """The tokenizer.json of ``tokenizer``: the document it was read from, if it was."""
-    hf = getattr(tokenizer, "_hf", None)
-    return hf.data if hf is not None else to_hf_json(tokenizer)
+    hf = tokenizer._hf
+    return hf.data if hf is not None else hf_document(tokenizer._core)
 
 
-def save_hf(tokenizer: Tokenizer, path: str | os.PathLike[str]) -> None:
+def save_hf(tokenizer: HoldsEncoder, path: str | os.PathLike[str]) -> None:
     """Writes ``tokenizer.json`` to ``path`` (atomically)."""
     out = Path(fspath(path, "the tokenizer.json path"))
     text = json.dumps(_document(tokenizer), ensure_ascii=False)
@@ -154,7 +158,7 @@ _ROLES = {
 }
 
 
-def special_token_roles(tokenizer: Tokenizer) -> dict[str, str]:
+def special_token_roles(tokenizer: HoldsEncoder) -> dict[str, str]:
     """transformers' ``bos_token``/``eos_token``/``pad_token``/``unk_token`` of
     ``tokenizer``, where its special tokens name them; a BOS its post-processor adds
     is the ``bos_token``.
@@ -163,9 +167,9 @@ def special_token_roles(tokenizer: Tokenizer) -> dict[str, str]:
     >>> special_token_roles(bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]))
     {'eos_token': '<|endoftext|>'}
     """
-    specials = tokenizer.special_tokens
+    specials = dict(tokenizer._core.special_tokens())
     roles: dict[str, str] = {}
-    hf = getattr(tokenizer, "_hf", None)
+    hf = tokenizer._hf
     if hf is not None and hf.prefix:
         by_id = {i: t for t, i in specials.items()}
         if hf.prefix[0] in by_id:
@@ -178,13 +182,11 @@ def special_token_roles(tokenizer: Tokenizer) -> dict[str, str]:
     return roles
 
 
-def save_hf_folder(tokenizer: Tokenizer, directory: str | os.PathLike[str]) -> None:
+def save_hf_folder(tokenizer: HoldsEncoder, directory: str | os.PathLike[str]) -> None:
     """Writes ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``
     into ``directory``: ``transformers.AutoTokenizer.from_pretrained(directory)`` loads a
     ``PreTrainedTokenizerFast`` that gives this tokenizer's ids and decode (spaces before
     punctuation kept: ``clean_up_tokenization_spaces`` is off)."""
-    from bpekit._atomic import atomic_write_all
-
     d = Path(fspath(directory, "the folder to save into"))
     if d.exists() and not d.is_dir():
         raise NotADirectoryError(f"{d}: not a folder; a tokenizer for transformers is saved as files in one")

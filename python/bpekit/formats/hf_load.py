@@ -1,5 +1,5 @@
-"""Read a HuggingFace ``tokenizer.json`` of a byte-level BPE model into a ``Tokenizer``
-that gives the ids ``tokenizers`` gives.
+"""Read a HuggingFace ``tokenizer.json`` of a byte-level BPE model into a core encoder
+that gives the ids ``tokenizers`` gives (``Tokenizer.from_hf`` wraps it).
 
 What is read, with ``tokenizers``' semantics (the core runs it: ``src/encode/hf``):
 
@@ -22,7 +22,7 @@ supported, never a tokenizer that encodes differently.
 >>> tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|e|>"])
 >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
 >>> _ = open(path, "w").write(json.dumps(to_hf_json(tok)))
->>> load_hf(path).encode("abc<|e|>")
+>>> read_hf(path).core.encode("abc<|e|>")
 [256, 99, 257]
 """
 
@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bpekit import _core
 from bpekit.formats.gpt2 import decode_token
+from bpekit.formats.parts import HfExtras, Loaded
 
-if TYPE_CHECKING:
-    from bpekit.tokenizer import Tokenizer
-
-__all__ = ["HfExtras", "find_tokenizer_json", "load_hf", "load_hf_data"]
+__all__ = ["HfExtras", "find_tokenizer_json", "read_hf", "read_hf_data"]
 
 _NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 #: The deepest nesting of JSON arrays and objects read. ``tokenizers`` reads at most
@@ -52,19 +50,6 @@ _TOO_DEEP = (
     "a tokenizer.json nests a few)"
 )
 _BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
-
-
-@dataclass
-class HfExtras:
-    """What a ``Tokenizer`` loaded from ``tokenizer.json`` keeps besides its encoder."""
-
-    #: The document as read (``save(format="hf")`` writes it back).
-    data: dict[str, Any]
-    #: Ids the post-processor puts before and after a text (``add_special_tokens``).
-    prefix: list[int] = field(default_factory=list)
-    suffix: list[int] = field(default_factory=list)
-    #: The added tokens marked ``special``, by content.
-    special: dict[str, int] = field(default_factory=dict)
 
 
 class _Bad(ValueError):
@@ -85,7 +70,7 @@ def find_tokenizer_json(spec: str | os.PathLike[str]) -> Path | None:
     return None
 
 
-def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
+def read_hf(path: str | os.PathLike[str]) -> Loaded:
     """The tokenizer of ``path``: a ``tokenizer.json``, or a folder holding one."""
     found = find_tokenizer_json(path)
     if found is None:
@@ -105,16 +90,13 @@ def load_hf(path: str | os.PathLike[str]) -> Tokenizer:
         # A model's folder names it (".../olmo-2/tokenizer.json"); a file of another
         # name names itself.
         name = found.parent.name if found.name == "tokenizer.json" else found.stem
-        return load_hf_data(data, name=name or found.stem)
+        return read_hf_data(data, name=name or found.stem)
     except _Bad as e:
         raise ValueError(f"{found}: {e}") from None
 
 
-def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
+def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
     """The tokenizer of a ``tokenizer.json`` document already parsed."""
-    from bpekit import _core
-    from bpekit.tokenizer import Tokenizer
-
     if not isinstance(data, dict):
         raise _Bad("$", f"the document is a JSON {type(data).__name__}, not an object")
     # The model's vocab and merges are left out (they are most of a file: checking
@@ -146,9 +128,7 @@ def load_hf_data(data: Any, *, name: str = "hf") -> Tokenizer:
         )
     except ValueError as e:
         raise _Bad("$", str(e)) from None
-    tok = Tokenizer._from_core(core, name, default_allowed="all")
-    tok._hf = HfExtras(data, prefix, suffix, special)
-    return tok
+    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special))
 
 
 # ---- the parts ----------------------------------------------------------------------
@@ -298,8 +278,6 @@ def _onig_possessive_interval(text: str) -> bool:
 
 
 def _normalizers(spec: Any, path: str) -> list[tuple[str, str, bool, str]]:
-    from bpekit import _core
-
     out: list[tuple[str, str, bool, str]] = []
 
     def walk(node: Any, at: str) -> None:
@@ -353,8 +331,11 @@ def _byte_level(text: str) -> bytes | None:
         return None
 
 
-def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], bool]:
-    """The vocab (bytes -> id), the merges as bytes, and ``ignore_merges``."""
+def _bpe(
+    model: dict[str, Any], path: str
+) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], bool, dict[str, int]]:
+    """The vocab (bytes -> id), the merges as bytes, ``ignore_merges``, and the vocab as
+    the file gives it (text -> id)."""
     kind = model.get("type", "BPE" if "merges" in model else None)
     if kind != "BPE":
         raise _Bad(f"{path}.type", f"model {kind!r} is not supported: bpekit reads BPE models only")
@@ -373,18 +354,18 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
     for text, i in raw_vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {_show(i)} is not an integer in 0..2**32-1")
-        b = _byte_level(text)
-        if b is None:
+        token = _byte_level(text)
+        if token is None:
             # Not byte-level text (a special token kept in the vocab): its own bytes;
             # no piece of byte-level text can be it.
-            b = text.encode("utf-8")
+            token = text.encode("utf-8")
         # An id may have two texts of the same bytes (bpekit's export names a special
         # token's id under its own text too), not two texts of different bytes.
-        if i in ids and by_text[ids[i]] != b:
+        if i in ids and by_text[ids[i]] != token:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {i} is also the id of {ids[i]!r}")
         ids.setdefault(i, text)
-        by_text[text] = b
-        vocab.setdefault(b, i)
+        by_text[text] = token
+        vocab.setdefault(token, i)
     # tokenizers ranks a pair by its last line (it builds its merge map line by line, a
     # later line overwriting an earlier one); the core ranks by order in the list.
     by_last_line: dict[tuple[bytes, bytes], None] = {}
@@ -398,20 +379,20 @@ def _bpe(model: dict[str, Any], path: str) -> tuple[dict[bytes, int], list[tuple
             parts = m
         else:
             raise _Bad(at, f'expected "a b" or ["a", "b"], found {_show(m)}')
-        a, b = parts
-        for part in (a, b, a + b):
+        left, right = parts
+        for part in (left, right, left + right):
             if part not in by_text:
                 raise _Bad(at, f"{part!r} is not in the vocab")
-        pair = (by_text[a], by_text[b])
+        pair = (by_text[left], by_text[right])
         by_last_line.pop(pair, None)
         by_last_line[pair] = None
     merges = list(by_last_line)
-    missing = [b for b in range(256) if bytes([b]) not in vocab]
-    if any(b not in _NEVER_IN_UTF8 for b in missing):
+    missing = [byte for byte in range(256) if bytes([byte]) not in vocab]
+    if any(byte not in _NEVER_IN_UTF8 for byte in missing):
         raise _Bad(
             f"{path}.vocab",
             "has no token for byte(s) "
-            + ", ".join(f"0x{b:02x}" for b in missing if b not in _NEVER_IN_UTF8)
+            + ", ".join(f"0x{byte:02x}" for byte in missing if byte not in _NEVER_IN_UTF8)
             + ": a byte-level BPE vocab holds all 256",
         )
     return vocab, merges, _bool(model, "ignore_merges", path, False), {t: i for t, i in raw_vocab.items()}
@@ -445,8 +426,6 @@ def _added_tokens(
     the file says otherwise, ``tokenizers`` warns and uses its own id; so does this.
     """
     import warnings
-
-    from bpekit import _core
 
     added: list[tuple[str, int, bool, bool, bool, bool, bool]] = []
     decode: list[tuple[int, bytes]] = []

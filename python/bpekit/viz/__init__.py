@@ -3,25 +3,21 @@ the vocabulary that shows how each token was merged from single bytes.
 
 ``visualize(tok, text)`` gives a ``Visualization`` (rendered by Jupyter, ``.save(path)``
 writes a page that needs no network); ``bpekit viz`` writes that page and ``bpekit show``
-prints the tokens in a terminal.
+prints the tokens in a terminal. ``tok`` is a ``bpekit.Tokenizer`` or any object with
+what ``TokenizerLike`` lists.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bpekit.viz.data import MAX_BYTES, MAX_TOKENS, tokenize_text, vocab_payload
+from bpekit.viz.data import MAX_BYTES, MAX_TOKENS, TokenizerLike, tokenize_text, vocab_payload
 from bpekit.viz.page import fragment_html
 from bpekit.viz.visualization import Visualization
 
-if TYPE_CHECKING:
-    from bpekit.tokenizer import Tokenizer
-
-__all__ = ["Visualization", "visualize"]
+__all__ = ["TokenizerLike", "Visualization", "visualize"]
 
 
 def visualize(
-    tokenizer: Tokenizer,
+    tokenizer: TokenizerLike,
     text: str,
     *,
     title: str | None = None,

@@ -7,6 +7,9 @@ are its two parts' bytes, so the page rebuilds them, and o200k's 200,000 tokens 
 ~1.6 MB of base64 (6 bytes a merge) rather than a JSON array of strings several times
 that. Only the tokens no merge builds (the 256 bytes, special tokens, a vocabulary's
 extra tokens) travel with their bytes.
+
+Both work on any tokenizer-like object (``TokenizerLike``): ``bpekit.Tokenizer``, or
+another that encodes, decodes and shows its vocabulary the same way.
 """
 
 from __future__ import annotations
@@ -14,11 +17,37 @@ from __future__ import annotations
 import base64
 import sys
 from array import array
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from bpekit.tokenizer import Tokenizer
+from bpekit import _core
+
+
+class TokenizerLike(Protocol):
+    """What the visualizer reads of a tokenizer (``bpekit.Tokenizer`` has all of it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_vocab(self) -> int: ...
+
+    @property
+    def vocab(self) -> Mapping[int, bytes]: ...
+
+    @property
+    def merges(self) -> Sequence[tuple[bytes, bytes]]: ...
+
+    @property
+    def special_tokens(self) -> Mapping[str, int]: ...
+
+    def encode(self, text: str, *, allowed_special: Literal["all"] | Collection[str]) -> list[int]: ...
+
+    def decode_bytes(self, ids: list[int]) -> bytes: ...
+
+    def decode_single_token_bytes(self, token: int) -> bytes: ...
+
 
 # The text view shows at most this many tokens or text bytes: a browser lays out 200,000
 # coloured spans in a few seconds, and many more make the page unusable.
@@ -48,7 +77,7 @@ class TextTokens:
 
 
 def tokenize_text(
-    tok: Tokenizer, text: str, max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES
+    tok: TokenizerLike, text: str, max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES
 ) -> TextTokens:
     """The tokens of ``text`` (special tokens in it recognised, so that a document's
     ``<|endoftext|>`` shows as the one token a model sees), the first ones whose bytes fit
@@ -111,7 +140,7 @@ def _pack(values: list[int], width: int) -> str:
     return base64.b64encode(planes).decode("ascii")
 
 
-def vocab_payload(tok: Tokenizer) -> dict[str, Any]:
+def vocab_payload(tok: TokenizerLike) -> dict[str, Any]:
     """The vocabulary as the page's script reads it (see ``viz.js``, ``buildVocab``):
 
     - ``merges``: left and right ids of every merge in rank order, packed by ``_pack``;
@@ -168,6 +197,12 @@ def vocab_payload(tok: Tokenizer) -> dict[str, Any]:
         "jumps": jumps,
         "leaves": leaves,
         "specials": sorted(([t, i] for t, i in specials.items()), key=lambda s: s[1]),
-        # Whether the tokenizer was built from ranks is known only to its core.
-        "is_ranks": bool(getattr(tok._core, "is_ranks", False)),
+        "is_ranks": _is_ranks(tok),
     }
+
+
+def _is_ranks(tok: TokenizerLike) -> bool:
+    """Whether ``tok`` is a tiktoken-style encoding. Only a bpekit tokenizer's core
+    knows how it was built; any other tokenizer is shown with its merges' ranks."""
+    core = getattr(tok, "_core", None)
+    return isinstance(core, _core.Encoder) and core.is_ranks
