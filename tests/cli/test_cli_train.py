@@ -80,7 +80,7 @@ def test_vocab_merges_round_trip_every_byte(tmp_path: Path) -> None:
 
 def test_a_trained_folder_keeps_its_pattern(tmp_path: Path) -> None:
     """`bpekit train --pattern cl100k` then `bpekit encode -t DIR` encodes with cl100k's
-    pattern (regression: the folder read back as GPT-2's pattern, and ids changed)."""
+    pattern (read back as GPT-2's pattern, the folder would give other ids)."""
     import bpekit
 
     corpus = data_path("cs336", "tinystories_sample.txt")
@@ -99,8 +99,8 @@ def test_a_trained_folder_keeps_its_pattern(tmp_path: Path) -> None:
 
 
 def test_every_command_prints_its_help() -> None:
-    # Regression: a "%" in a help text made argparse fail on `--help` of train,
-    # encode and demo.
+    # A bare "%" in a help text makes argparse fail on `--help`: every command's help
+    # is printed here.
     for command in [*COMMANDS, None]:
         args = [command, "--help"] if command else ["--help"]
         r = bpekit_cli(*args)
@@ -110,8 +110,9 @@ def test_every_command_prints_its_help() -> None:
 
 
 def test_thread_counts_and_vocab_sizes_out_of_range_are_refused_before_any_work(tmp_path: Path) -> None:
-    # Regression: --threads 100000 ran an encode of 12 bytes for minutes; demo printed
-    # its banner before refusing --threads 0; --vocab-size -5 was a traceback.
+    # Refused up front: --threads 100000 would run an encode of 12 bytes for minutes,
+    # demo would print its banner before refusing --threads 0, and --vocab-size -5
+    # would end in a traceback.
     text = tmp_path / "t.txt"
     text.write_text("hello world\n")
     for threads in ("0", "-1", "100000"):

@@ -39,10 +39,10 @@ def corpus(dist_corpus: list[Path]) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def one_machine(corpus: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict]:
-    counts, stats = bpekit.training.count_with_stats(corpus, [EOT])
+    counts = bpekit.count_pretokens(corpus, [EOT])
     path = tmp_path_factory.mktemp("single") / "counts.wc"
     counts.save(path)
-    return path.read_bytes(), stats
+    return path.read_bytes(), counts.stats
 
 
 def saved(counts: bpekit.WordCounts, path: Path) -> bytes:
@@ -70,18 +70,17 @@ def test_the_plan_has_units_of_every_kind(corpus: list[Path]) -> None:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_local_pool_counts_equal_one_machine(corpus, one_machine, tmp_path: Path, workers: int) -> None:
-    counts, stats = dist.count_with_stats(
-        corpus, [EOT], backend="local", workers=workers, unit_bytes=UNIT_BYTES
-    )
+    counts = dist.count_pretokens(corpus, [EOT], backend="local", workers=workers, unit_bytes=UNIT_BYTES)
+    stats = counts.stats
     assert stats["units"] >= 16
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
     same_stats(stats, one_machine[1])
 
 
 def test_ray_counts_and_training_equal_one_machine(corpus, one_machine, ray_local, tmp_path: Path) -> None:
-    counts, stats = dist.count_with_stats(corpus, [EOT], unit_bytes=UNIT_BYTES)
+    counts = dist.count_pretokens(corpus, [EOT], unit_bytes=UNIT_BYTES)
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
-    same_stats(stats, one_machine[1])
+    same_stats(counts.stats, one_machine[1])
     assert dist.train_bpe(corpus, 600, [EOT], unit_bytes=UNIT_BYTES) == bpekit.train_bpe(corpus, 600, [EOT])
 
 
@@ -107,9 +106,9 @@ def test_a_worker_killed_mid_unit_is_retried(
 def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> None:
     work = tmp_path / "work"
     options = {"backend": "local", "workers": 2, "unit_bytes": UNIT_BYTES, "work_dir": work}
-    counts, stats = dist.count_with_stats(corpus, [EOT], **options)
-    n = stats["units"]
-    assert stats["kept"] == 0 and saved(counts, tmp_path / "1.wc") == one_machine[0]
+    counts = dist.count_pretokens(corpus, [EOT], **options)
+    n = counts.stats["units"]
+    assert counts.stats["kept"] == 0 and saved(counts, tmp_path / "1.wc") == one_machine[0]
     # The driver died before some units ended: their files are missing, or one was
     # cut short, or damaged in place (same size, other bytes).
     for i in (0, 7):
@@ -121,7 +120,9 @@ def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> N
     data = bytearray(wc.read_bytes())
     data[-1] ^= 1
     wc.write_bytes(bytes(data))
+    # count_with_stats, the deprecated alias, still answers (counts, counts.stats).
     counts, stats = dist.count_with_stats(corpus, [EOT], **options)
+    assert stats is counts.stats
     assert stats["kept"] == n - 4
     assert saved(counts, tmp_path / "2.wc") == one_machine[0]
     same_stats(stats, one_machine[1])
@@ -156,10 +157,10 @@ def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) ->
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert run.returncode == -signal.SIGKILL, run.stderr.decode()
     done = len(list(work.glob("unit-*.json")))
-    counts, stats = dist.count_with_stats(
+    counts = dist.count_pretokens(
         corpus, [EOT], work_dir=work, backend="local", workers=2, unit_bytes=UNIT_BYTES
     )
-    assert 3 <= stats["kept"] == done < stats["units"]
+    assert 3 <= counts.stats["kept"] == done < counts.stats["units"]
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
 
 
@@ -239,7 +240,7 @@ def test_errors_are_the_inputs_and_are_not_retried(tmp_path: Path) -> None:
     text.write_text("some words\n" * 100)
     plan = plan_units(text, unit_bytes=300)
     text.write_text("some words\n")
-    spec = CountSpec((), "gpt2", "strict", None, "error", "text")
+    spec = CountSpec((), "gpt2")
     with pytest.raises(OSError, match=r"t\.txt: holds 11 bytes, not the bytes 0\.\.30\d planned to be read"):
         count_unit(plan.units[0], spec)
 
@@ -264,7 +265,7 @@ def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int) -> No
     file's, and their bytes to its bytes."""
     path = tmp_path_factory.mktemp("h") / "t.txt"
     path.write_bytes(text.encode())
-    spec = CountSpec(tuple(SPECIALS), "gpt2", "strict", None, "error", "text")
+    spec = CountSpec(tuple(SPECIALS), "gpt2")
     plan = plan_units(path, special_tokens=SPECIALS, unit_bytes=unit)
     total = bpekit.WordCounts()
     read = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -72,8 +73,9 @@ class Parser(argparse.ArgumentParser):
         for action in self._subparsers._group_actions if self._subparsers else []:
             choices = getattr(action, "choices", None) or {}
             command = next((a for a in self._seen if not a.startswith("-")), None)
-            if command in choices and isinstance(choices[command], Parser):
-                return choices[command]
+            parser = choices.get(command) if command is not None else None
+            if isinstance(parser, Parser):
+                return parser
         return self
 
     def error(self, message: str) -> NoReturn:
@@ -112,15 +114,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# A Python keyword in a message and the flag that sets it, where the names differ; a
-# keyword whose value says all (resume=False) maps as a whole. Per command, where a
-# keyword means what another flag of it sets: convert's --to is the format= of save.
+# Per command, a keyword that means what another flag of it sets: convert's --to is the
+# format= of save (the option classes' --format is how inputs are read).
 _COMMAND_KEYWORDS = {"bpekit convert": {"format": "--to"}}
-_KEYWORD_FLAGS = {
-    "num_threads": "--threads",
-    "resume=False": "--overwrite",
-    "checksums=False": "--no-checksums",
-}
+
+
+def _option_classes() -> list[type]:
+    """The classes of options whose keywords messages name (imported when a message is
+    worded, not at every start). A new class is one more entry here."""
+    from bpekit.dataset.options import Layout, Marks
+    from bpekit.options import OPTION_CLASSES
+
+    return [*OPTION_CLASSES, Layout, Marks]
+
+
+def keyword_flags(classes: Sequence[type]) -> dict[str, str]:
+    """A Python keyword in a message and the flag that sets it, from the option classes'
+    fields (``num_threads``: ``--threads``); a boolean whose flag turns it off (or on)
+    maps with that value as a whole (``resume=False``: ``--overwrite``).
+
+    >>> from bpekit.options import RunOptions
+    >>> keyword_flags([RunOptions])
+    {'num_threads': '--threads', 'chunk_size': '--chunk-size', 'progress=True': '--progress', \
+'resume=False': '--overwrite'}
+    """
+    import dataclasses
+
+    table: dict[str, str] = {}
+    for cls in classes:
+        for f in dataclasses.fields(cls):
+            flag = f.metadata.get("flag")
+            if flag is None:
+                continue
+            table[f"{f.name}={not f.default}" if isinstance(f.default, bool) else f.name] = flag
+    return table
+
+
 # A keyword with its value: errors="replace", text_field=, resume=False.
 _KEYWORD = r"""(?<![\w/.\\-])([a-z][a-z0-9_]*)=("[^"]*"|'[^']*'|[\w.]+)?"""
 # An API-only aside the command line has no form for: "pass it as path= (get_encoding(...))".
@@ -169,7 +198,7 @@ def cli_wording(message: str, parser: argparse.ArgumentParser | None) -> str:
         return f"\0{len(calls) - 1}\0"
 
     message = _CALL.sub(mask, message)
-    aliases = {**_KEYWORD_FLAGS, **_COMMAND_KEYWORDS.get(parser.prog, {})}
+    aliases = {**keyword_flags(_option_classes()), **_COMMAND_KEYWORDS.get(parser.prog, {})}
     flags: dict[str, argparse.Action] = {}
     for action in parser._actions:
         for option in action.option_strings:
@@ -306,6 +335,16 @@ def _interrupted_message(args: argparse.Namespace, before: dict[Path, Any], e: K
     return f"bpekit: {what} after the output was complete: wrote {', '.join(map(str, changed))}"
 
 
+def _quiet_ray(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """For a ``--ray`` run, Ray's own INFO and WARNING lines kept off the terminal (its
+    errors still show): among the command's own lines they read as bpekit's."""
+    if getattr(args, "ray", None) is None:
+        return contextlib.nullcontext()
+    from bpekit.distributed.backends import quiet_ray
+
+    return quiet_ray()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = getattr(args, "_parser", None)
@@ -330,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = lambda message, *_, **__: print(
                 f"bpekit {args.command}: warning: {cli_wording(str(message), command)}", file=sys.stderr
             )
-            status = int(args._run(args) or 0)
+            with _quiet_ray(args):
+                status = int(args._run(args) or 0)
         # Here, not at exit, buffered output that meets a closed pipe raises.
         sys.stdout.flush()
         return status

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bpekit.token_dataset import MANIFEST, TokenDataset, read_manifest
+from bpekit.dataset.manifest import read_manifest
+from bpekit.dataset.reader import TokenDataset
+from bpekit.dataset.spec import MANIFEST
 
 
 def is_dataset(path: str | Path) -> bool:
@@ -81,7 +83,9 @@ def summary(folder: Path, manifest: dict[str, Any]) -> list[str]:
         f"bos         {_token(m.get('bos'))}",
         f"split by    val_fraction {m.get('val_fraction', '?')}, seed {m.get('seed', '?')}",
     ]
-    splits = m.get("splits") if isinstance(m.get("splits"), dict) else {}
+    splits = m.get("splits")
+    if not isinstance(splits, dict):
+        splits = {}
     for name, split in splits.items():
         split = split if isinstance(split, dict) else {}
         shards = split.get("shards")
@@ -103,7 +107,9 @@ def summary(folder: Path, manifest: dict[str, Any]) -> list[str]:
         totals = None
     if totals is not None:
         lines.append(_totals_line(totals))
-    inputs = m.get("inputs") if isinstance(m.get("inputs"), list) else []
+    inputs = m.get("inputs")
+    if not isinstance(inputs, list):
+        inputs = []
     names = [str(i.get("name", "?")) if isinstance(i, dict) else "?" for i in inputs]
     shown = ", ".join(names[:3]) + (f", … ({len(names) - 3:,} more)" if len(names) > 3 else "")
     lines.append(f"inputs      {len(names):,}" + (f": {shown}" if names else ""))

@@ -13,7 +13,7 @@ from bpekit.encodings import load_tokenizer
 from bpekit.formats.convert import FORMATS, save_as
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser("convert", help="save a tokenizer in another format (hf, tiktoken, gpt2)")
     p.add_argument(
         "source",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import functools
 import itertools
 import re
 import sys
@@ -14,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from bpekit._paths import path_arg
 from bpekit.cli._input import input_name, text_blocks
-from bpekit.datasets import load_tokens
+from bpekit.dataset.tokens import load_tokens
 from bpekit.encodings import load_tokenizer
 
 if TYPE_CHECKING:
     from bpekit.tokenizer import Tokenizer
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser("decode", help="decode token ids to text")
     p.add_argument(
         "ids",
@@ -56,7 +57,7 @@ def _id_blocks(path: Path | None) -> Iterator[Block]:
     if path is not None and path.suffix == ".npy":
         data = load_tokens(path)
         for start in range(0, len(data), BLOCK):
-            yield data[start : start + BLOCK].tolist(), lambda i, start=start: f"{path}, index {start + i}"
+            yield data[start : start + BLOCK].tolist(), functools.partial(_index_of, path, start)
         return
     yield from _text_id_blocks(path)
 
@@ -88,7 +89,7 @@ def _text_id_blocks(path: Path | None) -> Iterator[Block]:
         cut = _last_word_start(text) if chunk else len(text)  # "": the end, nothing follows
         text, held = text[:cut], text[cut:]
         ids = _parse_ids(name, text, line, index)
-        yield ids, lambda i, t=text, n=line, at=index: f"{_line(name, t, i, n)} (index {at + i})"
+        yield ids, functools.partial(_text_index_of, name, text, line, index)
         line += text.count("\n")
         index += len(ids)
 
@@ -126,6 +127,16 @@ def _parse_ids(name: str, text: str, line: int, index: int) -> list[int]:
     line += text.count("\n", 0, start)
     index += len(text[:start].split())
     raise ValueError(f"{name}, line {line}: index {index} of the input is {shown}, not a token id")
+
+
+def _index_of(path: Path, start: int, i: int) -> str:
+    """Where id ``i`` of a block of a ``.npy`` that starts at ``start`` is, for errors."""
+    return f"{path}, index {start + i}"
+
+
+def _text_index_of(name: str, text: str, first_line: int, first_index: int, i: int) -> str:
+    """Where id ``i`` of a block of text ids is (line, and index in the whole input)."""
+    return f"{_line(name, text, i, first_line)} (index {first_index + i})"
 
 
 def _line(name: str, text: str, item: int, first_line: int) -> str:

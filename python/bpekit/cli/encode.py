@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,17 @@ from bpekit.cli.train import (
     add_run_options,
     distributed_options,
     documents_line,
-    format_options,
     peak_rss_mib,
+    read_options,
 )
-from bpekit.datasets import RECORDS_DEFAULT, encode_file_counts
+from bpekit.dataset.options import RECORDS_DEFAULT, Layout, Marks
+from bpekit.dataset.spec import ID_BYTES, SHARD_FORMATS
+from bpekit.dataset.tokens import write_tokens
 from bpekit.encodings import load_tokenizer
+from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "encode", help="encode text, JSON lines or Parquet files into a .npy of token ids or a dataset folder"
     )
@@ -53,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ds.add_argument("--shard-tokens", type=int, default=None, help="ids per shard at most (default: 2**28)")
     ds.add_argument(
         "--shard-format",
-        choices=["npy", "bin", "llmc"],
+        choices=SHARD_FORMATS,
         default=None,
         help="npy (default); bin: raw little-endian ids (np.memmap); llmc: llm.c's .bin",
     )
@@ -84,7 +88,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dtype",
-        choices=["uint16", "uint32"],
+        choices=tuple(ID_BYTES),
         default=None,
         help="default: uint16 when the vocabulary fits, else uint32",
     )
@@ -119,13 +123,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-_DATASET_FLAGS = {
-    "shard_tokens": "--shard-tokens",
-    "shard_format": "--shard-format",
-    "val_fraction": "--val-fraction",
-    "seed": "--seed",
-    "overwrite": "--overwrite",
-    "checksums": "--no-checksums",
+# The flags of a dataset folder, which a .npy takes none of: the layout's (but
+# --dtype), and --overwrite (RunOptions.resume's), by their keywords (args' names).
+_DATASET_FLAGS = {f.name: f.metadata["flag"] for f in fields(Layout) if f.name != "dtype"} | {
+    "overwrite": next(f.metadata["flag"] for f in fields(RunOptions) if f.name == "resume")
 }
 
 
@@ -144,8 +145,10 @@ def run(args: argparse.Namespace) -> int:
     if given:
         flag = _DATASET_FLAGS[next(iter(given))]
         raise ValueError(f"{flag} is for a dataset folder, and --out {args.out} ends in .npy")
+    marks, read, run = _options(args)
+    layout = Layout(dtype=args.dtype)
     t0 = time.perf_counter()
-    result = encode_file_counts(args.inputs, args.out, tok, **_encode_options(args))
+    result = write_tokens(args.inputs, args.out, tok, layout, marks, read, run, cli=True)
     dt = max(time.perf_counter() - t0, 1e-9)
     # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
     n, total = result.tokens, result.bytes
@@ -189,36 +192,35 @@ def _with_framing_tokens(args: argparse.Namespace, tok: Any) -> Any:
     return grown
 
 
-def _encode_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options a .npy and a dataset folder share, from the command line."""
-    return {
-        "dtype": args.dtype,
-        "num_threads": args.threads,
-        "progress": not args.quiet,
-        "errors": args.errors,
-        "after_each_file": args.after_each_file,
-        "eos": None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos,
-        "bos": args.bos,
-        "cli": True,
-        **format_options(args),
-    }
+def _options(args: argparse.Namespace, resume: bool = True) -> tuple[Marks, ReadOptions, RunOptions]:
+    """The marks, reading and run options a .npy and a dataset folder share, from the
+    command line."""
+    eos = None if args.no_eos else RECORDS_DEFAULT if args.eos is None else args.eos
+    marks = Marks(eos=eos, bos=args.bos, after_each_file=args.after_each_file)
+    read = read_options(args)
+    run = RunOptions(num_threads=args.threads, progress=not args.quiet, resume=resume)
+    return marks, read, run
 
 
-def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> int:
+def _run_dataset(args: argparse.Namespace, tok: Any, given: dict[str, Any]) -> int:
     t0 = time.perf_counter()
-    resume = not layout.pop("overwrite", None)
+    resume = not given.pop("overwrite", None)
     # The spec, where it gives this tokenizer, so that the manifest names its files.
     spec = args.tokenizer if args.special_tokens is None else tok
-    options = {**layout, "resume": resume, **_encode_options(args)}
     distributed = distributed_options(args)
+    layout = Layout(dtype=args.dtype, **given)
+    marks, read, run = _options(args, resume)
     if distributed is None:
-        from bpekit.dataset_writer import write_dataset
+        from bpekit.dataset.writer import write_dataset
 
-        result = write_dataset(args.inputs, args.out, spec, **options)
+        result = write_dataset(args.inputs, args.out, spec, layout, marks, read, run, cli=True)
     else:
         from bpekit.distributed.dataset import write_dataset as write_distributed
 
-        result = write_distributed(args.inputs, args.out, spec, **{**options, **distributed})
+        # --threads is each task's threads there, 1 by default.
+        run = replace(run, num_threads=distributed.pop("num_threads"))
+        spread = DistributedOptions(**distributed)
+        result = write_distributed(args.inputs, args.out, spec, layout, marks, read, run, spread, cli=True)
     dt = max(time.perf_counter() - t0, 1e-9)
     m = result.manifest
     if result.done_before:
@@ -238,12 +240,27 @@ def _run_dataset(args: argparse.Namespace, tok: Any, layout: dict[str, Any]) -> 
         print(f"  {documents_line(result.stats)}")
         for note in result.framing.notes:
             print(f"  {note}")
-    for name, split in m["splits"].items():
+    splits = m["splits"]
+    for name, split in splits.items():
         print(
             f"  {name}: {len(split['shards']):,} {m['format']} shard(s) of {m['dtype']}, "
-            f"{split['tokens']:,} tokens, {split['documents']:,} documents"
+            f"{split['tokens']:,} tokens{_share(split, splits, 'tokens')}, "
+            f"{split['documents']:,} documents{_share(split, splits, 'documents')}"
         )
     # A dataset there already was left as it was: nothing was written.
     wrote = "" if result.done_before else f"; wrote {args.out}/manifest.json"
     print(f"  peak memory {peak_rss_mib():,.0f} MiB{wrote}")
     return 0
+
+
+def _share(split: dict[str, Any], splits: dict[str, Any], key: str) -> str:
+    """A split's share of all the tokens or documents, where there is more than one
+    split: documents go to val/ by their number, so its share of tokens follows the
+    lengths of the documents it drew (a few books among short records make it small).
+
+    >>> splits = {"train": {"tokens": 998}, "val": {"tokens": 2}}
+    >>> _share(splits["val"], splits, "tokens")
+    ' (0.20%)'
+    """
+    total = sum(s[key] for s in splits.values())
+    return f" ({split[key] / total:.2%})" if len(splits) > 1 and total else ""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from bpekit.tokenizer import Tokenizer
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "inspect", help="describe a tokenizer (and its compression on a file), or a token dataset folder"
     )
@@ -97,13 +97,15 @@ def _measure_records(tok: Tokenizer, path: Path, args: argparse.Namespace) -> Me
     removed at once, with nothing added around documents: the text's own compression."""
     import tempfile
 
-    from bpekit.datasets import encode_file_counts
+    from bpekit.dataset.options import Layout, Marks
+    from bpekit.dataset.tokens import write_tokens
+    from bpekit.options import ReadOptions, RunOptions
 
+    read = ReadOptions(errors=args.errors, **format_options(args))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bpekit-inspect-") as folder:
-        result = encode_file_counts(
-            path, Path(folder) / "ids.npy", tok, errors=args.errors, eos=None, **format_options(args)
-        )
+        out = Path(folder) / "ids.npy"
+        result = write_tokens(path, out, tok, Layout(), Marks(eos=None), read, RunOptions())
     return Measured(result.bytes, result.tokens, max(time.perf_counter() - t0, 1e-9), result.stats)
 
 

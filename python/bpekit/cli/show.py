@@ -18,7 +18,7 @@ from bpekit.viz.terminal import render_color, render_plain
 MAX_TOKENS = 20_000
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print a text's tokens in colour, with their ids")
     p.add_argument("text", nargs="?", default=None, help="text to tokenize (default: --file, or stdin)")
     p.add_argument(

@@ -19,7 +19,7 @@ from bpekit.viz import visualize
 MAX_READ_BYTES = 64 << 20
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser("viz", help="write an HTML page showing a text's tokens and the vocabulary's merges")
     p.add_argument(
         "--tokenizer",
