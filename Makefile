@@ -13,23 +13,30 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip 'maturin>=1.7,<2'
 
 # maturin develop recompiles only what changed and installs the dev extras once.
+# PIP_QUIET: the pip that maturin runs printed a line per requirement already there
+# and per extra not asked for ("Ignoring tiktoken: markers 'extra == "bench"' ..."),
+# ~140 lines before anything else; its warnings and errors still show (-q quiets cargo).
 # The package's bytecode is written here because the editable install imports from
 # python/, and where PYTHONDONTWRITEBYTECODE is set every `bpekit` command compiled
 # the whole package again (~20 ms of each start).
 build: $(PY)
-	$(VENV)/bin/maturin develop --release --extras dev -q
+	PIP_QUIET=1 $(VENV)/bin/maturin develop --release --extras dev -q
 	$(PY) -m compileall -q python/bpekit
 
 demo: build
-	$(if $(wildcard ../shared/data/corpora),BPEKIT_DEMO_INPUT=../shared/data/corpora) $(VENV)/bin/bpekit demo
+	@$(if $(wildcard ../shared/data/corpora),BPEKIT_DEMO_INPUT=../shared/data/corpora) $(VENV)/bin/bpekit demo
+	@echo "(bpekit is in $(VENV): 'source $(VENV)/bin/activate' puts it on your PATH, or 'pip install .' puts it in an environment of your own)"
 
 lint: build
 	cargo fmt --check
 	$(PY) scripts/check_layers.py
+	$(PY) scripts/check_py_layers.py
 	cargo clippy --all-targets -q -- -D warnings
 	cargo clippy --all-targets --features python -q -- -D warnings
 	$(VENV)/bin/ruff check python tests benchmarks scripts
 	$(VENV)/bin/ruff format --check python tests benchmarks scripts
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest bpekit._core
 
 rust-test:
 	cargo test -q
