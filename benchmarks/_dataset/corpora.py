@@ -8,9 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from _formats.files import build as build_formats
-
 from _common import DOC_SEP, big_corpus, corpus_path, write_atomic
+from _formats.files import build as build_formats
 
 OWT = "owt-1G"
 # What --quick takes of each corpus, cut at a document boundary.
