@@ -47,3 +47,8 @@ def __getattr__(name: str) -> Any:
     if name in __all__:
         return getattr(_dataset, name)
     raise AttributeError(f"module 'bpekit.datasets' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # dir() and help() list the names served on first use.
+    return sorted({*globals(), *__all__})

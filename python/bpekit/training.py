@@ -18,6 +18,7 @@ b'<|endoftext|>'
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ParamSpec
@@ -156,6 +157,11 @@ def returning_stats(
     with_stats.__doc__ = (
         f"Deprecated: ``{count.__name__}(...)``, whose result carries ``.stats``; returns "
         "``(counts, counts.stats)`` and warns of no skipped record."
+    )
+    # wraps() makes inspect.signature follow __wrapped__, which returns the counts alone.
+    signature = inspect.signature(count)
+    with_stats.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        return_annotation="tuple[WordCounts, dict[str, Any]]"
     )
     return with_stats
 

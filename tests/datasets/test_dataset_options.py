@@ -81,3 +81,14 @@ def test_the_old_module_name_still_works() -> None:
     for name in bpekit.datasets.__all__:
         assert getattr(bpekit.datasets, name) is getattr(bpekit.dataset, name)
     assert bpekit.datasets.encode_file is bpekit.encode_file
+
+
+def test_the_lazy_names_are_listed_by_dir_and_help() -> None:
+    import pydoc
+
+    import bpekit.dataset
+    import bpekit.datasets
+
+    for module in (bpekit.dataset, bpekit.datasets):
+        assert {"encode_file", "encode_dataset", "TokenDataset", "get_batch"} <= set(dir(module))
+    assert "encode_file(" in pydoc.render_doc(bpekit.datasets)

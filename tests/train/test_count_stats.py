@@ -96,3 +96,15 @@ def test_options_are_checked_before_any_input_is_read(
         bpekit.count_pretokens(tmp_path / "missing.txt", **options)  # type: ignore[arg-type]
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         bpekit.train_bpe(tmp_path / "missing.txt", 300, **options)  # type: ignore[arg-type]
+
+
+def test_the_alias_signature_says_it_returns_a_pair() -> None:
+    import inspect
+
+    import bpekit.distributed
+    import bpekit.training
+
+    for module in (bpekit.training, bpekit.distributed):
+        sig = inspect.signature(module.count_with_stats)
+        assert sig.return_annotation == "tuple[WordCounts, dict[str, Any]]"
+        assert list(sig.parameters) == list(inspect.signature(module.count_pretokens).parameters)

@@ -76,3 +76,8 @@ __all__ = [
     "pick_dtype",
     "read_manifest",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and help() list the names served on first use.
+    return sorted({*globals(), *__all__})
