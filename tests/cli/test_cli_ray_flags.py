@@ -13,9 +13,12 @@ import pytest
 
 from bpekit.cli import build_parser, main
 from bpekit.cli._input import byte_size
-from tests.conftest import data_path
+from tests.conftest import DATA
 
-CORPUS = data_path("cs336", "corpus.en")  # 133 kB
+CORPUS = DATA.joinpath("cs336", "corpus.en")  # 133 kB
+pytestmark = pytest.mark.skipif(
+    not CORPUS.exists(), reason=f"test data {CORPUS} is missing (the shared data goes next to the repository)"
+)
 
 
 def command(name: str) -> argparse.ArgumentParser:

@@ -10,9 +10,12 @@ import pytest
 
 import bpekit
 from bpekit.cli import main
-from tests.conftest import data_path
+from tests.conftest import DATA
 
-CORPUS = data_path("cs336", "tinystories_sample.txt")
+CORPUS = DATA.joinpath("cs336", "tinystories_sample.txt")
+pytestmark = pytest.mark.skipif(
+    not CORPUS.exists(), reason=f"test data {CORPUS} is missing (the shared data goes next to the repository)"
+)
 
 
 def train(out: Path, *extra: str) -> int:

@@ -348,4 +348,91 @@ mod tests {
             assert_eq!(x, y, "n={n}");
         }
     }
+
+    /// A small deterministic generator (xorshift64*), so that failures replay.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        }
+    }
+
+    /// Merges as `(left bytes, right bytes)`, in rank order.
+    type Merges = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// A vocabulary over the bytes `a..a+alphabet` with `n_merges` merges of random
+    /// pairs of earlier tokens (ids 0..=255 are the bytes, then one per merge).
+    fn random_bpe(rng: &mut Rng, alphabet: u8, n_merges: usize) -> (Bpe, Merges) {
+        let mut vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        let mut tokens: Vec<Vec<u8>> = (0..alphabet).map(|i| vec![b'a' + i]).collect();
+        let mut merges = Vec::new();
+        while merges.len() < n_merges {
+            let a = tokens[rng.below(tokens.len())].clone();
+            let b = tokens[rng.below(tokens.len())].clone();
+            let joined = [a.as_slice(), b.as_slice()].concat();
+            if joined.len() > 12 || tokens.contains(&joined) {
+                continue;
+            }
+            vocab.push((256 + merges.len() as u32, joined.clone()));
+            tokens.push(joined);
+            merges.push((a, b));
+        }
+        (Bpe::from_merges(vocab, &merges).unwrap(), merges)
+    }
+
+    /// The merge as its definition reads: apply the lowest-ranked adjacent pair,
+    /// leftmost first, over the bytes of each part, until none is left.
+    fn naive(merges: &[(Vec<u8>, Vec<u8>)], piece: &[u8], max_rank: u32) -> Vec<Vec<u8>> {
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let best = (0..parts.len().saturating_sub(1))
+                .filter_map(|i| {
+                    let rank = merges
+                        .iter()
+                        .position(|(a, b)| *a == parts[i] && *b == parts[i + 1])?;
+                    (rank < max_rank as usize).then_some((rank, i))
+                })
+                .min();
+            let Some((_, i)) = best else { return parts };
+            let right = parts.remove(i + 1);
+            parts[i].extend(right);
+        }
+    }
+
+    #[test]
+    fn scan_heap_and_the_definition_agree_on_random_pieces() {
+        // Small alphabets make repeated pairs (ties of rank, broken by position) and
+        // long chains of merges; pieces span one to several groups of scan lanes.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut s = Scratch::default();
+        for round in 0..60 {
+            let alphabet = 2 + (round % 4) as u8;
+            let n_merges = 20 + rng.below(60);
+            let (b, merges) = random_bpe(&mut rng, alphabet, n_merges);
+            for _ in 0..40 {
+                let n = 1 + rng.below(HEAP_THRESHOLD);
+                let piece: Vec<u8> = (0..n)
+                    .map(|_| b'a' + rng.below(alphabet.into()) as u8)
+                    .collect();
+                let max_rank = match rng.below(3) {
+                    0 => rng.below(merges.len()) as u32,
+                    _ => NONE,
+                };
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                merge_scan(&b, &piece, max_rank, &mut s, &mut x).unwrap();
+                merge_heap(&b, &piece, max_rank, &mut s, &mut y).unwrap();
+                let want: Vec<u32> = naive(&merges, &piece, max_rank)
+                    .iter()
+                    .map(|t| b.id_of(t).unwrap())
+                    .collect();
+                let show = String::from_utf8_lossy(&piece);
+                assert_eq!(x, want, "scan, piece {show}, max_rank {max_rank}");
+                assert_eq!(y, want, "heap, piece {show}, max_rank {max_rank}");
+            }
+        }
+    }
 }
