@@ -1,6 +1,6 @@
-"""The summary of `bpekit train` says which bytes it counts: the text read (a compressed
-file's decompressed, a record's text alone), and the files' bytes, which the progress
-bar counts, beside it where they differ."""
+"""The summaries of `bpekit train` and `bpekit encode` say which bytes they count: the
+text read (a compressed file's decompressed, a record's text alone); train's gives the
+files' bytes, which the progress bar counts, beside it where they differ."""
 
 from __future__ import annotations
 
@@ -47,3 +47,17 @@ def test_plain_text_shows_one_count(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text(TEXT)
     out = summary(capsys, path, tmp_path / "t")
     assert f"on 1 file(s), {len(TEXT) / 1e6:,.1f} MB of text\n" in out
+
+
+@pytest.mark.parametrize("out_name", ["ids.npy", "ds"])
+def test_encode_says_its_bytes_are_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out_name: str
+) -> None:
+    # `bpekit encode`'s summary counts text bytes too (its bar, the files' bytes).
+    path = tmp_path / "stories.txt.gz"
+    path.write_bytes(gzip.compress(TEXT.encode()))
+    args = ["encode", str(path), "-t", "gpt2", "-o", str(tmp_path / out_name), "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"encoded 1 file(s), {len(TEXT) / 1e6:,.1f} MB of text -> " in out
+    assert "MB/s of text" in out

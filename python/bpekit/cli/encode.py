@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     # The bytes of text read, not the files' sizes: a .gz file counts decompressed.
     n, total = result.tokens, result.bytes
     print(
-        f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
-        f"({total / 1e6 / dt:,.1f} MB/s, {n / dt:,.0f} tokens/s, {total / max(n, 1):.2f} bytes/token)"
+        f"encoded {result.files} file(s), {total / 1e6:,.1f} MB of text -> {n:,} tokens in {dt:.2f} s "
+        f"({total / 1e6 / dt:,.1f} MB/s of text, {n / dt:,.0f} tokens/s, {total / max(n, 1):.2f} bytes/token)"
     )
     print(f"  {documents_line(result.stats)}")
     for note in result.framing.notes:
@@ -234,8 +234,8 @@ def _run_dataset(args: argparse.Namespace, tok: Any, given: dict[str, Any]) -> i
             print(f"encoded in {result.stats['units']:,} units on Ray{kept_note}")
         total, n = m["totals"]["bytes"], m["totals"]["tokens"]
         print(
-            f"encoded {result.files} file(s), {total / 1e6:,.1f} MB -> {n:,} tokens in {dt:.2f} s "
-            f"({total / 1e6 / dt:,.1f} MB/s, {n / dt:,.0f} tokens/s)"
+            f"encoded {result.files} file(s), {total / 1e6:,.1f} MB of text -> {n:,} tokens in {dt:.2f} s "
+            f"({total / 1e6 / dt:,.1f} MB/s of text, {n / dt:,.0f} tokens/s)"
         )
         print(f"  {documents_line(result.stats)}")
         for note in result.framing.notes:
