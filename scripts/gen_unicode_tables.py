@@ -13,7 +13,9 @@ Usage (after ``make build``, which installs the pinned ``regex`` into ``.venv``)
 Layout of the output: one flag byte per code point (see ``FLAGS`` below), stored as a
 two-level table (``INDEX[cp >> SHIFT]`` picks a deduplicated block of ``BLOCK`` bytes) for
 code points below ``TABLE_END``, and a short list of ranges above it (planes 4-16 are
-almost all unassigned or private use).
+almost all unassigned or private use). The first ``0x800 >> SHIFT`` blocks are never
+shared, so ``BLOCKS[cp]`` is the class of a two-byte character ``cp`` (< U+0800) with no
+``INDEX`` step.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def render(flags: bytearray) -> str:
         index.append(blocks.setdefault(chunk, len(blocks)))
     if len(blocks) > 256:
         sys.exit(f"{len(blocks)} distinct blocks do not fit a u8 index: raise SHIFT")
+    if index[: 0x800 >> SHIFT] != list(range(0x800 >> SHIFT)):
+        sys.exit("the blocks below U+0800 are not BLOCKS' first ones: the two-byte path needs them")
     leaf = b"".join(blocks)
     high = []  # (first, last, flags) runs of non-zero flags at or above TABLE_END
     cp = TABLE_END
@@ -127,7 +131,8 @@ pub const UNICODE_VERSION: &str = "{UNICODE_VERSION}";
 
 /// log2 of the block size of the two-level table.
 pub const SHIFT: u32 = {SHIFT};
-/// Code points below this are looked up as `BLOCKS[INDEX[cp >> SHIFT] << SHIFT | cp & mask]`.
+/// Code points below this are looked up as `BLOCKS[INDEX[cp >> SHIFT] << SHIFT | cp & mask]`;
+/// below U+0800 (one- and two-byte characters) `BLOCKS[cp]` is the same byte.
 pub const TABLE_END: u32 = 0x{TABLE_END:X};
 
 /// Class bytes of U+0000..U+007F, for the ASCII fast path.

@@ -34,10 +34,17 @@ use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 #[inline(always)]
 pub(crate) fn piece_end<const LEGACY: bool>(b: &[u8], i: usize) -> usize {
     let c = b[i];
-    // Fast path for the most common pieces of English, " word" and "word".
+    // Fast path for the most common pieces, " word" and "word", in any script.
     if c == b' ' {
-        if b.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
-            return letters_end(b, i + 2);
+        match b.get(i + 1) {
+            Some(d) if d.is_ascii_alphabetic() => return letters_end(b, i + 2),
+            Some(&d) if d >= 0x80 => {
+                let (class, len) = class_at(b, i + 1);
+                if class & L != 0 {
+                    return letters_end(b, i + 1 + len);
+                }
+            }
+            _ => {}
         }
     } else if c.is_ascii_alphabetic() {
         return letters_end(b, i + 1);

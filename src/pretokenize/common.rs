@@ -1,6 +1,6 @@
 //! Scanning steps that more than one named pattern shares.
 
-use super::unicode::{ascii_class, class, class_at, decode, last_char_start, run_while, L, N, WS};
+use super::unicode::{class_at, last_char_start, run_while, L, N, WS};
 
 /// The contraction `'(?:[sdmt]|ll|ve|re)` at `b[i]` (which is `'`): where it ends.
 ///
@@ -29,22 +29,15 @@ pub(crate) fn contraction(b: &[u8], i: usize, ci: bool) -> Option<usize> {
 #[inline(always)]
 pub(crate) fn ws_run(b: &[u8], mut i: usize) -> (usize, Option<usize>) {
     let mut last_newline = None;
-    while let Some(&c) = b.get(i) {
-        if c < 0x80 {
-            if ascii_class(c) & WS == 0 {
-                break;
-            }
-            if c == b'\n' || c == b'\r' {
-                last_newline = Some(i);
-            }
-            i += 1;
-        } else {
-            let (cp, len) = decode(b, i);
-            if class(cp) & WS == 0 {
-                break;
-            }
-            i += len;
+    while i < b.len() {
+        let (class, len) = class_at(b, i);
+        if class & WS == 0 {
+            break;
         }
+        if b[i] == b'\n' || b[i] == b'\r' {
+            last_newline = Some(i);
+        }
+        i += len;
     }
     (i, last_newline)
 }

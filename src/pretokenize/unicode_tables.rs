@@ -17,7 +17,8 @@ pub const MODIFIER: u8 = 0x80;
 
 /// log2 of the block size of the two-level table.
 pub const SHIFT: u32 = 7;
-/// Code points below this are looked up as `BLOCKS[INDEX[cp >> SHIFT] << SHIFT | cp & mask]`.
+/// Code points below this are looked up as `BLOCKS[INDEX[cp >> SHIFT] << SHIFT | cp & mask]`;
+/// below U+0800 (one- and two-byte characters) `BLOCKS[cp]` is the same byte.
 pub const TABLE_END: u32 = 0x40000;
 
 /// Class bytes of U+0000..U+007F, for the ASCII fast path.
