@@ -97,6 +97,28 @@ pub(crate) fn on_threads<F: Fn() + Sync>(threads: usize, work: F) -> Result<()> 
     })
 }
 
+/// The process's pool of `num_threads` threads, started on first use.
+fn pool_of(num_threads: usize) -> Result<Arc<rayon::ThreadPool>> {
+    // A poisoned lock only means a thread panicked while looking a pool up; the list
+    // itself is always whole.
+    let mut pools = registry().pools.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(n, _)| *n == num_threads) {
+        return Ok(p.clone());
+    }
+    // Starting threads makes small allocations that abort where they fail
+    // ([`crate::hugemem::headroom`]).
+    if !crate::hugemem::probe(crate::hugemem::headroom(num_threads)) {
+        return Err(no_thread());
+    }
+    let p = rayon::ThreadPoolBuilder::new()
+        .num_threads(num_threads)
+        .build()
+        .map_err(|_| no_thread())?;
+    let p = Arc::new(p);
+    pools.push((num_threads, p.clone()));
+    Ok(p)
+}
+
 /// Runs `work` on a pool of `num_threads` threads (0: [`default_threads`]), inside
 /// which rayon's parallel iterators run. Pools are kept per thread count, so calling
 /// `encode_batch` in a loop starts no threads. A panic in `work` (on any of the
@@ -109,29 +131,22 @@ pub(crate) fn run_in_pool<T: Send>(
         0 => default_threads(),
         n => n,
     };
-    let pool = {
-        // A poisoned lock only means a thread panicked while looking a pool up; the
-        // list itself is always whole.
-        let mut pools = registry().pools.lock().unwrap_or_else(|p| p.into_inner());
-        match pools.iter().find(|(n, _)| *n == num_threads) {
-            Some((_, p)) => p.clone(),
-            None => {
-                // Starting threads makes small allocations that abort where they fail
-                // ([`crate::hugemem::headroom`]).
-                if !crate::hugemem::probe(crate::hugemem::headroom(num_threads)) {
-                    return Err(no_thread());
-                }
-                let p = rayon::ThreadPoolBuilder::new()
-                    .num_threads(num_threads)
-                    .build()
-                    .map_err(|_| no_thread())?;
-                let p = Arc::new(p);
-                pools.push((num_threads, p.clone()));
-                p
-            }
-        }
-    };
+    let pool = pool_of(num_threads)?;
     std::panic::catch_unwind(AssertUnwindSafe(|| pool.install(work)))
+        .map_err(|payload| Error::from_panic(payload.as_ref()))
+}
+
+/// Runs `work` on the calling thread with a scope whose spawned jobs run on a pool of
+/// `helpers` threads: for work the calling thread shares with the pool's threads
+/// instead of waiting for them. Returns once `work` and every job it spawned have
+/// ended; a panic in any of them is an [`Error::Internal`].
+#[cfg(any(feature = "python", test))]
+pub(crate) fn in_place_scope<'scope, T>(
+    helpers: usize,
+    work: impl FnOnce(&rayon::Scope<'scope>) -> T,
+) -> Result<T> {
+    let pool = pool_of(helpers.max(1))?;
+    std::panic::catch_unwind(AssertUnwindSafe(|| pool.in_place_scope(work)))
         .map_err(|payload| Error::from_panic(payload.as_ref()))
 }
 

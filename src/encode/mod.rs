@@ -19,7 +19,8 @@
 //! 6. `text`: drivers that feed an encoder text it does not hold whole: iterables
 //!    of text (`encode_iterable`) and code-point text (a Python `str`), both
 //!    emitting a buffer's final prefix, the part no later text can change.
-//! 7. `parallel`: many texts across threads, on the process's pools (`crate::pool`).
+//! 7. `parallel`: many texts across threads, on the process's pools (`crate::pool`):
+//!    all ids at the end, or each text's in order as soon as it is done.
 //!
 //! Writing what is encoded to files (one `.npy`, or a dataset of shards) is the
 //! layer above, `crate::dataset`.
@@ -43,6 +44,6 @@ pub(crate) use engine::short_lines_for;
 pub use hf::{normalize, AddedToken, FrontSpec, NormSpec};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
-pub(crate) use parallel::encode_texts;
+pub(crate) use parallel::{encode_texts, encode_texts_in_order};
 pub use text::{encode_wide, StreamEncoder, Text, Wide};
 pub use vocab::{merge_piece, Bpe, RankFormat, Scratch};

@@ -23,7 +23,7 @@ use super::progress::run_with_progress;
 use super::text::text_of;
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
-use crate::encode::{encode_texts, encode_wide, Encoder};
+use crate::encode::{encode_texts, encode_texts_in_order, encode_wide, Encoder};
 use crate::pretokenize::Kind;
 use crate::specials::Specials;
 
@@ -300,14 +300,45 @@ impl PyEncoder {
         // Each text is read (and transcoded, if need be) by the thread encoding it.
         let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
         let threads = num_threads.unwrap_or(0);
-        let results = py
-            .detach(|| encode_texts(&self.inner, &views, &allowed, disallowed.as_ref(), threads))?;
-        let lists = results
+        // Each text's list is made as soon as its ids are, while the other threads go
+        // on encoding: making lists needs the GIL, so only one thread can, and made
+        // after the encoding it was a serial tail as long as the encoding itself.
+        let mut lists: Vec<Option<Py<PyList>>> = Vec::new();
+        lists.try_reserve_exact(texts.len()).map_err(|_| {
+            PyErr::from(crate::error::Error::out_of_memory::<usize>(
+                "lists",
+                texts.len(),
+            ))
+        })?;
+        let ints = &self.ints;
+        py.detach(|| {
+            encode_texts_in_order(
+                &self.inner,
+                &views,
+                &allowed,
+                disallowed.as_ref(),
+                threads,
+                |ready| {
+                    Python::attach(|py| {
+                        for (_, ids) in ready {
+                            // None: a code point without UTF-8, redone below.
+                            lists.push(match ids? {
+                                Some(ids) => Some(ints.list(py, &ids)?.unbind()),
+                                None => None,
+                            });
+                        }
+                        // Ctrl-C stops a batch between two texts.
+                        py.check_signals()
+                    })
+                },
+            )
+        })?;
+        let lists = lists
             .into_iter()
             .zip(&texts)
-            .map(|(ids, text)| match ids {
-                Some(ids) => self.ints.list(py, &ids),
-                // A code point without UTF-8: CPython's conversion raises its error.
+            .map(|(list, text)| match list {
+                Some(list) => Ok(list.into_bound(py)),
+                // CPython's conversion raises its own error for such a text.
                 None => self.ints.list(
                     py,
                     &self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?,

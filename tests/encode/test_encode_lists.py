@@ -48,3 +48,47 @@ def test_lists_leave_no_reference_behind(enc) -> None:
     del lists
     assert sys.getrefcount(kept) == before
     assert np.array_equal(enc.encode_to_numpy(TEXT), ids)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=200) | st.sampled_from(["", TEXT, "<|endoftext|>x"]), max_size=40),
+    threads=st.sampled_from([1, 2, 3, 7]),
+)
+def test_batch_lists_come_in_the_texts_order(texts: list[str], threads: int) -> None:
+    # Lists are made on the calling thread as the other threads finish texts, in any
+    # order: each must still land at its text's place.
+    enc = bpekit_encoding("o200k_base")
+    assert enc.encode_ordinary_batch(texts, num_threads=threads) == [enc.encode_ordinary(t) for t in texts]
+
+
+def test_batch_raises_the_first_texts_error_and_keeps_working(enc) -> None:
+    texts = [TEXT] * 50 + ["a <|endoftext|> b"] + [TEXT] * 50
+    with pytest.raises(ValueError, match="endoftext"):
+        enc.encode_batch(texts, num_threads=2)
+    assert enc.encode_batch(texts[:50], num_threads=2) == [enc.encode(TEXT)] * 50
+
+
+def test_ctrl_c_stops_a_batch_between_texts(enc) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    texts = [TEXT * 50] * 2000  # 160 MB: ~1 s on one thread
+    # A suite started in the background by a shell inherits SIGINT ignored, and then
+    # Python raises no KeyboardInterrupt: Ctrl-C is put back for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start, finished = time.monotonic(), False
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            enc.encode_ordinary_batch(texts, num_threads=2)
+            finished = True
+            time.sleep(5)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert not finished and time.monotonic() - start < 1.0
+    assert enc.encode_ordinary_batch([TEXT], num_threads=2) == [enc.encode_ordinary(TEXT)]

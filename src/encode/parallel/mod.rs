@@ -3,15 +3,33 @@
 //! ([`Workspaces::lease_shared`](crate::encode::engine::Workspaces::lease_shared)), so a
 //! piece one thread has merged is a hit for the others. Runs on the process's pools
 //! (`crate::pool`), never rayon's global pool.
+//!
+//! Two shapes: [`encode_texts`] returns every text's ids at the end;
+//! [`encode_texts_in_order`] hands each text's ids to the calling thread, in order, as
+//! soon as they and those before are done, while later texts are still being encoded.
+//! The second is for results that only one thread may turn into their final form
+//! (Python lists, made under the GIL): that work then overlaps the encoding instead
+//! of following it.
 
 use rayon::prelude::*;
 
+// Only the Python lists use it (and its tests).
+#[cfg(any(feature = "python", test))]
+mod in_order;
+
+#[cfg(feature = "python")]
+pub(crate) use in_order::encode_texts_in_order;
+
 use super::encoder::Encoder;
-use super::engine::Prefault;
+use super::engine::{Lease, Prefault};
 use super::text::{encode_wide_into, Text};
 use crate::error::{Error, Result};
 use crate::pool::run_in_pool;
 use crate::specials::Specials;
+
+/// One text's outcome: its ids, or `None` for code points without UTF-8 (the caller
+/// converts such a text its own way), or the text's error.
+pub(crate) type Encoded = Result<Option<Vec<u32>>>;
 
 /// Encodes each text, in parallel on `num_threads` threads (0: all cores).
 pub fn encode_batch<S: AsRef<str> + Sync>(
@@ -46,38 +64,11 @@ pub(crate) fn encode_texts(
         texts
             .par_iter()
             .map_init(
-                || {
-                    let ws = match rayon::current_num_threads() {
-                        1 => encoder.workspaces().lease(),
-                        _ => encoder.workspaces().lease_shared(),
-                    };
-                    if let Ok(ws) = &ws {
-                        ws.short.populate();
-                    }
-                    (ws, Vec::new())
-                },
-                |(ws, buf), text| {
+                || (lease(encoder, rayon::current_num_threads() > 1), Vec::new()),
+                |(ws, buf), text| match ws {
+                    Ok(ws) => encode_one(encoder, text, allowed, disallowed, ws, buf),
                     // A workspace that could not be made fails each of its texts.
-                    let ws = match ws {
-                        Ok(ws) => ws,
-                        Err(_) => return Err(Error::out_of_memory::<u8>("a workspace", 1 << 22)),
-                    };
-                    encoder.workspaces().refresh_shared(ws);
-                    let mut out = Vec::new();
-                    out.try_reserve(text.len() / 3 + 1)
-                        .map_err(|_| Error::out_of_memory::<u32>("token ids", text.len() / 3))?;
-                    ws.prefault = Prefault::new(&out);
-                    let done = match *text {
-                        Text::Utf8(t) => match disallowed.map_or(Ok(()), |d| d.refuse_in(t)) {
-                            Err(e) => Err(e),
-                            Ok(()) => encoder.encode_into(t, allowed, ws, &mut out).map(|()| true),
-                        },
-                        Text::Wide(w) => {
-                            encode_wide_into(encoder, w, allowed, disallowed, ws, buf, &mut out)
-                        }
-                    };
-                    ws.prefault = Prefault::default();
-                    Ok(done?.then_some(out))
+                    Err(_) => Err(no_workspace()),
                 },
             )
             .collect::<Vec<Result<Option<Vec<u32>>>>>()
@@ -85,6 +76,47 @@ pub(crate) fn encode_texts(
             .collect()
     };
     run_in_pool(num_threads, work)?
+}
+
+pub(super) fn no_workspace() -> Error {
+    Error::out_of_memory::<u8>("a workspace", 1 << 22)
+}
+
+/// A workspace for one thread of a batch, its short cache shared where `shared`.
+pub(super) fn lease(encoder: &Encoder, shared: bool) -> Result<Lease<'_>> {
+    let ws = match shared {
+        false => encoder.workspaces().lease(),
+        true => encoder.workspaces().lease_shared(),
+    };
+    if let Ok(ws) = &ws {
+        ws.short.populate();
+    }
+    ws
+}
+
+/// One text of a batch, on a thread's workspace (`buf` its transcoding buffer).
+pub(super) fn encode_one(
+    encoder: &Encoder,
+    text: &Text<'_>,
+    allowed: &Specials,
+    disallowed: Option<&Specials>,
+    ws: &mut Lease<'_>,
+    buf: &mut Vec<u8>,
+) -> Encoded {
+    encoder.workspaces().refresh_shared(ws);
+    let mut out = Vec::new();
+    out.try_reserve(text.len() / 3 + 1)
+        .map_err(|_| Error::out_of_memory::<u32>("token ids", text.len() / 3))?;
+    ws.prefault = Prefault::new(&out);
+    let done = match *text {
+        Text::Utf8(t) => match disallowed.map_or(Ok(()), |d| d.refuse_in(t)) {
+            Err(e) => Err(e),
+            Ok(()) => encoder.encode_into(t, allowed, ws, &mut out).map(|()| true),
+        },
+        Text::Wide(w) => encode_wide_into(encoder, w, allowed, disallowed, ws, buf, &mut out),
+    };
+    ws.prefault = Prefault::default();
+    Ok(done?.then_some(out))
 }
 
 #[cfg(test)]
