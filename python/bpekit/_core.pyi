@@ -134,6 +134,8 @@ class _Job(Protocol):
     def framing(self) -> _Framing: ...
     @property
     def digest(self) -> Sequence[int]: ...
+    @property
+    def tokenizer_name(self) -> str: ...
 
 class _UnitFiles(Protocol):
     """What the core reads of ``bpekit.distributed.dataset.UnitFiles``."""
@@ -321,7 +323,8 @@ class Encoder:
         ``on_shard(split, shard)`` is called (from another thread) as each shard is
         finished and hashed, each shard ``{"file", "index", "tokens", "documents",
         "continues", "first_document", "inputs", "sources", "size", "sha256", "index_sha256",
-        "next"}`` (``next``: where the shard after it starts, to go on from; the
+        "next"}``, and ``"trainer_files"`` (``[{"file", "size", "sha256"}]``) for the
+        megatron and datatrove formats (``next``: where the shard after it starts, to go on from; the
         sha256 are None without ``job.layout.checksums``). With
         ``resume`` (``(kept, next)`` a split each) the run goes on after ``kept``
         shards of an earlier one. ``job.digest``: the inputs (feeds) whose documents

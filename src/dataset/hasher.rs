@@ -91,6 +91,9 @@ fn run(
         if hash {
             info.sha256 = sha256(&root.join(&info.file), &mut buffer)?;
             info.index_sha256 = sha256(&root.join(&info.index), &mut buffer)?;
+            for side in &mut info.side {
+                side.sha256 = sha256(&root.join(&side.file), &mut buffer)?;
+            }
         }
         if let Some(report) = &mut on_shard {
             report(&info)?;

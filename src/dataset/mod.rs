@@ -19,6 +19,8 @@
 //! - `one_file`: the `Sink` that writes one `.npy`.
 //! - `shard`, `waiting`: a split's shards, cut between documents, with their
 //!   document indexes; the ids of a document that may still move to the next shard.
+//! - `megatron`, `datatrove`: the index and metadata files those trainers read beside
+//!   a shard's ids.
 //! - `hasher`: each finished shard's sha256, off the writer's thread.
 //! - `resume`, `fed`: where a resumed run goes on; the hash of feeds' documents that
 //!   proves it reads what the run it goes on from read.
@@ -30,9 +32,11 @@
 #[cfg(doc)]
 use crate::encode::Encoder;
 
+mod datatrove;
 mod fed;
 mod hasher;
 mod job;
+mod megatron;
 mod npy;
 mod one_file;
 mod options;
@@ -51,5 +55,5 @@ pub use one_file::{encode_files, encode_inputs};
 pub use options::{split_names, DatasetOptions, FileOptions, Marks};
 pub use resume::{Checkpoint, Place, ShardStart, SplitResume};
 pub use run::{assemble_dataset, encode_dataset, DatasetRun, DatasetSummary};
-pub use shard::{ShardFormat, ShardInfo};
+pub use shard::{ShardFormat, ShardInfo, SideFile};
 pub use units::{encode_unit, Assembly, UnitFile};

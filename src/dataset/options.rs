@@ -1,5 +1,7 @@
 //! How a file or dataset encode runs, and how a dataset is laid out.
 
+use std::sync::Arc;
+
 use super::shard::ShardFormat;
 use crate::corpus::{BadRecords, SpecialPolicy, Utf8Policy};
 
@@ -49,9 +51,11 @@ impl Default for FileOptions {
 }
 
 /// How a dataset is laid out.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct DatasetOptions {
     pub format: ShardFormat,
+    /// The tokenizer's name, which the datatrove format's metadata records.
+    pub tokenizer: Arc<str>,
     pub shard_tokens: u64,
     /// The share of documents that go to `val/`, in `[0, 1)`.
     pub val_fraction: f64,

@@ -189,6 +189,12 @@ fn write_dataset(
             layout.shard_tokens
         )));
     }
+    if layout.format == ShardFormat::Megatron && layout.shard_tokens > i32::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "shard_tokens {} is more than Megatron's index counts in a sequence (2**31 - 1)",
+            layout.shard_tokens
+        )));
+    }
     let names = split_names(&layout);
     let resume = resume.unwrap_or_else(|| vec![SplitResume::default(); names.len()]);
     if resume.len() != names.len() {

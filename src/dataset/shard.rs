@@ -11,11 +11,12 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
-use super::npy;
 use super::outfile::OutFile;
 use super::resume::{Checkpoint, Place, ShardStart};
 use super::waiting::Waiting;
+use super::{datatrove, megatron, npy};
 use crate::whole_file::WholeFile;
 
 /// The byte layout of a shard.
@@ -27,6 +28,10 @@ pub enum ShardFormat {
     Bin,
     /// llm.c's `.bin`: a header of 256 int32 (magic, version, token count), then the ids.
     Llmc,
+    /// Megatron-LM's indexed dataset: raw ids (`.bin`) and its index (`.idx`).
+    Megatron,
+    /// datatrove's tokenized file: raw ids (`.ds`), `.ds.index`, `.ds.metadata`.
+    Datatrove,
 }
 
 impl ShardFormat {
@@ -35,8 +40,11 @@ impl ShardFormat {
             "npy" => Ok(Self::Npy),
             "bin" => Ok(Self::Bin),
             "llmc" => Ok(Self::Llmc),
+            "megatron" => Ok(Self::Megatron),
+            "datatrove" => Ok(Self::Datatrove),
             other => Err(crate::error::Error::invalid(format!(
-                "format must be \"npy\", \"bin\" or \"llmc\", not {other:?}"
+                "format must be \"npy\", \"bin\", \"llmc\", \"megatron\" or \"datatrove\", \
+                 not {other:?}"
             ))),
         }
     }
@@ -44,7 +52,30 @@ impl ShardFormat {
     fn extension(self) -> &'static str {
         match self {
             Self::Npy => "npy",
-            Self::Bin | Self::Llmc => "bin",
+            Self::Bin | Self::Llmc | Self::Megatron => "bin",
+            Self::Datatrove => "ds",
+        }
+    }
+
+    /// The files a trainer reads beside a shard's ids (suffix after `NNNNN.`, bytes),
+    /// for a shard of `tokens` ids of `width` bytes whose documents start at `starts`.
+    fn side_files(
+        self,
+        width: usize,
+        starts: &[u64],
+        tokens: u64,
+        tokenizer: &str,
+    ) -> Vec<(&'static str, Vec<u8>)> {
+        match self {
+            Self::Npy | Self::Bin | Self::Llmc => Vec::new(),
+            Self::Megatron => vec![("idx", megatron::index(width, starts, tokens))],
+            Self::Datatrove => vec![
+                ("ds.index", datatrove::index(starts, tokens)),
+                (
+                    "ds.metadata",
+                    datatrove::metadata(tokenizer, width, tokens).into_bytes(),
+                ),
+            ],
         }
     }
 
@@ -52,7 +83,7 @@ impl ShardFormat {
     fn header(self, width: usize, tokens: u64) -> Vec<u8> {
         match self {
             Self::Npy => npy::header(if width == 2 { "<u2" } else { "<u4" }, tokens),
-            Self::Bin => Vec::new(),
+            Self::Bin | Self::Megatron | Self::Datatrove => Vec::new(),
             Self::Llmc => {
                 // llm.c's loaders: 20240520 v1 for uint16 ids, 20240801 v7 for uint32.
                 let (magic, version) = if width == 2 {
@@ -70,6 +101,16 @@ impl ShardFormat {
     }
 }
 
+/// A file a trainer reads beside a shard (Megatron's `.idx`, datatrove's `.ds.index`).
+#[derive(Clone, Debug)]
+pub struct SideFile {
+    /// Relative to the dataset folder.
+    pub file: String,
+    pub size: u64,
+    /// Hex; empty until hashed.
+    pub sha256: String,
+}
+
 /// A finished shard.
 #[derive(Clone, Debug)]
 pub struct ShardInfo {
@@ -83,6 +124,8 @@ pub struct ShardInfo {
     pub size: u64,
     pub sha256: String,
     pub index_sha256: String,
+    /// The files its format adds for a trainer.
+    pub side: Vec<SideFile>,
     pub tokens: u64,
     /// Documents that start in the shard.
     pub documents: u64,
@@ -114,6 +157,8 @@ pub(super) struct Shards {
     root: PathBuf,
     split: &'static str,
     format: ShardFormat,
+    /// The tokenizer's name, which datatrove's metadata records.
+    tokenizer: Arc<str>,
     width: usize,
     shard_tokens: u64,
     open: Option<Open>,
@@ -144,6 +189,7 @@ impl Shards {
         root: &Path,
         split: &'static str,
         format: ShardFormat,
+        tokenizer: Arc<str>,
         width: usize,
         shard_tokens: u64,
         first: usize,
@@ -153,6 +199,7 @@ impl Shards {
             root: root.to_owned(),
             split,
             format,
+            tokenizer,
             width,
             shard_tokens: shard_tokens.max(1),
             open: None,
@@ -225,12 +272,20 @@ impl Shards {
         for &s in open.starts.iter().chain([open.tokens].iter()) {
             bytes.extend_from_slice(&s.to_le_bytes());
         }
-        let write_index = || -> io::Result<()> {
-            let f = WholeFile::create(&self.root.join(&index), false)?;
-            io::Write::write_all(&mut f.file(), &bytes)?;
-            f.commit()
-        };
-        write_index().map_err(|e| named(&index, e))?;
+        write_whole(&self.root, &index, &bytes)?;
+        let mut side = Vec::new();
+        let files = self
+            .format
+            .side_files(self.width, &open.starts, open.tokens, &self.tokenizer);
+        for (suffix, bytes) in files {
+            let file = self.name(k, suffix);
+            write_whole(&self.root, &file, &bytes)?;
+            side.push(SideFile {
+                file,
+                size: bytes.len() as u64,
+                sha256: String::new(),
+            });
+        }
         let documents = open.starts.len() as u64 - u64::from(open.continues);
         self.finished += 1;
         self.pending = Some(ShardInfo {
@@ -240,6 +295,7 @@ impl Shards {
             size,
             sha256: String::new(),
             index_sha256: String::new(),
+            side,
             tokens: open.tokens,
             documents,
             continues: open.continues,
@@ -391,6 +447,16 @@ impl Shards {
     }
 }
 
+/// Writes `bytes` to `name` (relative to `root`), whole or not at all.
+fn write_whole(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let write = || -> io::Result<()> {
+        let f = WholeFile::create(&root.join(name), false)?;
+        io::Write::write_all(&mut f.file(), bytes)?;
+        f.commit()
+    };
+    write().map_err(|e| named(name, e))
+}
+
 /// `e`, naming the shard file `name` (relative to the dataset folder).
 fn named(name: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{name}: {e}"))
@@ -432,7 +498,16 @@ mod tests {
         let root = std::env::temp_dir().join(format!("bpekit-shards-{}", std::process::id()));
         std::fs::create_dir_all(root.join("train")).unwrap();
         let (sender, receiver) = std::sync::mpsc::channel();
-        let mut shards = Shards::new(&root, "train", ShardFormat::Bin, 2, 6, 0, sender);
+        let mut shards = Shards::new(
+            &root,
+            "train",
+            ShardFormat::Bin,
+            "t".into(),
+            2,
+            6,
+            0,
+            sender,
+        );
         let lengths = [3u32, 5, 2, 10, 0, 4];
         let place = |n: usize| Place {
             input: 0,

@@ -318,6 +318,7 @@ mod tests {
         };
         let layout = DatasetOptions {
             format: ShardFormat::Npy,
+            tokenizer: "t".into(),
             shard_tokens: 97,
             val_fraction: 0.25,
             seed: 1,
@@ -334,7 +335,7 @@ mod tests {
             vec![whole(), whole()],
             &one,
             options,
-            layout,
+            layout.clone(),
             &Progress::new(),
             run(),
         )

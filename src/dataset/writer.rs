@@ -70,6 +70,7 @@ impl DatasetWriter {
                     root,
                     name,
                     layout.format,
+                    layout.tokenizer.clone(),
                     options.dtype_bytes,
                     layout.shard_tokens,
                     r.kept,

@@ -45,6 +45,7 @@ pub(crate) struct PyJob {
     layout: PyLayout,
     framing: PyFraming,
     digest: Vec<usize>,
+    tokenizer_name: String,
 }
 
 impl PyJob {
@@ -100,6 +101,7 @@ impl PyJob {
         let l = &self.layout;
         Ok(DatasetOptions {
             format: ShardFormat::parse(&l.shard_format)?,
+            tokenizer: self.tokenizer_name.as_str().into(),
             shard_tokens: l.shard_tokens,
             val_fraction: l.val_fraction,
             seed: l.seed,
@@ -154,6 +156,18 @@ pub fn shard_dict<'py>(py: Python<'py>, shard: &ShardInfo) -> PyResult<Bound<'py
     let hex = |h: &String| (!h.is_empty()).then(|| h.clone());
     d.set_item("sha256", hex(&shard.sha256))?;
     d.set_item("index_sha256", hex(&shard.index_sha256))?;
+    // The files a trainer reads beside the ids, where the format has any.
+    if !shard.side.is_empty() {
+        let side = pyo3::types::PyList::empty(py);
+        for f in &shard.side {
+            let e = PyDict::new(py);
+            e.set_item("file", &f.file)?;
+            e.set_item("size", f.size)?;
+            e.set_item("sha256", hex(&f.sha256))?;
+            side.append(e)?;
+        }
+        d.set_item("trainer_files", side)?;
+    }
     match &shard.next {
         Some(next) => d.set_item("next", start_dict(py, next)?)?,
         None => d.set_item("next", py.None())?,

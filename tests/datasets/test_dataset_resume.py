@@ -69,6 +69,8 @@ OPTIONS: list[dict[str, Any]] = [
     {"shard_tokens": 700},
     {"shard_tokens": 97, "val_fraction": 0.3, "seed": 5},
     {"shard_tokens": 2500, "val_fraction": 0.5, "shard_format": "llmc", "after_each_file": EOT},
+    {"shard_tokens": 97, "val_fraction": 0.3, "shard_format": "megatron"},
+    {"shard_tokens": 700, "val_fraction": 0.2, "shard_format": "datatrove"},
 ]
 
 
@@ -102,8 +104,8 @@ def cut_short(full: Path, root: Path, kept: list[int], leave_rest: bool) -> None
     for (name, split), n in zip(m["splits"].items(), kept, strict=True):
         for shard in split["shards"][n:]:
             if not leave_rest:
-                (root / shard["file"]).unlink()
-                (root / shard["index"]).unlink()
+                for file in [shard["file"], shard["index"], *(f["file"] for f in shard.get("trainer_files", []))]:
+                    (root / file).unlink()
         m["splits"][name] = {"shards": split["shards"][:n]}
         m["resume"][name] = starts[name][:n]
     m["complete"] = False
@@ -111,7 +113,7 @@ def cut_short(full: Path, root: Path, kept: list[int], leave_rest: bool) -> None
     (root / "manifest.json").write_text(json.dumps(m))
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=["train", "val", "llmc-val"])
+@pytest.mark.parametrize("options", OPTIONS, ids=["train", "val", "llmc-val", "megatron-val", "datatrove-val"])
 def test_a_run_cut_short_after_any_shard_ends_as_an_uncut_one(
     tmp_path: Path, tok, corpus: list[Path], options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,7 +220,8 @@ RUN = textwrap.dedent(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     tok = bpekit_encoding("gpt2")
-    bpekit.encode_dataset(sys.argv[1], sys.argv[2], tok, shard_tokens=40_000, num_threads=2)
+    fmt = sys.argv[4] if len(sys.argv) > 4 else "npy"
+    bpekit.encode_dataset(sys.argv[1], sys.argv[2], tok, shard_tokens=40_000, num_threads=2, shard_format=fmt)
     """
 )
 
@@ -240,11 +243,12 @@ def big_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_a_killed_run_goes_on_where_it_was_killed(tmp_path: Path, tok, big_text: Path) -> None:
+@pytest.mark.parametrize("fmt", ["npy", "megatron", "datatrove"])
+def test_a_killed_run_goes_on_where_it_was_killed(tmp_path: Path, tok, big_text: Path, fmt: str) -> None:
     full = tmp_path / "full"
-    bpekit.encode_dataset(big_text, full, tok, shard_tokens=40_000, num_threads=2)
+    bpekit.encode_dataset(big_text, full, tok, shard_tokens=40_000, num_threads=2, shard_format=fmt)
     root = tmp_path / "ds"
-    child = run_child([str(big_text), str(root), "0"])
+    child = run_child([str(big_text), str(root), "0", fmt])
     manifest = root / "manifest.json"
 
     def recorded() -> int:
@@ -259,7 +263,7 @@ def test_a_killed_run_goes_on_where_it_was_killed(tmp_path: Path, tok, big_text:
     if child.returncode == 0:
         pytest.skip("the run ended before it could be killed")
     assert json.loads(manifest.read_text())["complete"] is False
-    bpekit.encode_dataset(big_text, root, tok, shard_tokens=40_000, num_threads=2)
+    bpekit.encode_dataset(big_text, root, tok, shard_tokens=40_000, num_threads=2, shard_format=fmt)
     assert files_of(root) == files_of(full)
 
 

@@ -59,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "--shard-format",
         choices=SHARD_FORMATS,
         default=None,
-        help="npy (default); bin: raw little-endian ids (np.memmap); llmc: llm.c's .bin",
+        help="npy (default); bin: raw little-endian ids (np.memmap); llmc: llm.c's .bin; "
+        "megatron: .bin + Megatron-LM's .idx; datatrove: .ds + .ds.index + .ds.metadata",
     )
     ds.add_argument(
         "--val-fraction",

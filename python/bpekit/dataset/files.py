@@ -1,7 +1,9 @@
 """One file of token ids (a shard) as the reader sees it: what the manifest says of it
 (``Shard``), its header, size and document index checked against that, its sha256, and
 its ids memory-mapped. A single file given alone (``.npy``, llm.c ``.bin``, raw
-``.bin``) is opened here as one shard.
+``.bin``, a Megatron ``.bin`` with its ``.idx``, a datatrove ``.ds``) is opened here as
+one shard; the trainers' indexes are read here too (``megatron_offsets``,
+``datatrove_offsets``), as their writers' sources define them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from bpekit.dataset.spec import (
     INDEX_SUFFIX,
     LLMC_HEADER_BYTES,
     LLMC_HEADERS,
+    MEGATRON_CODES,
+    MEGATRON_MAGIC,
     id_dtype_name,
     little,
 )
@@ -30,8 +34,11 @@ __all__ = [
     "check_ids_file",
     "check_index_file",
     "check_sha256",
+    "check_trainer_files",
+    "datatrove_offsets",
     "field",
     "map_ids",
+    "megatron_offsets",
     "npy_header",
     "open_file",
 ]
@@ -45,7 +52,10 @@ class Shard:
     1,024, 0 for a raw ``.bin``); ``documents`` counts the documents that start in the
     shard, and ``continues`` says that its first part ends the previous shard's last
     document. ``index`` is the document index (``NNNNN.idx.npy``), ``None`` for a single
-    file that has none beside it (then the file is one document).
+    file that has none beside it (then the file is one document); ``index_format`` says
+    whose index it is (``"npy"``, or ``"megatron"``/``"datatrove"`` for a trainer's file
+    given alone). ``trainer_files``: the trainer's files beside a dataset's shard, each
+    ``(path, size, sha256)``.
     """
 
     path: Path
@@ -57,6 +67,8 @@ class Shard:
     offset: int
     sha256: str | None = None
     index_sha256: str | None = None
+    index_format: str = "npy"
+    trainer_files: tuple[tuple[Path, int, str | None], ...] = ()
 
     @property
     def parts(self) -> int:
@@ -177,13 +189,20 @@ def check_sha256(path: Path, want: str | None) -> None:
 
 def open_file(path: Path, fmt: str | None, dtype: npt.DTypeLike | None) -> tuple[str, np.dtype[Any], Shard]:
     """A single file of ids as one shard: its format, dtype and the shard (with the
-    document index beside it, ``x.idx.npy``, when there is one)."""
+    document index beside it, ``x.idx.npy``, when there is one; Megatron's ``x.idx``
+    or datatrove's ``x.ds.index`` for those formats)."""
     size = path.stat().st_size
     if fmt is None:
-        fmt = "npy" if path.suffix == ".npy" else "bin"
+        fmt = "npy" if path.suffix == ".npy" else "datatrove" if path.suffix == ".ds" else "bin"
         header = _llmc_header(path) if fmt == "bin" else None
-        if header is not None and header[0] in {magic for magic, _ in LLMC_HEADERS.values()}:
+        if _is_megatron_index(path.with_suffix(".idx")):
+            fmt = "megatron"
+        elif header is not None and header[0] in {magic for magic, _ in LLMC_HEADERS.values()}:
             fmt = "llmc"
+    if fmt == "megatron":
+        return fmt, *_open_megatron(path, size, dtype)
+    if fmt == "datatrove":
+        return fmt, *_open_datatrove(path, size, dtype)
     read = {"npy": _read_npy, "llmc": _read_llmc, "bin": _read_bin}[fmt]
     resolved, tokens, offset = read(path, size, dtype)
     index = path.with_name(path.name.removesuffix(path.suffix) + INDEX_SUFFIX)
@@ -194,6 +213,131 @@ def open_file(path: Path, fmt: str | None, dtype: npt.DTypeLike | None) -> tuple
         raise ValueError(f"{index}: not a document index (a 1-D array of uint64 offsets)")
     check_index_file(index, entries[0])
     return fmt, resolved, Shard(path, index, tokens, entries[0] - 1, False, resolved, offset)
+
+
+def _is_megatron_index(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MEGATRON_MAGIC)) == MEGATRON_MAGIC
+    except OSError:
+        return False
+
+
+def _open_megatron(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple[np.dtype[Any], Shard]:
+    """A Megatron ``.bin`` as one shard, its ``.idx`` giving the dtype and the documents."""
+    import numpy as np
+
+    index = path.with_suffix(".idx")
+    if not index.exists():
+        raise FileNotFoundError(f"{index}: missing; a Megatron .bin is read with its .idx beside it")
+    name, offsets = megatron_offsets(index)
+    if dtype is not None and id_dtype_name(0, dtype) != name:
+        raise ValueError(f"{path}: its .idx says {name} ids, not {np.dtype(dtype)}")
+    resolved = little(name)
+    tokens = int(offsets[-1])
+    if size != tokens * resolved.itemsize:
+        raise ValueError(
+            f"{path}: {size:,} bytes, but its .idx counts {tokens:,} {name} ids ({tokens * resolved.itemsize:,} "
+            "bytes); the pair is truncated or does not belong together"
+        )
+    return resolved, Shard(path, index, tokens, len(offsets) - 1, False, resolved, 0, index_format="megatron")
+
+
+def _open_datatrove(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple[np.dtype[Any], Shard]:
+    """A datatrove ``.ds`` as one shard: the token size from ``dtype``, else its
+    ``.ds.metadata``, else datatrove's default of 2; the documents from ``.ds.index``."""
+    meta = path.with_name(path.name + ".metadata")
+    name = None if dtype is None else id_dtype_name(0, dtype)
+    if name is None and meta.exists():
+        first = meta.read_text("utf-8", "replace").split("\n", 1)[0]
+        width = first.rsplit("|", 1)[-1]
+        name = {"2": "uint16", "4": "uint32"}.get(width)
+        if name is None:
+            raise ValueError(f"{meta}: its first line {first!r} does not end in |2 or |4 (the token size)")
+    resolved = little(name or "uint16")
+    if size % resolved.itemsize:
+        raise ValueError(f"{path}: {size:,} bytes is not a whole number of {resolved.name} ids")
+    tokens = size // resolved.itemsize
+    index = path.with_name(path.name + ".index")
+    if not index.exists():
+        return resolved, Shard(path, None, tokens, 1 if tokens else 0, False, resolved, 0)
+    offsets = datatrove_offsets(index, tokens)
+    return resolved, Shard(path, index, tokens, len(offsets) - 1, False, resolved, 0, index_format="datatrove")
+
+
+def megatron_offsets(path: Path) -> tuple[str, np.ndarray]:
+    """The ids' dtype (``"uint16"``, or ``"uint32"`` for Megatron's int32) and where each
+    document starts (then the end: uint64, in tokens) from a Megatron ``.idx``: the
+    magic, version 1 (u64), dtype code (u8), sequence and document-index counts (u64),
+    then the sequences' lengths (int32) and byte offsets (int64) and the document
+    indices (int64, from 0: each document's first sequence, then the count)."""
+    import numpy as np
+
+    data = path.read_bytes()
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{path}: not a Megatron index bpekit reads: {why}")
+
+    if data[:9] != MEGATRON_MAGIC:
+        raise bad(f"it starts {data[:9]!r}, not {MEGATRON_MAGIC!r}")
+    if len(data) < 34:
+        raise bad(f"{len(data)} bytes, shorter than its 34-byte header")
+    version, code, sequences, documents = (
+        int.from_bytes(data[9:17], "little"),
+        data[17],
+        int.from_bytes(data[18:26], "little"),
+        int.from_bytes(data[26:34], "little"),
+    )
+    if version != 1:
+        raise bad(f"version {version}, not 1")
+    if code not in MEGATRON_CODES:
+        raise bad(f"dtype code {code} is not token ids (8: uint16, 4: int32)")
+    name = "uint16" if MEGATRON_CODES[code] == "uint16" else "uint32"
+    if len(data) != 34 + 12 * sequences + 8 * documents or documents < 1:
+        raise bad(f"{len(data):,} bytes for {sequences:,} sequences and {documents:,} document indices")
+    lengths = np.frombuffer(data, "<i4", sequences, 34).astype(np.int64)
+    pointers = np.frombuffer(data, "<i8", sequences, 34 + 4 * sequences)
+    doc_index = np.frombuffer(data, "<i8", documents, 34 + 12 * sequences)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    if (lengths < 0).any() or not np.array_equal(pointers, starts[:-1] * little(name).itemsize):
+        raise bad("its sequences do not follow one another in the .bin")
+    if doc_index[0] != 0 or doc_index[-1] != sequences or (np.diff(doc_index) < 0).any():
+        raise bad("its document indices do not run from 0 to the sequence count")
+    return name, starts[doc_index].astype(np.uint64)
+
+
+def datatrove_offsets(path: Path, tokens: int) -> np.ndarray:
+    """Where each document starts (then the end: uint64) from a datatrove ``.ds.index``
+    of ``tokens`` ids: each document's end in tokens, uint64, nothing else."""
+    import numpy as np
+
+    data = path.read_bytes()
+    ends = np.frombuffer(data[: len(data) - len(data) % 8], "<u8")
+    ok = len(data) % 8 == 0 and (len(ends) == 0 and tokens == 0 or len(ends) > 0 and int(ends[-1]) == tokens)
+    if not ok or (np.diff(ends.astype(np.int64)) < 0).any():
+        raise ValueError(
+            f"{path}: not the datatrove index of {tokens:,} ids (uint64 document ends, rising to {tokens:,})"
+        )
+    return np.concatenate([np.zeros(1, np.uint64), ends])
+
+
+def check_trainer_files(shard: Shard, fmt: str, offsets: np.ndarray) -> None:
+    """Checks the trainer's files beside a dataset's shard: their sha256, and that their
+    documents are those of bpekit's index (``offsets``)."""
+    import numpy as np
+
+    for path, _, sha256 in shard.trainer_files:
+        check_sha256(path, sha256)
+        if path.name.endswith(".idx"):
+            name, got = megatron_offsets(path)
+            if name != shard.dtype.name:
+                raise ValueError(f"{path}: says {name} ids, but the manifest says {shard.dtype.name}; {REWRITE}")
+        elif path.name.endswith(".ds.index"):
+            got = datatrove_offsets(path, shard.tokens)
+        else:
+            continue
+        if not np.array_equal(got, offsets):
+            raise ValueError(f"{path}: its documents differ from those of {shard.index}; {REWRITE}")
 
 
 def _read_npy(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple[np.dtype[Any], int, int]:

@@ -156,7 +156,7 @@ def prepare_folder(
     kept = _kept_shards(root, old, names, num_threads) if resume and keep else fresh.kept
     # Whatever is not kept goes: shards after the kept ones, temporary files. Other
     # files in the split folders stay, as does a folder they keep from being empty.
-    keep_names = {s[key] for shards in kept for s, _ in shards for key in ("file", "index")}
+    keep_names = {name for shards in kept for s, _ in shards for name in _files_of(s)}
     for split in SPLITS:
         folder = root / split
         if not folder.is_dir():
@@ -181,7 +181,26 @@ def prepare_folder(
 # spec.shard_name and spec.index_name say), and the temporary names of those (where
 # O_TMPFILE is missing) and of a spilled document's scratch file, which a killed run
 # may leave.
-_OURS = re.compile(r"\.?\d{5,}\.(npy|bin|idx\.npy)(\.[0-9a-f]{16}\.tmp)?|\.bpekit-scratch\.[0-9a-f]{16}\.tmp")
+_OURS = re.compile(
+    r"\.?\d{5,}\.(npy|bin|idx\.npy|idx|ds|ds\.index|ds\.metadata)(\.[0-9a-f]{16}\.tmp)?"
+    r"|\.bpekit-scratch\.[0-9a-f]{16}\.tmp"
+)
+
+
+def _files_of(shard: dict[str, Any]) -> list[str]:
+    """The files of a shard's manifest entry: its ids, its index and a trainer's files."""
+    return [shard["file"], shard["index"], *(f["file"] for f in _trainer_files(shard))]
+
+
+def _trainer_files(shard: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trainer's files (Megatron's ``.idx``, datatrove's ``.ds.index``) a shard's
+    entry lists, ``[]`` for formats without."""
+    files = shard.get("trainer_files", [])
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise TypeError("trainer_files is not a list of objects")
+    return files
+
+
 # The manifest's temporary names (bpekit._atomic's), beside it.
 _TEMP = re.compile(r"\.manifest\.json\.[A-Za-z0-9_]+\.tmp")
 
@@ -223,6 +242,8 @@ def _all_present(root: Path, manifest: dict[str, Any]) -> bool:
                 if (root / shard["file"]).stat().st_size != shard["size"] or (
                     root / shard["index"]
                 ).stat().st_size != NPY_HEADER_BYTES + 8 * parts:
+                    return False
+                if any((root / f["file"]).stat().st_size != f["size"] for f in _trainer_files(shard)):
                     return False
             except (OSError, KeyError, TypeError, AttributeError):
                 return False
@@ -273,9 +294,16 @@ def _check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | N
             if path.stat().st_size != shard["size"]:
                 return False
             index: Path = root / shard["index"]
+            side = _trainer_files(shard)
+            if any((root / f["file"]).stat().st_size != f["size"] for f in side):
+                return False
             if shard["sha256"] is None:  # Written with checksums=False: the size must do.
                 return index.is_file()
-            return bool(sha256_of(path) == shard["sha256"] and sha256_of(index) == shard["index_sha256"])
+            return bool(
+                sha256_of(path) == shard["sha256"]
+                and sha256_of(index) == shard["index_sha256"]
+                and all(sha256_of(root / f["file"]) == f["sha256"] for f in side)
+            )
         except (OSError, KeyError, TypeError):
             return False
 

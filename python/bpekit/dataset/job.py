@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from bpekit.dataset.options import EOT, RECORDS_DEFAULT, Layout, Marks
-from bpekit.dataset.spec import ID_BYTES, id_dtype_name
+from bpekit.dataset.spec import ID_BYTES, id_dtype_name, megatron_dtype_name
 from bpekit.options import ReadOptions, RunOptions
 from bpekit.sources import Sources
 from bpekit.tokenizer import Tokenizer
@@ -50,6 +50,8 @@ class Job:
     layout: Layout
     framing: Framing
     digest: tuple[int, ...] = ()
+    # The tokenizer's name, which the datatrove format's metadata records.
+    tokenizer_name: str = ""
 
     @property
     def dtype_name(self) -> str:
@@ -75,7 +77,10 @@ def prepare(tokenizer: Tokenizer | str | os.PathLike[str], layout: Layout, marks
     from bpekit.encodings import load_tokenizer
 
     tok = load_tokenizer(tokenizer)
-    layout = replace(layout, dtype=id_dtype_name(tok.n_vocab, layout.dtype))
+    dtype = layout.dtype
+    if dtype is None and layout.shard_format == "megatron":
+        dtype = megatron_dtype_name(tok.n_vocab)
+    layout = replace(layout, dtype=id_dtype_name(tok.n_vocab, dtype))
     end_id = (
         None
         if marks.after_each_file is None

@@ -72,6 +72,10 @@ def check_layout(shard_tokens: Any, shard_format: Any, val_fraction: Any, seed: 
         raise ValueError(f"shard_format must be one of {', '.join(SHARD_FORMATS)}, not {shard_format!r}")
     if shard_format == "llmc" and shard_tokens >= 2**31:
         raise ValueError(f"shard_tokens {shard_tokens:,} is more than llm.c's header counts (2**31 - 1)")
+    if shard_format == "megatron" and shard_tokens >= 2**31:
+        raise ValueError(
+            f"shard_tokens {shard_tokens:,} is more than Megatron's index counts in a sequence (2**31 - 1)"
+        )
     if not isinstance(val_fraction, int | float) or not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction must be at least 0 and below 1, not {val_fraction!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
@@ -86,7 +90,8 @@ class Layout:
     shard_format: str = _option(
         "npy",
         "--shard-format",
-        '"npy"; "bin": raw little-endian ids, for np.memmap; "llmc": llm.c\'s .bin',
+        '"npy"; "bin": raw little-endian ids, for np.memmap; "llmc": llm.c\'s .bin; '
+        '"megatron": .bin and Megatron-LM\'s .idx; "datatrove": .ds, .ds.index and .ds.metadata',
     )
     val_fraction: float = _option(
         0.0,
@@ -97,7 +102,10 @@ class Layout:
     seed: int = _option(0, "--seed", "the seed of the val split")
     # (A field like the others: ruff knows no numpy type to be immutable.)
     dtype: npt.DTypeLike | None = _option(  # noqa: RUF009
-        None, "--dtype", '"uint16" or "uint32" (a numpy dtype too); None: uint16 where the vocabulary fits'
+        None,
+        "--dtype",
+        '"uint16" or "uint32" (a numpy dtype too); None: uint16 where the vocabulary fits '
+        "(for megatron, below 65,500 ids, as Megatron picks it)",
     )
     checksums: bool = _option(
         True,

@@ -1,6 +1,7 @@
 """Reading token datasets through memory maps: a dataset folder (``manifest.json``, and
 per split shards of ids with a document index each), or a single file of ids (``.npy``,
-a raw ``.bin``, an llm.c ``.bin``).
+a raw ``.bin``, an llm.c ``.bin``, a Megatron ``.bin`` with its ``.idx``, a datatrove
+``.ds``).
 
 Opening reads the manifest and each file's size and header, never a shard's ids: a 10 GB
 dataset opens in no memory, and pages are read only where documents or batches are taken.
@@ -32,8 +33,11 @@ from bpekit.dataset.files import (
     check_ids_file,
     check_index_file,
     check_sha256,
+    check_trainer_files,
+    datatrove_offsets,
     field,
     map_ids,
+    megatron_offsets,
     open_file,
 )
 from bpekit.dataset.manifest import REWRITE, read_manifest
@@ -60,9 +64,12 @@ class TokenDataset:
     ``path``: a folder with ``manifest.json`` (``split`` names the split, ``"train"`` by
     default; the split's own folder, ``out/val``, works too), or a file: a ``.npy`` of
     integer ids, an llm.c ``.bin`` (recognised by its header), or a raw ``.bin`` of
-    ``dtype`` ids (``uint16`` unless given). ``format`` (``"npy"``, ``"bin"``,
-    ``"llmc"``) overrides what a file's name and header say. A single file is one
-    document, unless a document index lies beside it (``x.idx.npy`` for ``x.npy``).
+    ``dtype`` ids (``uint16`` unless given), a Megatron ``.bin`` (recognised by the
+    ``.idx`` beside it, which gives the dtype and documents) or a datatrove ``.ds``
+    (documents from ``.ds.index``, token size from ``.ds.metadata``). ``format``
+    (``"npy"``, ``"bin"``, ``"llmc"``, ``"megatron"``, ``"datatrove"``) overrides what a
+    file's name and header say. A single file is one document, unless a document index
+    lies beside it (``x.idx.npy`` for ``x.npy``, or the trainer's).
 
     ``len(ds)`` is the number of tokens; documents are taken by ``ds.document(i)`` or by
     iterating; ``ds.get_batch`` samples training windows. Opening checks that every file
@@ -188,7 +195,22 @@ class TokenDataset:
         # None where the dataset was written with checksums=False.
         sha256 = field(info, "sha256", str | None, place)
         index_sha256 = field(info, "index_sha256", str | None, place)
-        shard = Shard(path, index, tokens, documents, continues, little(dtype), 0, sha256, index_sha256)
+        side = []
+        for f in field(info, "trainer_files", list, place) if "trainer_files" in info else []:
+            if not isinstance(f, dict):
+                raise ValueError(f"{place}: a trainer file is not an object; the manifest is damaged")
+            file = self._member(field(f, "file", str, place), place)
+            size = field(f, "size", int, place)
+            if not file.exists():
+                raise FileNotFoundError(f"{file}: missing (a trainer's file listed in the manifest); {REWRITE}")
+            if file.stat().st_size != size:
+                raise ValueError(
+                    f"{file}: {file.stat().st_size:,} bytes, not the {size:,} the manifest says; {REWRITE}"
+                )
+            side.append((file, size, field(f, "sha256", str | None, place)))
+        shard = Shard(
+            path, index, tokens, documents, continues, little(dtype), 0, sha256, index_sha256, "npy", tuple(side)
+        )
         shard = replace(shard, offset=check_ids_file(shard, fmt))  # the header's length, read
         check_index_file(index, shard.parts + 1)
         return shard
@@ -365,22 +387,28 @@ class TokenDataset:
     def verify(self) -> None:
         """Checks every shard and document index of the split again: present, of the size
         the manifest gives, with the sha256 it gives, and each index well formed (from 0
-        to the shard's length, never decreasing). Reads every byte; raises ``ValueError``
-        naming the first bad file. A single file has no sha256 to compare: its size,
-        header and index are checked."""
+        to the shard's length, never decreasing), and a trainer's files (Megatron's
+        ``.idx``, datatrove's ``.ds.index``) holding the same documents. Reads every byte;
+        raises ``ValueError`` naming the first bad file. A single file has no sha256 to
+        compare: its size, header and index are checked."""
         for shard in self.shards:
             check_ids_file(shard, self.format)
             check_sha256(shard.path, shard.sha256)
             if shard.index is not None:
-                check_index_file(shard.index, shard.parts + 1)
+                if shard.index_format == "npy":
+                    check_index_file(shard.index, shard.parts + 1)
                 check_sha256(shard.index, shard.index_sha256)
-                self._load_offsets(shard)
+                check_trainer_files(shard, self.format, self._load_offsets(shard))
 
     def _load_offsets(self, shard: Shard) -> np.ndarray:
         import numpy as np
 
         if shard.index is None:
             return np.array([0, shard.tokens] if shard.tokens else [0], dtype=np.uint64)
+        if shard.index_format == "megatron":
+            return megatron_offsets(shard.index)[1]
+        if shard.index_format == "datatrove":
+            return datatrove_offsets(shard.index, shard.tokens)
         offsets: np.ndarray = np.load(shard.index, mmap_mode="r", allow_pickle=False)
         bad = None
         if offsets.shape != (shard.parts + 1,) or offsets.dtype.kind not in "ui":

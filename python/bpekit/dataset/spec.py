@@ -9,6 +9,14 @@ A dataset folder holds ``manifest.json`` (``MANIFEST``) and a folder per split
 from the shard before) starts, then the shard's length. Ids are little-endian
 ``uint16`` where the vocabulary fits in 65,536 ids, else ``uint32``.
 
+Two formats add the files a trainer reads beside each shard's raw ids
+(``TRAINER_FILES``), listed in the manifest's ``trainer_files`` of the shard:
+``"megatron"``: ``NNNNN.bin`` and Megatron-LM's index ``NNNNN.idx`` (``MEGATRON_*``);
+``"datatrove"``: ``NNNNN.ds`` with ``NNNNN.ds.index`` (each document's end, in tokens,
+uint64) and ``NNNNN.ds.metadata``. Megatron picks the ids' dtype its own way
+(``megatron_dtype_name``): ``int32`` (written as uint32: the same bytes) from 65,500
+ids, where bpekit's rule would still take ``uint16``.
+
 The writer is Rust: ``src/dataset/shard.rs`` (llm.c's magic numbers and header, the
 file names) and ``src/dataset/npy.rs`` (the ``.npy`` header's length) hold the same
 numbers, and ``tests/datasets/test_dataset_spec.py`` checks that the two agree.
@@ -17,6 +25,8 @@ numbers, and ``tests/datasets/test_dataset_spec.py`` checks that the two agree.
 ('val/00003.bin', 'val/00003.idx.npy')
 >>> id_dtype_name(50257, None), id_dtype_name(200019, None)
 ('uint16', 'uint32')
+>>> shard_name("train", 0, "datatrove"), trainer_file_names("train", 0, "datatrove")
+('train/00000.ds', ['train/00000.ds.index', 'train/00000.ds.metadata'])
 """
 
 from __future__ import annotations
@@ -40,24 +50,36 @@ __all__ = [
     "LLMC_HEADERS",
     "LLMC_HEADER_BYTES",
     "MANIFEST",
+    "MEGATRON_CODES",
+    "MEGATRON_MAGIC",
     "NPY_HEADER_BYTES",
     "SHARD_FORMATS",
     "SPLITS",
+    "TRAINER_FILES",
     "id_dtype_name",
     "index_name",
     "little",
+    "megatron_dtype_name",
     "pick_dtype",
     "shard_name",
     "split_names",
+    "trainer_file_names",
 ]
 
 # The version of the layout below; a reader refuses a manifest of another.
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 SPLITS = ("train", "val")
-# "npy": a .npy array; "bin": raw little-endian ids (np.memmap); "llmc": llm.c's .bin.
-SHARD_FORMATS = ("npy", "bin", "llmc")
-_EXTENSIONS = {"npy": "npy", "bin": "bin", "llmc": "bin"}
+# "npy": a .npy array; "bin": raw little-endian ids (np.memmap); "llmc": llm.c's .bin;
+# "megatron": raw ids and Megatron-LM's .idx; "datatrove": raw ids (.ds) and its index.
+SHARD_FORMATS = ("npy", "bin", "llmc", "megatron", "datatrove")
+_EXTENSIONS = {"npy": "npy", "bin": "bin", "llmc": "bin", "megatron": "bin", "datatrove": "ds"}
+# The files a trainer reads beside a shard's ids, by the suffix after NNNNN.
+TRAINER_FILES = {"megatron": ("idx",), "datatrove": ("ds.index", "ds.metadata")}
+# Megatron-LM's index (megatron/core/datasets/indexed_dataset.py): its magic, then the
+# version 1 (u64) and the ids' dtype code (u8), of which bpekit writes these two.
+MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
+MEGATRON_CODES = {8: "uint16", 4: "int32"}
 # A shard's document index beside it: x.idx.npy for x.npy (or x.bin).
 INDEX_SUFFIX = ".idx.npy"
 INDEX_DTYPE = "<u8"
@@ -85,6 +107,21 @@ def shard_name(split: str, k: int, shard_format: str) -> str:
 def index_name(split: str, k: int) -> str:
     """The document index of shard ``k`` of ``split``, relative to the dataset folder."""
     return f"{split}/{k:05d}{INDEX_SUFFIX}"
+
+
+def trainer_file_names(split: str, k: int, shard_format: str) -> list[str]:
+    """The files a trainer reads beside shard ``k`` of ``split`` (none for the others)."""
+    return [f"{split}/{k:05d}.{suffix}" for suffix in TRAINER_FILES.get(shard_format, ())]
+
+
+def megatron_dtype_name(n_vocab: int) -> str:
+    """The ids' dtype as Megatron-LM's ``DType.optimal_dtype`` picks it for a vocabulary:
+    uint16 below 65,500 ids, else int32, whose bytes are uint32's for any id bpekit writes.
+
+    >>> megatron_dtype_name(50257), megatron_dtype_name(65500), megatron_dtype_name(65536)
+    ('uint16', 'uint32', 'uint32')
+    """
+    return "uint16" if n_vocab < 65500 else "uint32"
 
 
 def id_dtype_name(n_vocab: int, dtype: npt.DTypeLike | None) -> str:

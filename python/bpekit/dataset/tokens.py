@@ -146,15 +146,30 @@ def write_tokens(
 
 
 def load_tokens(path: PathLike) -> np.ndarray:
-    """The ids in a ``.npy`` file, memory-mapped read-only (nothing is read up front).
+    """The ids in a ``.npy`` file, memory-mapped read-only (nothing is read up front); or
+    those of a trainer's file: a Megatron ``.bin`` with its ``.idx`` beside it, or a
+    datatrove ``.ds`` (their indexes give the dtype).
 
     Raises ``ValueError`` naming the file when it is not a 1-D integer ``.npy`` array.
     """
+    from pathlib import Path
+
     import numpy as np
 
+    from bpekit.dataset.files import map_ids, open_file
+
+    given = Path(os.fspath(path))
+    trainer = "datatrove" if given.suffix == ".ds" else "megatron" if given.suffix == ".bin" else None
+    if trainer == "megatron" and not given.with_suffix(".idx").exists():
+        trainer = None
+    if trainer is not None:
+        return map_ids(open_file(given, trainer, None)[2])
     with open(path, "rb") as f:
         if f.read(6) != b"\x93NUMPY":
-            raise ValueError(f"{os.fspath(path)}: not a .npy file (write one with bpekit encode)")
+            raise ValueError(
+                f"{os.fspath(path)}: not a .npy file, a Megatron .bin with its .idx or a datatrove .ds "
+                "(write one with bpekit encode)"
+            )
     try:
         tokens: np.ndarray = np.load(os.fspath(path), mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError) as e:  # a truncated file, a bad header

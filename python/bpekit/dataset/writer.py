@@ -66,7 +66,9 @@ def encode_dataset(
 
     The layout (``bpekit.dataset.Layout``): ``shard_tokens=2**28`` ids per shard at
     most; ``shard_format="npy"`` (or ``"bin"``: raw little-endian ids, for
-    ``np.memmap``; ``"llmc"``: llm.c's ``.bin``); ``val_fraction=0.0`` and ``seed=0``:
+    ``np.memmap``; ``"llmc"``: llm.c's ``.bin``; ``"megatron"``: ``.bin`` with
+    Megatron-LM's ``.idx``, its dtype picked as Megatron picks it; ``"datatrove"``:
+    ``.ds`` with ``.ds.index`` and ``.ds.metadata``); ``val_fraction=0.0`` and ``seed=0``:
     documents go to ``val/`` by a hash of their number and the seed, whatever the
     threads or shard size; ``dtype``; ``checksums=True``: the sha256 of each shard and
     index in the manifest (it costs ~10% of an encoding core's time; without, a resumed
@@ -147,7 +149,7 @@ def write_dataset(
     framing = resolve_framing(tok, marks, sources, end_id, cli)
     # The inputs that nothing but their documents identifies.
     digest = tuple(k for k, source in enumerate(sources.sources) if not is_file(source))
-    job = Job(read, run, layout, framing, digest)
+    job = Job(read, run, layout, framing, digest, tokenizer_name=tok.name or "")
     manifest = dataset_manifest(job, tokenizer, tok, sources, marks.after_each_file)
 
     def encode(on_shard: Callable[..., None], resume_from: Any, bar: Any) -> dict[str, Any]:

@@ -162,7 +162,7 @@ def write_dataset(
     check_output_folder(root, inputs, [str(path) for path, _ in files])
     sources = _sources(files, read.text_field)
     framing = resolve_framing(tok, marks, sources, end_id, cli)
-    job = Job(read, run, layout, framing)
+    job = Job(read, run, layout, framing, tokenizer_name=tok.name or "")
     manifest = dataset_manifest(job, tokenizer, tok, sources, marks.after_each_file)
     with contextlib.ExitStack() as held:
         # The dataset folder, and a work_dir of the caller's, for the whole run (the
