@@ -6,6 +6,7 @@ bpekit encodes for them."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import struct
@@ -29,7 +30,9 @@ def parse_megatron(prefix: Path) -> dict[str, Any]:
     width = {8: 2, 4: 4}[code]
     raw = prefix.with_name(prefix.name + ".bin").read_bytes()
     fmt = "H" if width == 2 else "i"
-    sequences = [list(struct.unpack_from(f"<{n}{fmt}", raw, p)) for p, n in zip(pointers, lengths, strict=True)]
+    sequences = [
+        list(struct.unpack_from(f"<{n}{fmt}", raw, p)) for p, n in zip(pointers, lengths, strict=True)
+    ]
     return {
         "magic": magic,
         "version": version,
@@ -42,9 +45,7 @@ def parse_megatron(prefix: Path) -> dict[str, Any]:
         "width": width,
         "sequences": sequences,
         # Each document: its sequences joined (none: no ids).
-        "documents": [
-            [t for s in sequences[a:b] for t in s] for a, b in zip(doc_index, doc_index[1:], strict=False)
-        ],
+        "documents": [[t for s in sequences[a:b] for t in s] for a, b in itertools.pairwise(doc_index)],
     }
 
 
@@ -79,7 +80,9 @@ def write_corpus(folder: Path, n: int = 60, seed: int = 11) -> tuple[Path, list[
     texts = []
     for i in range(n):
         words = rng.choice([0, 0, 3, 30, 120]) if i != 7 else 900
-        texts.append("" if words == 0 and i % 2 else f"doc{i} " + " ".join(rng.choice(pool) for _ in range(words)))
+        texts.append(
+            "" if words == 0 and i % 2 else f"doc{i} " + " ".join(rng.choice(pool) for _ in range(words))
+        )
     path = folder / "docs.jsonl"
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     return path, texts

@@ -101,6 +101,14 @@ impl ShardFormat {
     }
 }
 
+/// How a split's shards are written: their format, and the tokenizer's name, which
+/// datatrove's metadata records.
+#[derive(Clone, Debug)]
+pub(super) struct ShardStyle {
+    pub(super) format: ShardFormat,
+    pub(super) tokenizer: Arc<str>,
+}
+
 /// A file a trainer reads beside a shard (Megatron's `.idx`, datatrove's `.ds.index`).
 #[derive(Clone, Debug)]
 pub struct SideFile {
@@ -183,13 +191,13 @@ pub(super) struct Shards {
 }
 
 impl Shards {
-    /// The shards of `split` after the first `first` (written by an earlier run), each
-    /// sent to `out` once finished and the next one started.
+    /// The shards of `split` in `style`, of at most `shard_tokens` ids `width` bytes
+    /// wide, after the first `first` (written by an earlier run), each sent to `out`
+    /// once finished and the next one started.
     pub(super) fn new(
         root: &Path,
         split: &'static str,
-        format: ShardFormat,
-        tokenizer: Arc<str>,
+        style: ShardStyle,
         width: usize,
         shard_tokens: u64,
         first: usize,
@@ -198,8 +206,8 @@ impl Shards {
         Self {
             root: root.to_owned(),
             split,
-            format,
-            tokenizer,
+            format: style.format,
+            tokenizer: style.tokenizer,
             width,
             shard_tokens: shard_tokens.max(1),
             open: None,
@@ -498,16 +506,11 @@ mod tests {
         let root = std::env::temp_dir().join(format!("bpekit-shards-{}", std::process::id()));
         std::fs::create_dir_all(root.join("train")).unwrap();
         let (sender, receiver) = std::sync::mpsc::channel();
-        let mut shards = Shards::new(
-            &root,
-            "train",
-            ShardFormat::Bin,
-            "t".into(),
-            2,
-            6,
-            0,
-            sender,
-        );
+        let style = ShardStyle {
+            format: ShardFormat::Bin,
+            tokenizer: "t".into(),
+        };
+        let mut shards = Shards::new(&root, "train", style, 2, 6, 0, sender);
         let lengths = [3u32, 5, 2, 10, 0, 4];
         let place = |n: usize| Place {
             input: 0,

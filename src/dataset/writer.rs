@@ -10,7 +10,7 @@ use super::hasher::ShardHasher;
 use super::job::{Encoded, Sink};
 use super::options::{split_names, DatasetOptions, FileOptions};
 use super::resume::{Checkpoint, Place, ShardStart, SplitResume};
-use super::shard::Shards;
+use super::shard::{ShardStyle, Shards};
 use crate::corpus::Tally;
 use crate::encode::Encoder;
 
@@ -69,8 +69,10 @@ impl DatasetWriter {
                 Shards::new(
                     root,
                     name,
-                    layout.format,
-                    layout.tokenizer.clone(),
+                    ShardStyle {
+                        format: layout.format,
+                        tokenizer: layout.tokenizer.clone(),
+                    },
                     options.dtype_bytes,
                     layout.shard_tokens,
                     r.kept,

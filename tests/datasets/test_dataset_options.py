@@ -53,7 +53,9 @@ def test_option_objects_keep_defaults_checks_and_flags() -> None:
     assert flags["shard_tokens"] == "--shard-tokens" and flags["checksums"] == "--no-checksums"
     assert flags["after_each_file"] == "--after-each-file"
     assert Layout(dtype=np.uint32).dtype == "uint32"
-    with pytest.raises(ValueError, match=r"shard_format must be one of npy, bin, llmc, not 'csv'"):
+    with pytest.raises(
+        ValueError, match=r"shard_format must be one of npy, bin, llmc, megatron, datatrove, not 'csv'"
+    ):
         Layout(shard_format="csv")
     with pytest.raises(ValueError, match=r"dtype must be uint16 or uint32, not float32"):
         Layout(dtype="float32")

@@ -104,7 +104,11 @@ def cut_short(full: Path, root: Path, kept: list[int], leave_rest: bool) -> None
     for (name, split), n in zip(m["splits"].items(), kept, strict=True):
         for shard in split["shards"][n:]:
             if not leave_rest:
-                for file in [shard["file"], shard["index"], *(f["file"] for f in shard.get("trainer_files", []))]:
+                for file in [
+                    shard["file"],
+                    shard["index"],
+                    *(f["file"] for f in shard.get("trainer_files", [])),
+                ]:
                     (root / file).unlink()
         m["splits"][name] = {"shards": split["shards"][:n]}
         m["resume"][name] = starts[name][:n]
@@ -113,7 +117,9 @@ def cut_short(full: Path, root: Path, kept: list[int], leave_rest: bool) -> None
     (root / "manifest.json").write_text(json.dumps(m))
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=["train", "val", "llmc-val", "megatron-val", "datatrove-val"])
+@pytest.mark.parametrize(
+    "options", OPTIONS, ids=["train", "val", "llmc-val", "megatron-val", "datatrove-val"]
+)
 def test_a_run_cut_short_after_any_shard_ends_as_an_uncut_one(
     tmp_path: Path, tok, corpus: list[Path], options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,3 +73,24 @@ def test_written_files_match_the_spec(tmp_path: Path) -> None:
     index = tmp_path / "ds" / first["index"]
     assert index.stat().st_size == spec.NPY_HEADER_BYTES + 8 * (first["documents"] + 1)
     assert np.load(index).dtype == np.dtype(spec.INDEX_DTYPE)
+
+
+def test_trainer_files_and_megatron_codes_agree(tmp_path: Path) -> None:
+    shard = rust("shard.rs")
+    side = shard[shard.index("fn side_files(") : shard.index("fn header(")]
+    suffixes = {
+        fmt: tuple(
+            re.findall(r'\(\s*"([\w.]+)",', side[side.index(f"Self::{fmt.title()} =>") :].split("Self::")[1])
+        )
+        for fmt in spec.TRAINER_FILES
+    }
+    assert suffixes == spec.TRAINER_FILES
+    megatron = rust("megatron.rs")
+    assert 'b"MMIDIDX\\x00\\x00"' in megatron and spec.MEGATRON_MAGIC == b"MMIDIDX\x00\x00"
+    codes = dict(re.findall(r"const CODE_(\w+): u8 = (\d+);", megatron))
+    assert {int(v): k.lower() for k, v in codes.items()} == spec.MEGATRON_CODES
+    tok = bpekit.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    for fmt in spec.TRAINER_FILES:
+        m = bpekit.encode_dataset(iter(["abc", "de"]), tmp_path / fmt, tok, shard_format=fmt, shard_tokens=4)
+        for k, entry in enumerate(m["splits"]["train"]["shards"]):
+            assert [f["file"] for f in entry["trainer_files"]] == spec.trainer_file_names("train", k, fmt)

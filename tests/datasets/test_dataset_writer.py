@@ -140,8 +140,15 @@ def test_a_folder_with_other_files_is_refused(tmp_path: Path, tok) -> None:
         ({"shard_tokens": 2.5}, "shard_tokens must be a positive int, not 2.5"),
         ({"val_fraction": 1.0}, "val_fraction must be at least 0 and below 1, not 1.0"),
         ({"val_fraction": -0.1}, "val_fraction must be at least 0 and below 1, not -0.1"),
-        ({"shard_format": "parquet"}, "shard_format must be one of npy, bin, llmc, not 'parquet'"),
+        (
+            {"shard_format": "parquet"},
+            "shard_format must be one of npy, bin, llmc, megatron, datatrove, not 'parquet'",
+        ),
         ({"shard_format": "llmc", "shard_tokens": 2**31}, "more than llm.c's header counts"),
+        (
+            {"shard_format": "megatron", "shard_tokens": 2**31},
+            "more than Megatron's index counts in a sequence",
+        ),
         ({"seed": -1}, "seed must be an int from 0 to 2\\*\\*64 - 1, not -1"),
         ({"dtype": "uint8"}, "dtype must be uint16 or uint32, not uint8"),
     ],

@@ -41,7 +41,12 @@ def test_shards_read_back_as_the_encoded_documents(tmp_path: Path, name: str, wi
     tok = bpekit_encoding(name)
     corpus, texts = write_corpus(tmp_path)
     root = tmp_path / "ds"
-    options: dict[str, Any] = {"shard_tokens": 300, "val_fraction": 0.25, "seed": 3, "eos": EOT if eos else None}
+    options: dict[str, Any] = {
+        "shard_tokens": 300,
+        "val_fraction": 0.25,
+        "seed": 3,
+        "eos": EOT if eos else None,
+    }
     m = bpekit.encode_dataset(corpus, root, tok, shard_format="datatrove", **options)
     assert m["format"] == "datatrove" and m["dtype"] == ("uint16" if width == 2 else "uint32")
     assert any(s["continues"] for s in m["splits"]["train"]["shards"])
@@ -91,7 +96,11 @@ def test_bytes_are_datatrove_s_tokenized_file(tmp_path: Path) -> None:
         for shard in m["splits"]["train"]["shards"]:
             docs = datatrove_docs(root / shard["file"])
             out = TokenizedFile(
-                str(theirs), shard["file"], tokenizer_name_or_path=name, save_final_metadata=True, token_size=width
+                str(theirs),
+                shard["file"],
+                tokenizer_name_or_path=name,
+                save_final_metadata=True,
+                token_size=width,
             )
             for doc in docs:
                 out.write(doc, None)
@@ -114,9 +123,15 @@ def test_datatrove_s_merger_reads_the_split(tmp_path: Path) -> None:
     merged = tmp_path / "merged"
     DocumentTokenizerMerger(str(root / "train"), str(merged), "all", shuffle=False, progress=False).run()
     ends = load_doc_ends(open(merged / "000_all.ds.index", "rb"))
-    docs = [np.frombuffer(b, "<u2").tolist() for b in get_data_reader(open(merged / "000_all.ds", "rb"), ends, 2)]
+    docs = [
+        np.frombuffer(b, "<u2").tolist() for b in get_data_reader(open(merged / "000_all.ds", "rb"), ends, 2)
+    ]
     # A document continued across shards is a document of each shard for datatrove.
-    ours = [d.tolist() for k in range(len(list((root / "train").glob("*.ds")))) for d in TokenDataset(root / f"train/{k:05d}.ds")]
+    ours = [
+        d.tolist()
+        for k in range(len(list((root / "train").glob("*.ds"))))
+        for d in TokenDataset(root / f"train/{k:05d}.ds")
+    ]
     assert docs == ours
     assert [t for d in docs for t in d] == [t for d in expected_documents(tok, texts, True) for t in d]
     assert (merged / "all.ds.metadata").read_text().split("\n")[0] == "gpt2|2"
@@ -134,7 +149,11 @@ def test_datatrove_s_folder_dataset(tmp_path: Path) -> None:
     seq = 15
     ds = DatatroveFolderDataset(str(root / "train"), seq_len=seq, token_size=2)
     ours = TokenDataset(root)
-    want = [ours.shard(k)[i * (seq + 1) : (i + 1) * (seq + 1)].tolist() for k in range(len(ours.shards)) for i in range(ours.shards[k].tokens // (seq + 1))]
+    want = [
+        ours.shard(k)[i * (seq + 1) : (i + 1) * (seq + 1)].tolist()
+        for k in range(len(ours.shards))
+        for i in range(ours.shards[k].tokens // (seq + 1))
+    ]
     assert [ds[i]["input_ids"].tolist() for i in range(len(ds))] == want
 
 
@@ -183,7 +202,9 @@ def test_megatron_pairs_are_datatrove_s_megatron_writer_s(tmp_path: Path) -> Non
                 out.write(seq)
             out.close()
             for suffix in (".bin", ".idx"):
-                assert (root / (prefix + suffix)).read_bytes() == (tmp_path / f"theirs-{name}" / (prefix + suffix)).read_bytes()
+                assert (root / (prefix + suffix)).read_bytes() == (
+                    tmp_path / f"theirs-{name}" / (prefix + suffix)
+                ).read_bytes()
 
 
 def test_the_cli_writes_datatrove_shards(tmp_path: Path) -> None:
@@ -192,7 +213,24 @@ def test_the_cli_writes_datatrove_shards(tmp_path: Path) -> None:
     tok = bpekit_encoding("gpt2")
     corpus, texts = write_corpus(tmp_path, n=30)
     out = tmp_path / "ds"
-    assert main(["encode", str(corpus), "-t", "gpt2", "--out", str(out), "--shard-format", "datatrove", "--shard-tokens", "300", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "encode",
+                str(corpus),
+                "-t",
+                "gpt2",
+                "--out",
+                str(out),
+                "--shard-format",
+                "datatrove",
+                "--shard-tokens",
+                "300",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["format"] == "datatrove"
     assert split_documents(out, "train", datatrove_docs) == expected_documents(tok, texts, True)

@@ -5,13 +5,21 @@ documents (one sequence each), read here from the format's specification and, wh
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _trainer_formats import expected_documents, interleaves, parse_megatron, split_documents, write_corpus
+from _trainer_formats import (
+    EOT,
+    expected_documents,
+    interleaves,
+    parse_megatron,
+    split_documents,
+    write_corpus,
+)
 from conftest import bpekit_encoding
 
 import bpekit
@@ -21,13 +29,19 @@ from bpekit.dataset import TokenDataset
 def check_pair(prefix: Path, width: int) -> dict[str, Any]:
     """Checks every field of a shard's pair against the format; returns it parsed."""
     m = parse_megatron(prefix)
-    assert (m["magic"], m["version"], m["code"], m["trailing"]) == (b"MMIDIDX\x00\x00", 1, {2: 8, 4: 4}[width], 0)
+    assert (m["magic"], m["version"], m["code"], m["trailing"]) == (
+        b"MMIDIDX\x00\x00",
+        1,
+        {2: 8, 4: 4}[width],
+        0,
+    )
     lengths = m["lengths"]
     assert all(n > 0 for n in lengths)  # preprocess_data.py adds no empty sequence
     assert m["pointers"] == [width * sum(lengths[:k]) for k in range(len(lengths))]
     doc_index = m["doc_index"]
     assert doc_index[0] == 0 and doc_index[-1] == len(lengths)
-    assert all(b - a in (0, 1) for a, b in zip(doc_index, doc_index[1:], strict=False))  # a sequence a document
+    # A sequence a document, or none for a document without ids.
+    assert all(b - a in (0, 1) for a, b in itertools.pairwise(doc_index))
     assert m["bin_size"] == width * sum(lengths)
     return m
 
@@ -46,7 +60,9 @@ def test_shards_read_back_as_the_encoded_documents(tmp_path: Path, name: str, wi
     corpus, texts = write_corpus(tmp_path)
     root = tmp_path / "ds"
     options: dict[str, Any] = {"shard_tokens": 300, "val_fraction": 0.25, "seed": 3, "num_threads": 2}
-    m = bpekit.encode_dataset(corpus, root, tok, shard_format="megatron", eos=None if not eos else EOS, **options)
+    m = bpekit.encode_dataset(
+        corpus, root, tok, shard_format="megatron", eos=None if not eos else EOT, **options
+    )
     assert m["format"] == "megatron" and m["dtype"] == ("uint16" if width == 2 else "uint32")
     shards = m["splits"]["train"]["shards"]
     assert len(shards) >= 3 and any(s["continues"] for s in shards)
@@ -62,7 +78,9 @@ def test_shards_read_back_as_the_encoded_documents(tmp_path: Path, name: str, wi
     train, val = (split_documents(root, s, megatron_docs) for s in ("train", "val"))
     assert val and interleaves(expected, train, val)
     # The ids are those of the raw .bin format, and bpekit's reader reads them.
-    plain = bpekit.encode_dataset(corpus, tmp_path / "bin", tok, shard_format="bin", eos=None if not eos else EOS, **options)
+    plain = bpekit.encode_dataset(
+        corpus, tmp_path / "bin", tok, shard_format="bin", eos=None if not eos else EOT, **options
+    )
     for split, entry in plain["splits"].items():
         for a, b in zip(entry["shards"], m["splits"][split]["shards"], strict=True):
             assert (tmp_path / "bin" / a["file"]).read_bytes() == (root / b["file"]).read_bytes()
@@ -75,9 +93,6 @@ def test_shards_read_back_as_the_encoded_documents(tmp_path: Path, name: str, wi
         assert np.asarray(x).shape == (4, 16) and (np.asarray(x)[:, 1:] == np.asarray(y)[:, :-1]).all()
 
 
-EOS = "<|endoftext|>"
-
-
 def test_an_empty_document_is_a_document_without_a_sequence(tmp_path: Path) -> None:
     tok = bpekit_encoding("gpt2")
     docs = tmp_path / "d.jsonl"
@@ -86,7 +101,11 @@ def test_an_empty_document_is_a_document_without_a_sequence(tmp_path: Path) -> N
     m = parse_megatron(tmp_path / "ds/train/00000")
     assert m["doc_index"] == [0, 1, 1, 2] and m["lengths"] == [2, 1]
     single = TokenDataset(tmp_path / "ds/train/00000.bin")
-    assert single.format == "megatron" and [d.tolist() for d in single] == [tok.encode("a b"), [], tok.encode("c")]
+    assert single.format == "megatron" and [d.tolist() for d in single] == [
+        tok.encode("a b"),
+        [],
+        tok.encode("c"),
+    ]
 
 
 def test_the_dtype_is_megatron_s_choice(tmp_path: Path) -> None:
@@ -137,7 +156,7 @@ def test_a_damaged_index_is_named(tmp_path: Path) -> None:
 def test_megatron_s_own_reader(tmp_path: Path) -> None:
     indexed = pytest.importorskip(
         "megatron.core.datasets.indexed_dataset",
-        reason="megatron-core (and the torch it imports) is not installed: PyPI's torch for Linux brings CUDA",
+        reason="megatron-core (and the torch it imports) is not installed: PyPI's Linux torch brings CUDA",
     )
     tok = bpekit_encoding("gpt2")
     corpus, texts = write_corpus(tmp_path)

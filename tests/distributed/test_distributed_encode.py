@@ -115,6 +115,19 @@ def test_uint32_records_only_and_a_tokenizer_object(dist_corpus, tmp_path: Path)
     same_dataset(tmp_path / "one", tmp_path / "two")
 
 
+@pytest.mark.parametrize("fmt", ["megatron", "datatrove"])
+def test_trainer_formats_are_one_machine_s(dist_corpus, tmp_path: Path, fmt: str) -> None:
+    """Megatron's and datatrove's files beside the shards, from units assembled."""
+    options = {"shard_tokens": 5_000, "shard_format": fmt, "val_fraction": 0.2}
+    bpekit.encode_dataset(dist_corpus, tmp_path / "one", "gpt2", **options)
+    dist.encode_dataset(
+        dist_corpus, tmp_path / "two", "gpt2", backend="local", workers=2, unit_bytes=9_000, **options
+    )
+    same_dataset(tmp_path / "one", tmp_path / "two")
+    suffix = {"megatron": "*.idx", "datatrove": "*.ds.metadata"}[fmt]
+    assert sorted(p.name for p in (tmp_path / "two/train").glob(suffix))
+
+
 @pytest.mark.parametrize("hf", ["allenai_eleuther-ai-gpt-neox-20b-pii-special.json"])
 def test_a_tokenizer_json_writes_what_one_machine_writes(dist_corpus, tmp_path: Path, hf: str) -> None:
     """A tokenizer.json tokenizer (NFC and space-run added tokens for NeoX) goes to the

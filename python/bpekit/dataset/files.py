@@ -237,8 +237,8 @@ def _open_megatron(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple[
     tokens = int(offsets[-1])
     if size != tokens * resolved.itemsize:
         raise ValueError(
-            f"{path}: {size:,} bytes, but its .idx counts {tokens:,} {name} ids ({tokens * resolved.itemsize:,} "
-            "bytes); the pair is truncated or does not belong together"
+            f"{path}: {size:,} bytes, but its .idx counts {tokens:,} {name} ids "
+            f"({tokens * resolved.itemsize:,} bytes); the pair is truncated or does not belong together"
         )
     return resolved, Shard(path, index, tokens, len(offsets) - 1, False, resolved, 0, index_format="megatron")
 
@@ -262,7 +262,9 @@ def _open_datatrove(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple
     if not index.exists():
         return resolved, Shard(path, None, tokens, 1 if tokens else 0, False, resolved, 0)
     offsets = datatrove_offsets(index, tokens)
-    return resolved, Shard(path, index, tokens, len(offsets) - 1, False, resolved, 0, index_format="datatrove")
+    return resolved, Shard(
+        path, index, tokens, len(offsets) - 1, False, resolved, 0, index_format="datatrove"
+    )
 
 
 def megatron_offsets(path: Path) -> tuple[str, np.ndarray]:
@@ -313,7 +315,8 @@ def datatrove_offsets(path: Path, tokens: int) -> np.ndarray:
 
     data = path.read_bytes()
     ends = np.frombuffer(data[: len(data) - len(data) % 8], "<u8")
-    ok = len(data) % 8 == 0 and (len(ends) == 0 and tokens == 0 or len(ends) > 0 and int(ends[-1]) == tokens)
+    last = int(ends[-1]) if len(ends) else 0
+    ok = len(data) % 8 == 0 and last == tokens
     if not ok or (np.diff(ends.astype(np.int64)) < 0).any():
         raise ValueError(
             f"{path}: not the datatrove index of {tokens:,} ids (uint64 document ends, rising to {tokens:,})"
@@ -331,7 +334,9 @@ def check_trainer_files(shard: Shard, fmt: str, offsets: np.ndarray) -> None:
         if path.name.endswith(".idx"):
             name, got = megatron_offsets(path)
             if name != shard.dtype.name:
-                raise ValueError(f"{path}: says {name} ids, but the manifest says {shard.dtype.name}; {REWRITE}")
+                raise ValueError(
+                    f"{path}: says {name} ids, but the manifest says {shard.dtype.name}; {REWRITE}"
+                )
         elif path.name.endswith(".ds.index"):
             got = datatrove_offsets(path, shard.tokens)
         else:

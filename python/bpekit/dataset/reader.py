@@ -202,14 +202,26 @@ class TokenDataset:
             file = self._member(field(f, "file", str, place), place)
             size = field(f, "size", int, place)
             if not file.exists():
-                raise FileNotFoundError(f"{file}: missing (a trainer's file listed in the manifest); {REWRITE}")
+                raise FileNotFoundError(
+                    f"{file}: missing (a trainer's file listed in the manifest); {REWRITE}"
+                )
             if file.stat().st_size != size:
                 raise ValueError(
                     f"{file}: {file.stat().st_size:,} bytes, not the {size:,} the manifest says; {REWRITE}"
                 )
             side.append((file, size, field(f, "sha256", str | None, place)))
         shard = Shard(
-            path, index, tokens, documents, continues, little(dtype), 0, sha256, index_sha256, "npy", tuple(side)
+            path,
+            index,
+            tokens,
+            documents,
+            continues,
+            little(dtype),
+            0,
+            sha256,
+            index_sha256,
+            "npy",
+            tuple(side),
         )
         shard = replace(shard, offset=check_ids_file(shard, fmt))  # the header's length, read
         check_index_file(index, shard.parts + 1)
