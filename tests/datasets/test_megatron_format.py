@@ -185,3 +185,14 @@ def test_the_cli_writes_megatron_shards(tmp_path: Path, capsys: pytest.CaptureFi
     assert files == {str(p.relative_to(out)) for p in (out / "train").glob("*.idx")}
     docs = split_documents(out, "train", megatron_docs)
     assert docs == expected_documents(bpekit_encoding("gpt2"), texts, True)
+
+
+def test_a_finished_dataset_missing_its_idx_is_written_again(tmp_path: Path) -> None:
+    tok = bpekit_encoding("gpt2")
+    corpus, _ = write_corpus(tmp_path, n=30)
+    root = tmp_path / "ds"
+    bpekit.encode_dataset(corpus, root, tok, shard_format="megatron", shard_tokens=300)
+    want = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    (root / "train/00001.idx").unlink()
+    bpekit.encode_dataset(corpus, root, tok, shard_format="megatron", shard_tokens=300)
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == want
