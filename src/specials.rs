@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{packed, AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use rustc_hash::FxHashSet;
 
 use crate::error::{Error, Result};
@@ -18,6 +18,9 @@ use crate::error::{Error, Result};
 /// builds in a few ms.
 const DFA_MAX_WORK: usize = 1 << 18;
 
+/// Up to this many tokens, a packed searcher is tried (Teddy's fast range).
+const PACKED_MAX_TOKENS: usize = 64;
+
 /// One piece of text between special tokens, or one special token (its index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Segment<'t> {
@@ -30,6 +33,12 @@ pub struct SpecialMatcher {
     tokens: Vec<String>,
     /// Leftmost-longest: the matches a text is split at.
     automaton: Option<AhoCorasick>,
+    /// For finding tokens in text, where some start with a byte common in text: a
+    /// packed (Teddy) searcher, whose SIMD filter looks at each place's first bytes
+    /// together. The automaton's own filter looks for the tokens' first bytes alone,
+    /// and for GPT-NeoX's runs of spaces that stopped at every space: its added-token
+    /// scan took ~12% of a per-document encode of English text.
+    packed: Option<Box<packed::Searcher>>,
     /// Every occurrence, overlapping ones included, for [`SpecialMatcher::covers`]:
     /// made on first use (only cutting a text needs it); `None` inside where it
     /// cannot be built, and the tokens are compared one by one instead.
@@ -68,6 +77,19 @@ impl SpecialMatcher {
                 })?,
             )
         };
+        let common_start = tokens.iter().any(|t| {
+            let b = t.as_bytes()[0];
+            b.is_ascii_alphanumeric() || b.is_ascii_whitespace()
+        });
+        let packed = match common_start && tokens.len() <= PACKED_MAX_TOKENS {
+            true => packed::Config::new()
+                .match_kind(packed::MatchKind::LeftmostLongest)
+                .builder()
+                .extend(tokens)
+                .build()
+                .map(Box::new),
+            false => None,
+        };
         let mut first_bytes = [0u64; 4];
         for t in tokens {
             let b = t.as_bytes()[0];
@@ -76,6 +98,7 @@ impl SpecialMatcher {
         Ok(Self {
             tokens: tokens.to_vec(),
             automaton,
+            packed,
             overlapping: OnceLock::new(),
             max_len: tokens.iter().map(String::len).max().unwrap_or(0),
             first_bytes,
@@ -153,16 +176,9 @@ impl SpecialMatcher {
             }
             return;
         };
-        let mut last = 0;
-        for m in ac.find_iter(text) {
-            if m.start() > last {
-                f(Segment::Text(&text[last..m.start()]));
-            }
-            f(Segment::Special(m.pattern().as_usize()));
-            last = m.end();
-        }
-        if last < text.len() {
-            f(Segment::Text(&text[last..]));
+        match &self.packed {
+            Some(p) => split_at(text, p.find_iter(text), f),
+            None => split_at(text, ac.find_iter(text), f),
         }
     }
 
@@ -171,10 +187,36 @@ impl SpecialMatcher {
         &'a self,
         bytes: &'a [u8],
     ) -> impl Iterator<Item = (usize, usize, usize)> + 'a {
-        self.automaton
-            .iter()
-            .flat_map(move |ac| ac.find_iter(bytes))
+        let (packed, automaton) = match (&self.packed, &self.automaton) {
+            (Some(p), _) => (Some(p.find_iter(bytes)), None),
+            (None, Some(ac)) => (None, Some(ac.find_iter(bytes))),
+            (None, None) => (None, None),
+        };
+        packed
+            .into_iter()
+            .flatten()
+            .chain(automaton.into_iter().flatten())
             .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+    }
+}
+
+/// `text` as the text between `matches` and the tokens they found, in order.
+#[inline]
+fn split_at<'t, F: FnMut(Segment<'t>)>(
+    text: &'t str,
+    matches: impl Iterator<Item = aho_corasick::Match>,
+    mut f: F,
+) {
+    let mut last = 0;
+    for m in matches {
+        if m.start() > last {
+            f(Segment::Text(&text[last..m.start()]));
+        }
+        f(Segment::Special(m.pattern().as_usize()));
+        last = m.end();
+    }
+    if last < text.len() {
+        f(Segment::Text(&text[last..]));
     }
 }
 
@@ -268,6 +310,41 @@ mod tests {
                 Segment::Special(0)
             ]
         );
+    }
+
+    #[test]
+    fn packed_search_finds_what_the_automaton_finds() {
+        // GPT-NeoX's added tokens: runs of 2 to 24 spaces, and tokens of other bytes.
+        let mut tokens: Vec<String> = (2..=24).map(|n| " ".repeat(n)).collect();
+        tokens.extend(toks(&["<|endoftext|>", "|||EMAIL|||", "ab", "abc d"]));
+        let m = SpecialMatcher::new(&tokens).unwrap();
+        assert!(m.packed.is_some(), "a token starts with a space");
+        let mut by_automaton = m.clone();
+        by_automaton.packed = None;
+        let mut seed = 7u64;
+        for len in [0, 1, 2, 5, 15, 16, 17, 31, 33, 64, 200, 1000] {
+            for _ in 0..50 {
+                let text: String = (0..len)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        [' ', ' ', ' ', 'a', 'b', 'c', 'd', '|', '<', '\n', 'é']
+                            [(seed >> 33) as usize % 11]
+                    })
+                    .collect();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                m.split(&text, |s| a.push(s));
+                by_automaton.split(&text, |s| b.push(s));
+                assert_eq!(a, b, "{text:?}");
+                let found: Vec<_> = m.find_iter(text.as_bytes()).collect();
+                let want: Vec<_> = by_automaton.find_iter(text.as_bytes()).collect();
+                assert_eq!(found, want, "{text:?}");
+            }
+        }
+        // Tokens that start with rarer bytes keep the automaton's filter.
+        assert!(SpecialMatcher::new(&toks(&["<|a|>", "|x"]))
+            .unwrap()
+            .packed
+            .is_none());
     }
 
     #[test]
