@@ -188,8 +188,19 @@ def _check_column(schema: pa.Schema, field: str, name: str) -> None:
 # --- Parquet -----------------------------------------------------------------------------
 
 
+def _open_parquet(path: Path | str) -> Any:
+    """What ``pq.ParquetFile`` opens: a local path, or a store's object (a URL) opened
+    for ranged reads, so that only the footer and the column's pages are fetched."""
+    if isinstance(path, str):
+        from bpekit import _stores
+
+        if _stores.is_url(path) and _stores.local_path(path) is None:
+            return _stores.open_random(path)
+    return path
+
+
 def parquet_source(
-    path: Path, field: str, bad_records: str, row_groups: tuple[int, int] | None = None
+    path: Path | str, field: str, bad_records: str, row_groups: tuple[int, int] | None = None
 ) -> Source:
     """``("arrow", path, batches)`` for a Parquet file (its row groups ``row_groups[0]``
     to ``row_groups[1]`` only, when given: a unit of a distributed job). Its footer is
@@ -200,7 +211,7 @@ def parquet_source(
     import pyarrow.parquet as pq
 
     try:
-        with pq.ParquetFile(path) as pf:
+        with pq.ParquetFile(_open_parquet(path)) as pf:
             metadata = pf.metadata
             schema = pf.schema_arrow
     except pa.ArrowException as e:
@@ -228,7 +239,7 @@ def _rows_per_batch(metadata: Any, group: int, column: str) -> int:
 
 
 def _parquet_batches(
-    path: Path, metadata: Any, field: str, bad_records: str, groups: range
+    path: Path | str, metadata: Any, field: str, bad_records: str, groups: range
 ) -> Iterator[Batch]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -237,7 +248,7 @@ def _parquet_batches(
     top, *rest = field.split(".")
     group = -1
     try:
-        with pq.ParquetFile(path, metadata=metadata) as pf:
+        with pq.ParquetFile(_open_parquet(path), metadata=metadata) as pf:
             for group in groups:
                 first = 0
                 rows = _rows_per_batch(metadata, group, field)

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bpekit import _stores
 from bpekit._paths import PathArg, fspath
 from bpekit.options import (
     BAD_RECORDS,
@@ -89,7 +90,7 @@ _GLOB_CHARS = frozenset("*?[")
 _END = object()  # what next() gives for an iterable with no item
 
 
-def file_format(path: Path, format: str | None) -> str:
+def file_format(path: Path | str, format: str | None) -> str:
     """How ``path`` is read: ``format`` when given, else by its extension once ``.gz`` /
     ``.zst`` is taken off. A compressed Parquet file is an error: Parquet compresses
     its pages inside.
@@ -99,7 +100,7 @@ def file_format(path: Path, format: str | None) -> str:
     >>> file_format(Path("notes.md"), "jsonl")
     'jsonl'
     """
-    name = path.name.lower()
+    name = (path.name if isinstance(path, Path) else str(path).rpartition("/")[2]).lower()
     outer = next((c for c in _COMPRESSED if name.endswith(c)), "")
     fmt = format or _BY_EXTENSION.get(os.path.splitext(name[: len(name) - len(outer)])[1], "text")
     if fmt == "parquet" and outer:
@@ -185,7 +186,10 @@ def resolve(
     out = Sources([])
     in_list = isinstance(inputs, list | tuple)
     for item in _items(inputs):
-        if _is_path(item):
+        if _is_path(item) and (url := _url_of(item)) is not None:
+            for obj in _stores.list_objects(url):
+                _add_object(out, obj, read)
+        elif _is_path(item):
             for path in _paths(item, in_list):
                 _add_file(out, path, read)
         else:
@@ -195,11 +199,12 @@ def resolve(
     return out
 
 
-def resolve_files(inputs: Any, *, format: str | None = None) -> list[tuple[Path, str]]:
+def resolve_files(inputs: Any, *, format: str | None = None) -> list[tuple[Path | _stores.StoreObject, str]]:
     """The files that ``inputs`` name, with the format each is read in: what a
-    distributed job plans its units from. Documents that only this process holds (an
-    iterator, a Hugging Face dataset) cannot be read by other machines: a ``TypeError``
-    says to write them to files first.
+    distributed job plans its units from (an object of a store as a ``StoreObject``).
+    Documents that only this process holds (an iterator, a Hugging Face dataset)
+    cannot be read by other machines: a ``TypeError`` says to write them to files
+    first.
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
@@ -208,9 +213,12 @@ def resolve_files(inputs: Any, *, format: str | None = None) -> list[tuple[Path,
     [('a.jsonl', 'jsonl')]
     """
     format = check_format(format)
-    out: list[tuple[Path, str]] = []
+    out: list[tuple[Path | _stores.StoreObject, str]] = []
     in_list = isinstance(inputs, list | tuple)
     for item in _items(inputs):
+        if _is_path(item) and (url := _url_of(item)) is not None:
+            out.extend((obj, file_format(obj.url, format)) for obj in _stores.list_objects(url))
+            continue
         if _is_path(item):
             out.extend((p, file_format(p, format)) for p in _paths(item, in_list))
             continue
@@ -234,6 +242,17 @@ def resolve_files(inputs: Any, *, format: str | None = None) -> list[tuple[Path,
 
 def _is_path(item: Any) -> bool:
     return isinstance(item, str | bytes | os.PathLike)
+
+
+def _url_of(item: PathArg) -> str | None:
+    """``item`` as the URL of a store (``s3://``, ``gs://``, ``hf://``), or None for a
+    local path; a ``file://`` URL is its local path, and is None here."""
+    if not isinstance(item, str | bytes):
+        return None
+    text = fspath(item, "an input")
+    if not _stores.is_url(text) or _stores.local_path(text) is not None:
+        return None
+    return text
 
 
 def _items(inputs: Any) -> list[Any]:
@@ -278,6 +297,8 @@ def _check_item(item: Any, in_list: bool) -> None:
 def _paths(item: PathArg, in_list: bool) -> list[Path]:
     """The files that a path, a directory or a glob pattern names."""
     text = fspath(item, "an input")
+    if _stores.is_url(text):
+        text = _stores.local_path(text) or text
     path = Path(text)
     if _GLOB_CHARS.isdisjoint(text) or _exists(path):
         return _files_of(path, in_list)
@@ -421,6 +442,27 @@ def _add_file(out: Sources, path: Path, read: ReadOptions) -> None:
         from bpekit import _arrow
 
         out.sources.append(_arrow.parquet_source(path, read.text_field, read.bad_records))
+
+
+def _add_object(out: Sources, obj: _stores.StoreObject, read: ReadOptions) -> None:
+    """An object of a store: text and JSON lines (plain, ``.gz``, ``.zst``) streamed to
+    the core's reader of compressed files and pipes, a block at a time; Parquet read a
+    row group at a time through ranged reads."""
+    fmt = file_format(obj.url, read.format)
+    out.files += 1
+    if fmt == "text":
+        out.text_files = True
+        out.sources.append(("stream", obj.url, "text", "", _stores.open_object(obj.url), obj.size, obj))
+        return
+    out.records = True
+    if fmt == "jsonl":
+        out.sources.append(
+            ("stream", obj.url, "jsonl", read.text_field, _stores.open_object(obj.url), obj.size, obj)
+        )
+    else:
+        from bpekit import _arrow
+
+        out.sources.append((*_arrow.parquet_source(obj.url, read.text_field, read.bad_records), obj))
 
 
 def _add_iterable(out: Sources, item: Any, read: ReadOptions) -> None:

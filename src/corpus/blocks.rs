@@ -73,11 +73,21 @@ impl Blocks {
         cancel: Arc<AtomicBool>,
     ) -> Result<Self> {
         let (file, _, kind) = pipe::open(path)?;
-        let read = ReadCount::default();
         let inner: Box<dyn Read + Send> = match kind {
             PathKind::File => Box::new(file),
             PathKind::Pipe => Box::new(PipeReader::new(file, cancel)),
         };
+        Self::of_reader(path, inner, compression, kind == PathKind::Pipe)
+    }
+
+    /// `inner`'s bytes (a stream's, named `path` in messages), read decompressed.
+    pub(crate) fn of_reader(
+        path: &Path,
+        inner: Box<dyn Read + Send>,
+        compression: Compression,
+        pipe: bool,
+    ) -> Result<Self> {
+        let read = ReadCount::default();
         let counted = std::io::BufReader::with_capacity(
             1 << 16,
             Counted {
@@ -99,7 +109,7 @@ impl Blocks {
             offset: 0,
             line: 0,
             done: false,
-            pipe: kind == PathKind::Pipe,
+            pipe,
         })
     }
 
@@ -210,6 +220,10 @@ impl Blocks {
         if pipe::is_stopped(&e) {
             return Error::Cancelled;
         }
+        let e = match super::input::raised(e) {
+            Ok(passed) => return passed,
+            Err(e) => e,
+        };
         if self.compression == Compression::Zstd && is_zstd_out_of_memory(&e) {
             return zstd_out_of_memory(&self.path, None);
         }

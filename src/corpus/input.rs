@@ -1,7 +1,9 @@
-//! What a job reads: files of text or of JSON lines (plain, `.gz` or `.zst`), and
-//! feeds of documents (Python iterables and Parquet batches, through the bindings).
+//! What a job reads: files of text or of JSON lines (plain, `.gz` or `.zst`), streams
+//! of such a file's bytes (an object in a store, read through the bindings), and feeds
+//! of documents (Python iterables and Parquet batches, through the bindings).
 //! Each record of a record format (a JSON line, a row, an item) is one document.
 
+use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -49,10 +51,45 @@ pub enum Input {
         format: Format,
         range: Option<Range<u64>>,
     },
+    /// The bytes of a file that bpekit does not open itself (an object in a store),
+    /// read as they come, a block at a time, as a compressed file is; `name` (a URL)
+    /// is how messages name it, and its compression comes from its extension. Errors
+    /// that `reader` returns wrapped in [`Raised`] pass through unchanged.
+    Stream {
+        name: String,
+        format: Format,
+        reader: Box<dyn Read + Send>,
+        /// Its size (compressed), for the progress report.
+        size: u64,
+    },
     Feed {
         name: String,
         feed: Box<dyn Feed>,
     },
+}
+
+/// An error of a stream's source (a Python exception), carried through `std::io`
+/// reads and decompressors to the caller unchanged ([`Error::Feed`]).
+#[derive(Debug)]
+pub struct Raised(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Raised {}
+
+/// The error a stream's source raised, if `e` carries one ([`Raised`]), else `e`.
+pub(crate) fn raised(e: std::io::Error) -> std::result::Result<Error, std::io::Error> {
+    if !e.get_ref().is_some_and(|inner| inner.is::<Raised>()) {
+        return Err(e);
+    }
+    match e.into_inner().map(|inner| inner.downcast::<Raised>()) {
+        Some(Ok(r)) => Ok(Error::Feed(r.0)),
+        _ => Ok(Error::internal("a stream's error was lost")),
+    }
 }
 
 impl Input {
@@ -72,6 +109,7 @@ impl Input {
     pub(crate) fn name(&self) -> String {
         match self {
             Input::File { path, .. } => path.display().to_string(),
+            Input::Stream { name, .. } => name.clone(),
             Input::Feed { name, .. } => name.clone(),
         }
     }

@@ -8,6 +8,7 @@
 //! next.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -57,6 +58,8 @@ impl MappedFile {
 
 pub(crate) enum Sequential {
     File(PathBuf, Compression),
+    /// A stream ([`Input::Stream`]): its name, reader, compression and size.
+    Stream(PathBuf, Box<dyn Read + Send>, Compression, u64),
     Feed(Box<dyn Feed>),
 }
 
@@ -65,6 +68,7 @@ impl Sequential {
     pub(crate) fn size_on_disk(&self) -> u64 {
         match self {
             Sequential::File(path, _) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Sequential::Stream(_, _, _, size) => *size,
             Sequential::Feed(_) => 0,
         }
     }
@@ -119,6 +123,20 @@ pub(crate) fn plan(inputs: Vec<Input>) -> (Vec<InputInfo>, Vec<Stretch>) {
                     }
                     c => push_sequential(&mut stretches, i, Sequential::File(path, c)),
                 }
+            }
+            Input::Stream {
+                name: url,
+                format,
+                reader,
+                size,
+            } => {
+                let path = PathBuf::from(url);
+                let c = Compression::of(&path);
+                info.push(InputInfo {
+                    name,
+                    format: Some(format),
+                });
+                push_sequential(&mut stretches, i, Sequential::Stream(path, reader, c, size));
             }
             Input::Feed { feed, .. } => {
                 info.push(InputInfo { name, format: None });
@@ -351,6 +369,15 @@ impl<'i> SequentialItems<'i> {
         }
     }
 
+    /// Input `i`'s blocks, moved to where the job starts if it starts inside them.
+    fn file_at_start(&self, i: usize, mut blocks: Blocks) -> Result<Current> {
+        let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
+        if let Some(start) = self.start.filter(|s| s.input == i) {
+            blocks.pass_over(start.at, lines)?;
+        }
+        Ok(Current::File(blocks, lines))
+    }
+
     /// The next item of the inputs, or `None` past the last.
     fn make(&self, state: &mut SequentialState) -> Result<Option<Item<'static>>> {
         loop {
@@ -367,13 +394,12 @@ impl<'i> SequentialItems<'i> {
                         state.current = Some((i, Current::Feed(feed, taken)));
                     }
                     Some((i, Sequential::File(path, c))) => {
-                        let lines = matches!(self.info[i].format, Some(Format::Jsonl(_)));
-                        let cancel = self.progress.cancel_flag();
-                        let mut blocks = Blocks::open(&path, c, cancel)?;
-                        if let Some(start) = self.start.filter(|s| s.input == i) {
-                            blocks.pass_over(start.at, lines)?;
-                        }
-                        state.current = Some((i, Current::File(blocks, lines)));
+                        let blocks = Blocks::open(&path, c, self.progress.cancel_flag())?;
+                        state.current = Some((i, self.file_at_start(i, blocks)?));
+                    }
+                    Some((i, Sequential::Stream(path, reader, c, _))) => {
+                        let blocks = Blocks::of_reader(&path, reader, c, false)?;
+                        state.current = Some((i, self.file_at_start(i, blocks)?));
                     }
                 }
                 continue;

@@ -2,13 +2,15 @@
 //! feeds of documents, read as documents in chunks that no pre-token and no special
 //! token crosses, decoded as UTF-8 under the caller's policy.
 //!
-//! - `input`: what a job reads ([`Input`]: a file and its [`Format`], or a [`Feed`])
+//! - `input`: what a job reads ([`Input`]: a file and its [`Format`], a stream of a
+//!   file's bytes, or a [`Feed`])
 //!   and the policies for special tokens in text and bad records.
 //! - `pipe`: an input opened by what it is (a file; a pipe, read as it comes; a
 //!   folder, socket or device, refused).
 //! - `source`: one plain file's bytes, mapped, released behind its readers and
 //!   checked for shrinking under them.
-//! - `blocks`: one compressed file or pipe, read (and decompressed) a block at a time.
+//! - `blocks`: one compressed file, pipe or stream, read (and decompressed) a block at
+//!   a time.
 //! - `groups`: many plain files, opened a bounded group at a time.
 //! - `safe_cut`: where text may be cut, each part encoding and counting as in the
 //!   whole: forward from a place (chunks), or backward from a buffer's end.
@@ -38,11 +40,13 @@ pub use chunks::{file_ranges, Chunks};
 pub(crate) use groups::each_group;
 #[cfg(feature = "python")]
 pub(crate) use input::Compression;
-pub use input::{BadRecords, DocBatch, Feed, Format, Input, SpecialPolicy};
+pub use input::{BadRecords, DocBatch, Feed, Format, Input, Raised, SpecialPolicy};
 pub(crate) use items::{
     plan, Body, InputInfo, Items, MappedItems, SequentialItems, Start, Stretch,
 };
 pub use jsonl::FieldPath;
+#[cfg(feature = "python")]
+pub(crate) use pipe::Stopped;
 pub(crate) use records::{Doc, Reader};
 pub use records::{ReadOptions, Stats, StatsSummary, Tally};
 pub(crate) use safe_cut::last_cut;

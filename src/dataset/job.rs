@@ -30,6 +30,9 @@ pub(super) fn is_text_file(inputs: &[Input]) -> Vec<bool> {
                 Input::File {
                     format: Format::Text,
                     ..
+                } | Input::Stream {
+                    format: Format::Text,
+                    ..
                 }
             )
         })

@@ -49,7 +49,7 @@ pub fn encode_inputs(
         .iter()
         .filter_map(|i| match i {
             Input::File { path, .. } => Some(path.clone()),
-            Input::Feed { .. } => None,
+            Input::Stream { .. } | Input::Feed { .. } => None,
         })
         .collect();
     check_output(output, &paths)?;

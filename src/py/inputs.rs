@@ -1,12 +1,16 @@
 //! The `inputs` of count and encode jobs, from Python: `("text", path)`,
-//! `("jsonl", path, text_field)`, `("str", name, iterator)` and
-//! `("arrow", name, iterator)` (see `python/bpekit/sources.py`, which makes them).
+//! `("jsonl", path, text_field)`, `("stream", name, format, text_field, reader, size)`,
+//! `("str", name, iterator)` and `("arrow", name, iterator)` (see
+//! `python/bpekit/sources.py`, which makes them).
 //!
 //! Feeds pull from their Python iterator on the thread that called the job (see
 //! [`PyFeed`]), holding the GIL only while they pull: a batch of `str` items is copied
 //! (its UTF-8), an Arrow batch's text buffer is borrowed through the buffer protocol,
-//! not copied.
+//! not copied. A stream's reader (an object in a store) is read the same way, a few
+//! MiB a call ([`PyReader`]), and its bytes go to the core's streamed-file reader, so
+//! a streamed object is read, decompressed and reported exactly as a local file.
 
+use std::io::Read;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,12 +20,12 @@ use numpy::PyReadonlyArray1;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyIterator, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyString, PyTuple};
 
 use super::text::text_of;
 use crate::corpus::{
-    file_ranges as file_ranges_of, Compression, DocBatch, Feed, FieldPath, Format, Input,
-    SpecialPolicy, StatsSummary,
+    file_ranges as file_ranges_of, Compression, DocBatch, Feed, FieldPath, Format, Input, Raised,
+    SpecialPolicy, StatsSummary, Stopped,
 };
 use crate::encode::Text;
 use crate::error::{Error, Result};
@@ -48,6 +52,25 @@ pub fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
                 format: Format::Jsonl(FieldPath::parse(&tuple.get_item(2)?.extract::<String>()?)?),
                 range: range_of(tuple, 3, k)?,
             },
+            "stream" => {
+                let format = match tuple.get_item(2)?.extract::<String>()?.as_str() {
+                    "text" => Format::Text,
+                    "jsonl" => {
+                        Format::Jsonl(FieldPath::parse(&tuple.get_item(3)?.extract::<String>()?)?)
+                    }
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "inputs[{k}]: a stream is \"text\" or \"jsonl\", not {other:?}"
+                        )))
+                    }
+                };
+                Input::Stream {
+                    name: tuple.get_item(1)?.extract()?,
+                    format,
+                    reader: Box::new(PyReader::new(tuple.get_item(4)?.unbind())),
+                    size: tuple.get_item(5)?.extract()?,
+                }
+            }
             "str" | "arrow" => {
                 let name: String = tuple.get_item(1)?.extract()?;
                 let iter = PyIterator::from_object(&tuple.get_item(2)?)?.unbind();
@@ -141,6 +164,61 @@ impl<P: Pull> Feed for PyFeed<P> {
                 .map_err(|_| Error::internal("a feed of documents panicked"))?;
             pull.pull()
         })?
+    }
+}
+
+/// The bytes of a Python object with a `read(n) -> bytes` method, read on the thread
+/// that called the job, as a [`PyFeed`] is: a read that waits on the network stops at
+/// Ctrl-C there. Its exceptions pass through unchanged ([`Raised`]).
+struct PyReader {
+    reader: Arc<Mutex<Py<PyAny>>>,
+    caller: ThreadId,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+/// Bytes asked of a stream's reader at a time: few calls into Python (each a hop to
+/// the calling thread), little memory.
+const STREAM_READ_BYTES: usize = 4 << 20;
+
+impl PyReader {
+    fn new(reader: Py<PyAny>) -> Self {
+        Self {
+            reader: Arc::new(Mutex::new(reader)),
+            caller: std::thread::current().id(),
+            buf: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl Read for PyReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.buf.len() {
+            let reader = Arc::clone(&self.reader);
+            let pulled = crate::progress::on_thread(self.caller, move || {
+                Python::attach(|py| -> PyResult<Vec<u8>> {
+                    let reader = reader
+                        .lock()
+                        .map_err(|_| PyValueError::new_err("a stream's reader panicked"))?;
+                    let got = reader.bind(py).call_method1("read", (STREAM_READ_BYTES,))?;
+                    let bytes = got
+                        .cast::<PyBytes>()
+                        .map_err(|_| PyTypeError::new_err("a stream's read() must return bytes"))?;
+                    Ok(bytes.as_bytes().to_vec())
+                })
+            });
+            self.buf = match pulled {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(e)) => return Err(std::io::Error::other(Raised(Box::new(e)))),
+                Err(_) => return Err(std::io::Error::other(Stopped)),
+            };
+            self.at = 0;
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 

@@ -68,7 +68,7 @@ def _sample(inputs: list[str]) -> str | None:
     from bpekit.sources import resolve_files
 
     try:
-        return next((str(p) for p, _ in resolve_files(inputs) if p.is_file()), None)
+        return next((str(p) for p, _ in resolve_files(inputs) if isinstance(p, Path) and p.is_file()), None)
     except (OSError, ValueError, TypeError):
         return None
 

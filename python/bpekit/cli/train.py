@@ -252,7 +252,11 @@ def _file_bytes(inputs: list[str], read: ReadOptions) -> int | None:
     from bpekit.sources import resolve_files
 
     try:
-        return sum(p.stat().st_size for p, _ in resolve_files(inputs, format=read.format) if p.is_file())
+        return sum(
+            p.stat().st_size if isinstance(p, Path) else p.size
+            for p, _ in resolve_files(inputs, format=read.format)
+            if not isinstance(p, Path) or p.is_file()
+        )
     except (OSError, ValueError, TypeError):
         return None
 

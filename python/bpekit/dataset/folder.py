@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from bpekit._lock import LOCK_NAME
 from bpekit._paths import sha256_of
+from bpekit._stores import StoreObject, is_url
 from bpekit.dataset.manifest import differences, read_own_manifest, start_sha256
 from bpekit.dataset.spec import MANIFEST, NPY_HEADER_BYTES, SPLITS, split_names
 
@@ -22,8 +23,13 @@ __all__ = ["Done", "Fresh", "check_output_folder", "checked_folder", "is_file", 
 
 
 def is_file(source: tuple[Any, ...]) -> bool:
-    """Whether an input of ``Sources`` is a file (told by its name, size and time)."""
-    return source[0] in ("text", "jsonl") or (source[0] == "arrow" and os.path.isfile(source[1]))
+    """Whether an input of ``Sources`` is a file (told by its name, size and time) or an
+    object of a store (told by its URL, size and version)."""
+    return (
+        source[0] in ("text", "jsonl")
+        or isinstance(source[-1], StoreObject)
+        or (source[0] == "arrow" and os.path.isfile(source[1]))
+    )
 
 
 def checked_folder(root: Path) -> Path:
@@ -41,6 +47,8 @@ def check_output_folder(root: Path, inputs: Any, files: list[str] | None = None)
     out = os.path.realpath(root)
     if files is not None:
         for name in files:
+            if is_url(name):
+                continue
             if os.path.realpath(name).startswith(out + os.sep):
                 raise ValueError(
                     f"{root}: the output is also an input ({name} lies inside it); write it elsewhere"

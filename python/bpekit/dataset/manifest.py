@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bpekit._stores import StoreObject
 from bpekit.dataset.job import Job
 from bpekit.dataset.spec import FORMAT_VERSION, MANIFEST
 from bpekit.sources import Sources
@@ -189,11 +190,13 @@ def _describe(source: tuple[Any, ...]) -> dict[str, Any]:
     a feed's name."""
     kind, name = source[0], source[1]
     entry: dict[str, Any] = {"kind": kind, "name": name}
-    if kind in ("text", "jsonl") or (kind == "arrow" and os.path.isfile(name)):
+    if isinstance(source[-1], StoreObject):
+        entry.update(size=source[-1].size, version=source[-1].version)
+    elif kind in ("text", "jsonl") or (kind == "arrow" and os.path.isfile(name)):
         st = os.stat(name)
         entry.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
-    if kind == "jsonl":
-        entry["text_field"] = source[2]
+    if kind == "jsonl" or (kind == "stream" and source[2] == "jsonl"):
+        entry["text_field"] = source[3] if kind == "stream" else source[2]
     return entry
 
 

@@ -38,13 +38,15 @@ def write_shards(
     progress: bool,
     resumable: bool = True,
     label: str = "encoding",
+    after_shard: Callable[[dict[str, Any]], None] | None = None,
 ) -> Shards:
     """Writes the shards of the dataset ``manifest`` describes into ``root``, made ready
     by ``prepare_folder``, with ``run(on_shard, resume_from, progress_bar)`` (a core
     call that writes them and returns its summary), recording each finished shard in
     the manifest on disk. A run that is not ``resumable`` records no place to go on
     from. The caller completes the manifest's totals and writes it
-    (``finish_manifest``)."""
+    (``finish_manifest``). ``after_shard(entry)``, where given, is called with each
+    finished shard's entry once it is recorded (a store's writer puts it there)."""
     names = split_names(manifest["val_fraction"])
     kept_by_split = dict(zip(names, state.kept, strict=True))
     splits = {name: {"shards": [shard for shard, _ in kept]} for name, kept in kept_by_split.items()}
@@ -65,6 +67,8 @@ def write_shards(
         manifest["resume"][split].append(start if resumable else None)
         splits[split]["shards"].append(shard)
         recorder.changed()
+        if after_shard is not None:
+            after_shard(shard)
 
     resume_from = [(len(kept), kept[-1][1] if kept else None) for kept in state.kept]
     with progress_bar(progress, label) as bar, recorder:

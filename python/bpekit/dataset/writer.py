@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bpekit._lock import FolderLock
+from bpekit._stores import is_url, local_path
 from bpekit.dataset.folder import Done, check_output_folder, checked_folder, is_file, prepare_folder
 from bpekit.dataset.job import Framing, Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest
@@ -142,7 +143,18 @@ def write_dataset(
     notes worded for the command line's flags when ``cli``). Skipped records are not
     warned of: the caller reports them."""
     tok, layout, end_id = prepare(tokenizer, layout, marks)
-    root = Path(os.fspath(out_dir))
+    target = None
+    if isinstance(out_dir, str) and is_url(out_dir) and local_path(out_dir) is None:
+        from bpekit.dataset.store import StoreTarget, staging_folder
+
+        target = StoreTarget(out_dir)
+        root = staging_folder(target.url)
+    else:
+        root = (
+            Path(local_path(out_dir) or out_dir)
+            if isinstance(out_dir, str) and is_url(out_dir)
+            else Path(os.fspath(out_dir))
+        )
     check_output_folder(root, inputs)
     sources = resolve(inputs, format=read.format, text_field=read.text_field, bad_records=read.bad_records)
     check_output_folder(root, inputs, [s[1] for s in sources.sources if is_file(s)])
@@ -163,15 +175,31 @@ def write_dataset(
 
         return _core.feeds_sha256(sources.sources, list(digest))
 
+    if target is not None:
+        # The store's finished dataset of these inputs and options, reading nothing;
+        # or the prefix claimed for this run (``bpekit.dataset.store``).
+        found = target.prepare(manifest, run.resume)
+        if found is not None:
+            return Written(found, Done(found).stats(), framing, sources.files, True)
+        root.mkdir(parents=True, exist_ok=True)
     with FolderLock(checked_folder(root)):
         state = prepare_folder(
             root, manifest, run.resume, run.num_threads, feeds=feeds_sha256 if digest else None
         )
         if isinstance(state, Done):
+            if target is not None:
+                target.commit(root, state.manifest)
             return Written(state.manifest, state.stats(), framing, sources.files, True)
-        done = write_shards(root, manifest, state, encode, progress=run.progress)
+        after = None if target is None else (lambda shard: target.put_shard(root, shard))
+        done = write_shards(root, manifest, state, encode, progress=run.progress, after_shard=after)
         stats = dict(done.stats)
         done.manifest["totals"]["skipped"] = stats["skipped"]
         done.manifest["totals"]["bytes"] = stats["bytes"]
         finish_manifest(root, done.manifest)
+        if target is not None:
+            target.commit(root, done.manifest)
+    if target is not None:
+        from bpekit.dataset.store import remove_staging
+
+        remove_staging(root)
     return Written(done.manifest, stats, framing, sources.files, False, done.kept)

@@ -32,6 +32,7 @@ from bpekit import _core
 from bpekit._atomic import atomic_write
 from bpekit._lock import FolderLock
 from bpekit._progress import ProgressBar
+from bpekit._stores import StoreObject
 from bpekit.dataset.folder import Done, check_output_folder, checked_folder, prepare_folder
 from bpekit.dataset.job import Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest, fingerprint
@@ -159,7 +160,7 @@ def write_dataset(
     root = Path(os.fspath(out_dir))
     check_output_folder(root, inputs)
     files = resolve_files(inputs, format=read.format)
-    check_output_folder(root, inputs, [str(path) for path, _ in files])
+    check_output_folder(root, inputs, [_name(path) for path, _ in files])
     sources = _sources(files, read.text_field)
     framing = resolve_framing(tok, marks, sources, end_id, cli)
     job = Job(read, run, layout, framing, tokenizer_name=tok.name or "")
@@ -177,7 +178,7 @@ def _write(
     root: Path,
     manifest: dict[str, Any],
     job: Job,
-    files: list[tuple[Path, str]],
+    files: list[tuple[Path | StoreObject, str]],
     sources: Sources,
     tok: Tokenizer,
     spread: DistributedOptions,
@@ -192,7 +193,7 @@ def _write(
         return Written(state.manifest, state.stats(), framing, sources.files, True)
     cut_pattern, cut_specials = tok._core.cut_rule()
     plan = plan_units(
-        [path for path, _ in files],
+        [_name(path) for path, _ in files],
         special_tokens=cut_specials,
         pattern=cut_pattern,
         special_in_text=read.special_in_text,
@@ -324,12 +325,22 @@ class _Assembly(threading.Thread):
         return self.done
 
 
-def _sources(files: list[tuple[Path, str]], text_field: str) -> Sources:
+def _name(path: Path | StoreObject) -> str:
+    return path.url if isinstance(path, StoreObject) else str(path)
+
+
+def _sources(files: list[tuple[Path | StoreObject, str]], text_field: str) -> Sources:
     """The files as ``bpekit.sources.resolve`` gives them, for the manifest and the
     marks; a Parquet file's rows are read by the workers, never here."""
     out = Sources([], files=len(files))
     for path, fmt in files:
-        if fmt == "text":
+        if isinstance(path, StoreObject):
+            out.text_files |= fmt == "text"
+            out.records |= fmt != "text"
+            field = text_field if fmt == "jsonl" else ""
+            stream = ("stream", path.url, fmt, field, None, path.size, path)
+            out.sources.append(("arrow", path.url, None, path) if fmt == "parquet" else stream)
+        elif fmt == "text":
             out.text_files = True
             out.sources.append(("text", str(path)))
         else:

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bpekit import _core
+from bpekit import _core, _stores
 from bpekit.options import DEFAULT_UNIT_BYTES
 from bpekit.sources import resolve_files
 
@@ -49,22 +49,28 @@ class Unit:
 
     def source(self, text_field: str, bad_records: str) -> tuple[Any, ...]:
         """The native API's input tuple that reads this unit."""
+        url = _stores.is_url(self.path)
+        if self.format in ("text", "jsonl") and url:
+            field = text_field if self.format == "jsonl" else ""
+            return ("stream", self.path, self.format, field, _stores.open_object(self.path), self.size)
         if self.format == "text":
             return ("text", self.path, self.range)
         if self.format == "jsonl":
             return ("jsonl", self.path, text_field, self.range)
         from bpekit import _arrow
 
-        return _arrow.parquet_source(Path(self.path), text_field, bad_records, self.range)
+        path = self.path if url else Path(self.path)
+        return _arrow.parquet_source(path, text_field, bad_records, self.range)
 
 
 @dataclass(frozen=True)
 class Plan:
     """The units, and the files they read with what identifies each file's contents
-    (size and modification time), which a resumed run must find unchanged."""
+    (size and modification time; an object's size and version), which a resumed run
+    must find unchanged."""
 
     units: list[Unit]
-    files: list[tuple[str, str, int, int]]  # (path, format, size, mtime_ns)
+    files: list[tuple[str, str, int, int | str]]  # (path or URL, format, size, mtime_ns or version)
 
     def describe(self) -> dict[str, Any]:
         """The plan as JSON-able data, to compare a resumed run's plan against."""
@@ -109,8 +115,15 @@ def plan_units(
     if not isinstance(unit_bytes, int) or unit_bytes < 1:
         raise ValueError(f"unit_bytes must be a positive number of bytes, not {unit_bytes!r}")
     units: list[Unit] = []
-    files: list[tuple[str, str, int, int]] = []
+    files: list[tuple[str, str, int, int | str]] = []
     for k, (path, fmt) in enumerate(resolve_files(inputs, format=format)):
+        if isinstance(path, _stores.StoreObject):
+            # An object is read whole, as it comes (a stream cannot start in the
+            # middle); a Parquet object in runs of row groups, as a file is.
+            files.append((path.url, fmt, path.size, path.version))
+            runs = _row_group_runs(path.url, unit_bytes) if fmt == "parquet" else [(None, path.size)]
+            units.extend(Unit(len(units) + j, k, path.url, fmt, r, n) for j, (r, n) in enumerate(runs))
+            continue
         st = path.stat()
         files.append((str(path), fmt, st.st_size, st.st_mtime_ns))
         for rng, size in _cuts(path, fmt, st.st_size, unit_bytes, special_tokens, pattern, special_in_text):
@@ -138,13 +151,13 @@ def _cuts(
     return [((a, b), b - a) for a, b in ranges] or [((0, 0), 0)]
 
 
-def _row_group_runs(path: Path, unit_bytes: int) -> list[tuple[tuple[int, int] | None, int]]:
+def _row_group_runs(path: Path | str, unit_bytes: int) -> list[tuple[tuple[int, int] | None, int]]:
     """Consecutive row groups of about ``unit_bytes`` (by their compressed sizes)."""
     from bpekit import _arrow
 
     pq = _arrow._pyarrow(str(path)).parquet
     try:
-        metadata = pq.ParquetFile(path).metadata
+        metadata = pq.ParquetFile(_arrow._open_parquet(path)).metadata
     except Exception as e:  # pyarrow's own errors name no file
         raise ValueError(f"{path}: not a valid Parquet file ({e})") from None
     runs: list[tuple[tuple[int, int] | None, int]] = []
