@@ -207,4 +207,6 @@ def test_distributed_jobs_read_store_inputs_as_local_files(
     assert spread == one
     for split in one["splits"].values():
         for shard in split["shards"]:
-            assert (tmp_path / "one" / shard["file"]).read_bytes() == (tmp_path / "spread" / shard["file"]).read_bytes()
+            assert (tmp_path / "one" / shard["file"]).read_bytes() == (
+                tmp_path / "spread" / shard["file"]
+            ).read_bytes()

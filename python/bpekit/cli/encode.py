@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bpekit._paths import fspath
+from bpekit._stores import is_url
 from bpekit.cli.train import (
     INPUTS_HELP,
     add_distributed_options,
@@ -133,12 +134,14 @@ _DATASET_FLAGS = {f.name: f.metadata["flag"] for f in fields(Layout) if f.name !
 
 def run(args: argparse.Namespace) -> int:
     # Checked here, not by argparse's type=: its errors print the usage too.
-    args.out = Path(fspath(args.out, "--out"))
+    out = fspath(args.out, "--out")
+    # A store's URL stays a string: Path("s3://b/ds") would be "s3:/b/ds".
+    args.out = out if is_url(out) else Path(out)
     tok = load_tokenizer(args.tokenizer, args.special_tokens)
     tok = _with_framing_tokens(args, tok)
     # Every flag's default is None: `--shard-tokens 0` is given (and refused).
     given = {k: v for k in _DATASET_FLAGS if (v := getattr(args, k)) is not None}
-    if args.out.suffix != ".npy":
+    if Path(args.out).suffix != ".npy":
         return _run_dataset(args, tok, given)
     if args.ray is not None:
         raise ValueError(f"--ray writes a dataset folder, and --out {args.out} ends in .npy")

@@ -213,7 +213,7 @@ def _trainer_files(shard: dict[str, Any]) -> list[dict[str, Any]]:
 _TEMP = re.compile(r"\.manifest\.json\.[A-Za-z0-9_]+\.tmp")
 
 
-def _same_feeds(root: Path, old: dict[str, Any], feeds: Callable[[], str | None] | None) -> bool:
+def _same_feeds(root: Path | str, old: dict[str, Any], feeds: Callable[[], str | None] | None) -> bool:
     """Whether the inputs known only by their documents (``feeds`` reads them for their
     sha256) are those a finished dataset was written from; true where there are none."""
     if feeds is None:

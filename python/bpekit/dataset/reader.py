@@ -95,8 +95,16 @@ class TokenDataset:
         import numpy as np
 
         from bpekit._paths import fspath
+        from bpekit._stores import is_url, local_path
+        from bpekit.dataset.store import fetch_dataset
 
-        self.path = Path(fspath(path, "the dataset"))
+        text = fspath(path, "the dataset")
+        if is_url(text):
+            # A store's dataset is fetched (the split's files) into a local cache and
+            # mapped from there: a memory map needs a local file.
+            local = local_path(text)
+            text = str(local) if local is not None else str(fetch_dataset(text, split))
+        self.path = Path(text)
         if format is not None and format not in SHARD_FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, SHARD_FORMATS))}, not {format!r}")
         if not self.path.exists():

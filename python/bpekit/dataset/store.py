@@ -31,16 +31,17 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bpekit import _stores
 from bpekit._paths import sha256_of
-from bpekit.dataset.folder import _OURS, _files_of
+from bpekit.dataset.folder import _OURS, _files_of, _same_feeds
 from bpekit.dataset.manifest import differences, dump
 from bpekit.dataset.spec import FORMAT_VERSION, MANIFEST, SPLITS
 
-__all__ = ["StoreTarget", "staging_folder"]
+__all__ = ["StoreTarget", "remove_staging", "staging_folder", "store_or_folder"]
 
 SHA_KEY = "bpekit-sha256"
 
@@ -51,6 +52,19 @@ def staging_folder(url: str) -> Path:
     the temporary folder."""
     base = os.environ.get("BPEKIT_STAGING") or os.path.join(tempfile.gettempdir(), "bpekit-staging")
     return Path(base) / hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def store_or_folder(out_dir: str | os.PathLike[str]) -> tuple[StoreTarget | None, Path]:
+    """Where a dataset is written: a store's prefix and its staging folder, or a local
+    folder (a path, or a ``file://`` URL) and no store."""
+    text = os.fspath(out_dir)
+    if not _stores.is_url(text):
+        return None, Path(text)
+    local = _stores.local_path(text)
+    if local is not None:
+        return None, Path(local)
+    target = StoreTarget(text)
+    return target, staging_folder(target.url)
 
 
 class StoreTarget:
@@ -75,9 +89,12 @@ class StoreTarget:
         except Exception as e:
             raise _stores._store_error(f"{self.url}/{name}", e, what) from None
 
-    def prepare(self, manifest: dict[str, Any], resume: bool) -> dict[str, Any] | None:
-        """Steps 1 and 2: the finished dataset found there (returned as it is), or None
-        once the prefix is claimed for this run (an unfinished manifest put)."""
+    def prepare(
+        self, manifest: dict[str, Any], resume: bool, feeds: Callable[[], str | None] | None
+    ) -> dict[str, Any] | None:
+        """Steps 1 and 2: the finished dataset found there (returned as it is, once
+        ``feeds``, where given, hash as its documents did), or None once the prefix is
+        claimed for this run (an unfinished manifest put)."""
         self.fs.invalidate_cache()
         try:
             listed = self.fs.find(self.root, detail=True)
@@ -114,7 +131,7 @@ class StoreTarget:
                     f"{self.url}: holds {state} written with other {', '.join(differs)}; "
                     "pass resume=False (--overwrite) to start over"
                 )
-            if old.get("complete") and self._all_present(old):
+            if old.get("complete") and self._all_present(old) and _same_feeds(self.url, old, feeds):
                 return old
         pending = {k: v for k, v in manifest.items() if k not in ("splits", "totals", "resume", "complete")}
         pending["complete"] = False
@@ -212,3 +229,44 @@ def remove_staging(root: Path) -> None:
     """The staging folder, once its dataset is committed."""
     with contextlib.suppress(OSError):
         shutil.rmtree(root)
+
+
+def fetch_dataset(url: str, split: str | None) -> Path:
+    """A local copy of the finished dataset at ``url`` (its manifest, and the files of
+    ``split``, or of every split): what ``TokenDataset`` maps, since a memory map
+    needs a local file. Kept in ``$BPEKIT_CACHE`` or the temporary folder, one folder
+    per URL; a file there already at its recorded size and sha256 is not fetched
+    again. An unfinished dataset is an error, as a local one is."""
+    import json
+
+    base = os.environ.get("BPEKIT_CACHE") or os.path.join(tempfile.gettempdir(), "bpekit-datasets")
+    target = StoreTarget(url)
+    local = Path(base) / hashlib.sha256(target.url.encode()).hexdigest()[:16]
+    local.mkdir(parents=True, exist_ok=True)
+    data = target._call("cannot be read", MANIFEST, target.fs.cat_file, target._key(MANIFEST))
+    manifest = json.loads(data)
+    if not isinstance(manifest, dict) or manifest.get("complete") is not True:
+        raise ValueError(
+            f"{target.url}: the dataset is incomplete ({MANIFEST} says so); finish writing it first"
+        )
+    for name, entry in manifest.get("splits", {}).items():
+        if split is not None and name != split:
+            continue
+        for shard in entry["shards"]:
+            for file, sha in (
+                (shard["file"], shard.get("sha256")),
+                (shard["index"], shard.get("index_sha256")),
+            ):
+                path = local / file
+                if path.is_file() and sha is not None and sha256_of(path) == sha:
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_name(path.name + ".part")
+                target._call("cannot be read", file, target.fs.get_file, target._key(file), str(partial))
+                partial.replace(path)
+            for extra in _files_of(shard)[2:]:
+                path = local / extra
+                path.parent.mkdir(parents=True, exist_ok=True)
+                target._call("cannot be read", extra, target.fs.get_file, target._key(extra), str(path))
+    (local / MANIFEST).write_bytes(data)
+    return local

@@ -21,6 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bpekit._progress import progress_bar
+from bpekit._stores import is_url, local_path
 from bpekit.dataset.job import Framing, Job, prepare, resolve_framing
 from bpekit.dataset.options import Layout, Marks
 from bpekit.options import ReadOptions, RunOptions
@@ -134,6 +135,13 @@ def write_tokens(
     ``cli``). Skipped records are not warned of: the caller reports them."""
     if not os.fspath(output):
         raise ValueError("output is an empty path; give the path of the .npy file to write")
+    if is_url(url := os.fspath(output)):
+        output = local_path(url) or ""
+    if not output:
+        raise ValueError(
+            f"{url}: one .npy is written to a local path; to write to a store, "
+            "write a dataset (encode_dataset, or an --out without .npy), whose objects are put when whole"
+        )
     tok, layout, end_id = prepare(tokenizer, layout, marks)
     sources = resolve(inputs, format=read.format, text_field=read.text_field, bad_records=read.bad_records)
     framing = resolve_framing(tok, marks, sources, end_id, cli)

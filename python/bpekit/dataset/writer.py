@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bpekit._lock import FolderLock
-from bpekit._stores import is_url, local_path
 from bpekit.dataset.folder import Done, check_output_folder, checked_folder, is_file, prepare_folder
 from bpekit.dataset.job import Framing, Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest
 from bpekit.dataset.options import Layout, Marks
 from bpekit.dataset.shards import finish_manifest, write_shards
+from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.options import ReadOptions, RunOptions
 from bpekit.sources import resolve, warn_skipped
 from bpekit.tokenizer import Tokenizer
@@ -143,18 +142,7 @@ def write_dataset(
     notes worded for the command line's flags when ``cli``). Skipped records are not
     warned of: the caller reports them."""
     tok, layout, end_id = prepare(tokenizer, layout, marks)
-    target = None
-    if isinstance(out_dir, str) and is_url(out_dir) and local_path(out_dir) is None:
-        from bpekit.dataset.store import StoreTarget, staging_folder
-
-        target = StoreTarget(out_dir)
-        root = staging_folder(target.url)
-    else:
-        root = (
-            Path(local_path(out_dir) or out_dir)
-            if isinstance(out_dir, str) and is_url(out_dir)
-            else Path(os.fspath(out_dir))
-        )
+    target, root = store_or_folder(out_dir)
     check_output_folder(root, inputs)
     sources = resolve(inputs, format=read.format, text_field=read.text_field, bad_records=read.bad_records)
     check_output_folder(root, inputs, [s[1] for s in sources.sources if is_file(s)])
@@ -178,7 +166,7 @@ def write_dataset(
     if target is not None:
         # The store's finished dataset of these inputs and options, reading nothing;
         # or the prefix claimed for this run (``bpekit.dataset.store``).
-        found = target.prepare(manifest, run.resume)
+        found = target.prepare(manifest, run.resume, feeds_sha256 if digest else None)
         if found is not None:
             return Written(found, Done(found).stats(), framing, sources.files, True)
         root.mkdir(parents=True, exist_ok=True)
@@ -199,7 +187,5 @@ def write_dataset(
         if target is not None:
             target.commit(root, done.manifest)
     if target is not None:
-        from bpekit.dataset.store import remove_staging
-
         remove_staging(root)
     return Written(done.manifest, stats, framing, sources.files, False, done.kept)

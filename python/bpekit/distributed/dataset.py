@@ -38,6 +38,7 @@ from bpekit.dataset.job import Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest, fingerprint
 from bpekit.dataset.options import Layout, Marks
 from bpekit.dataset.shards import Shards, finish_manifest, write_shards
+from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend
 from bpekit.distributed.plan import Plan, plan_units
@@ -157,7 +158,7 @@ def write_dataset(
     tok, layout, end_id = prepare(tokenizer, layout, marks)
     if run.num_threads is None:
         raise ValueError("num_threads must be a positive int (each task's threads), not None")
-    root = Path(os.fspath(out_dir))
+    target, root = store_or_folder(out_dir)
     check_output_folder(root, inputs)
     files = resolve_files(inputs, format=read.format)
     check_output_folder(root, inputs, [_name(path) for path, _ in files])
@@ -165,13 +166,24 @@ def write_dataset(
     framing = resolve_framing(tok, marks, sources, end_id, cli)
     job = Job(read, run, layout, framing, tokenizer_name=tok.name or "")
     manifest = dataset_manifest(job, tokenizer, tok, sources, marks.after_each_file)
+    if target is not None:
+        found = target.prepare(manifest, run.resume, None)
+        if found is not None:
+            return Written(found, Done(found).stats(), framing, sources.files, True)
+        root.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as held:
         # The dataset folder, and a work_dir of the caller's, for the whole run (the
         # units' folder of our own goes with the dataset's name, so with its lock).
         held.enter_context(FolderLock(checked_folder(root)))
         if spread.work_dir is not None:
             held.enter_context(FolderLock(spread.work_dir, "work_dir", remove_empty=True))
-        return _write(root, manifest, job, files, sources, tok, spread, _crash_once)
+        written = _write(root, manifest, job, files, sources, tok, spread, _crash_once)
+        if target is not None:
+            # The workers wrote the shards into staging: put them, the manifest last.
+            target.commit(root, written.manifest)
+    if target is not None:
+        remove_staging(root)
+    return written
 
 
 def _write(
