@@ -65,3 +65,11 @@ def ray_local() -> Iterator[Any]:
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[Any]:
+    """A real S3 server, started locally for the session (``_s3_server``)."""
+    from _s3_server import s3_server
+
+    yield from s3_server()

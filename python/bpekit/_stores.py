@@ -30,6 +30,13 @@ from typing import Any
 
 __all__ = ["StoreObject", "is_url", "list_objects", "local_path", "open_object", "split_url", "store"]
 
+# Bytes fetched from a store per request when an object is streamed. Each request
+# costs a round trip: reading an object from the local S3 server (moto) ran at 157 MB/s
+# in 4 MiB requests, 345 MB/s in 16 MiB and 383 MB/s in 32 MiB (s3fs; pyarrow's
+# S3FileSystem 100, 290 and 394), and counting reads ~360 MB/s on 2 cores. One block
+# and its read-ahead are held per object, and one object is read at a time.
+STREAM_BLOCK_BYTES = 16 << 20
+
 # A scheme is two letters or more: "C:/x" is a Windows path, not a URL.
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://(.*)$", re.S)
 _GLOB_CHARS = frozenset("*?[")
@@ -206,7 +213,8 @@ class _Reader:
         try:
             if self.f is None:
                 fs = store(self.url)
-                self.f = fs.open(fs._strip_protocol(self.url), "rb", block_size=n, cache_type="readahead")
+                path = fs._strip_protocol(self.url)
+                self.f = fs.open(path, "rb", block_size=STREAM_BLOCK_BYTES, cache_type="readahead")
             data: bytes = self.f.read(n)
         except FileNotFoundError as e:
             raise FileNotFoundError(_message(self.url, e, "no such object")) from None

@@ -149,7 +149,7 @@ def test_objects_the_run_did_not_write_are_never_touched(s3: S3, bucket: str, tm
     bpekit.encode_dataset(iter(_docs(50)), url, TOK, **OPTIONS)
     s3.put(bucket, "beside/ds/train/notes.txt", b"mine")
     for resume in (True, False):
-        with pytest.raises(FileExistsError, match="not the dataset's .*train/notes.txt"):
+        with pytest.raises(FileExistsError, match=r"not the dataset's .*train/notes\.txt"):
             bpekit.encode_dataset(iter(_docs(60)), url, TOK, **{**OPTIONS, "resume": resume})
     assert s3.objects(bucket, "beside/ds/train/notes.txt") == {"beside/ds/train/notes.txt": b"mine"}
     # Another dataset of ours there is refused unless resume=False, which replaces our
@@ -158,7 +158,7 @@ def test_objects_the_run_did_not_write_are_never_touched(s3: S3, bucket: str, tm
     with pytest.raises(FileExistsError, match="pass resume=False"):
         bpekit.encode_dataset(iter(_docs(10)), url, TOK, **OPTIONS)
     bpekit.encode_dataset(iter(_docs(10)), url, TOK, **{**OPTIONS, "resume": False})
-    local = bpekit.encode_dataset(iter(_docs(10)), tmp_path / "local", TOK, **OPTIONS)
+    bpekit.encode_dataset(iter(_docs(10)), tmp_path / "local", TOK, **OPTIONS)
     assert s3.objects(bucket, "beside/ds/") == _local_files(tmp_path / "local", "beside/ds")
 
 
