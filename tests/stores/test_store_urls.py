@@ -108,6 +108,7 @@ def test_urls_are_told_from_paths() -> None:
 
 
 def test_import_bpekit_loads_no_store_library() -> None:
-    code = "import sys, bpekit; print([m for m in ('fsspec', 's3fs', 'gcsfs', 'huggingface_hub') if m in sys.modules])"
+    libraries = ("fsspec", "s3fs", "gcsfs", "huggingface_hub")
+    code = f"import sys, bpekit; print([m for m in {libraries!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
