@@ -133,8 +133,8 @@ def list_objects(url: str) -> list[StoreObject]:
     """The objects that ``url`` names: one object; every object under a prefix (a
     "folder": a URL ending in ``/``, or one that names no object but has objects
     under it), sorted by key, hidden ones (a key part starting with ``.``) skipped;
-    or, when it holds ``*``, ``?`` or ``[``, the objects a glob pattern matches
-    (``**`` across folders), sorted. Nothing matched is a ``FileNotFoundError``
+    or, when it holds ``*``, ``?`` or ``[`` and no object has that exact key, the
+    objects a glob pattern matches (``**`` across folders), sorted. Nothing matched is a ``FileNotFoundError``
     naming the URL; errors of the store (no bucket, no credentials) name it too."""
     _, rest = split_url(url)
     fs = store(url)
@@ -144,6 +144,15 @@ def list_objects(url: str) -> list[StoreObject]:
     # store as it is now.
     fs.invalidate_cache()
     try:
+        # An object whose key holds `*`, `?` or `[` is read by its exact URL, as a local
+        # file of that name is: the URL is a pattern only where no object has its key.
+        if glob and not rest.endswith("/"):
+            try:
+                info = fs.info(path)
+            except FileNotFoundError:
+                info = None
+            if info is not None and info.get("type") != "directory":
+                return [_object(fs, info)]
         if glob:
             base = _glob_base(path)
             found = [

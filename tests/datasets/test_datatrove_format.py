@@ -184,6 +184,17 @@ def test_a_damaged_index_is_named(tmp_path: Path) -> None:
         TokenDataset(tmp_path / "ds/train/00000.ds")
 
 
+def test_an_index_end_past_the_ids_is_refused(tmp_path: Path) -> None:
+    # An end of 2**63 or more once wrapped negative in the check and gave documents of
+    # ids the file does not hold.
+    ds = tmp_path / "x.ds"
+    ds.write_bytes(np.arange(10, dtype="<u2").tobytes())
+    for ends in ([2**64 - 1, 6, 10], [12, 6, 10]):
+        (tmp_path / "x.ds.index").write_bytes(np.array(ends, dtype="<u8").tobytes())
+        with pytest.raises(ValueError, match=r"x\.ds\.index: not the datatrove index of 10 ids"):
+            TokenDataset(ds)
+
+
 def test_megatron_pairs_are_datatrove_s_megatron_writer_s(tmp_path: Path) -> None:
     """datatrove also writes Megatron's format (``MegatronTokenizedFile``, one sequence
     a document): for documents that all have ids, its pair equals bpekit's."""

@@ -153,6 +153,29 @@ def test_a_damaged_index_is_named(tmp_path: Path) -> None:
         TokenDataset(tmp_path / "ds")
 
 
+def test_a_pair_with_a_bad_magic_is_refused_not_read_as_raw_ids(tmp_path: Path) -> None:
+    # With the index's magic (or the whole index) damaged, the .bin once passed for a
+    # raw uint16 file: wrong ids, no error.
+    tok = bpekit_encoding("o200k_base")
+    corpus, _ = write_corpus(tmp_path, n=20)
+    bpekit.encode_dataset(corpus, tmp_path / "ds", tok, shard_format="megatron")
+    idx = tmp_path / "ds/train/00000.idx"
+    data = bytearray(idx.read_bytes())
+    for damaged in (bytes([data[0] ^ 0xFF]) + bytes(data[1:]), bytes(data[:5])):
+        idx.write_bytes(damaged)
+        with pytest.raises(ValueError, match=r"00000\.idx: not a Megatron index"):
+            TokenDataset(idx.with_suffix(".bin"))
+        with pytest.raises(ValueError, match=r"00000\.idx: not a Megatron index"):
+            bpekit.load_tokens(idx.with_suffix(".bin"))
+
+
+def test_a_npy_is_read_as_npy_beside_an_idx(tmp_path: Path) -> None:
+    ids = np.arange(99, dtype=np.uint16)
+    np.save(tmp_path / "x.npy", ids)
+    (tmp_path / "x.idx").write_bytes(b"MMIDIDX\x00\x00" + bytes(30))
+    assert TokenDataset(tmp_path / "x.npy").document(0).tolist() == ids.tolist()
+
+
 def test_megatron_s_own_reader(tmp_path: Path) -> None:
     indexed = pytest.importorskip(
         "megatron.core.datasets.indexed_dataset",

@@ -112,3 +112,57 @@ def test_import_bpekit_loads_no_store_library() -> None:
     code = f"import sys, bpekit; print([m for m in {libraries!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_key_with_glob_characters_is_read_by_its_exact_url(tmp_path: Path) -> None:
+    # The URL was taken as a pattern whatever the store held: `[1]` matched nothing and
+    # `?` matched other objects too.
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/bpekit-glob/br[1].txt", b"bracket")
+    fs.pipe_file("/bpekit-glob/q?x.txt", b"question")
+    fs.pipe_file("/bpekit-glob/qZx.txt", b"other")
+    for text in (b"bracket", b"question", b"other"):
+        (tmp_path / text.decode()).write_bytes(text)
+    want = {t: bpekit.count_pretokens(tmp_path / t) for t in ("bracket", "question", "other")}
+    assert bpekit.count_pretokens("memory://bpekit-glob/br[1].txt") == want["bracket"]
+    assert bpekit.count_pretokens("memory://bpekit-glob/q?x.txt") == want["question"]
+    # Where no object has the key, it is still a pattern.
+    assert bpekit.count_pretokens("memory://bpekit-glob/q[Z]x.txt") == want["other"]
+
+
+def _stored_dataset(prefix: str, tmp_path: Path) -> dict[str, Any]:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"document {i} of a few words.<|endoftext|>" for i in range(20)))
+    bpekit.encode_dataset(corpus, f"memory://{prefix}", "gpt2", shard_tokens=1000)
+    return json.loads(fsspec.filesystem("memory").cat_file(f"/{prefix}/manifest.json"))
+
+
+def test_a_stored_manifest_naming_a_path_outside_is_refused_before_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BPEKIT_CACHE", str(cache))
+    fs = fsspec.filesystem("memory")
+    manifest = _stored_dataset("bpekit-evil", tmp_path)
+    manifest["splits"]["train"]["shards"][0]["index"] = "../../ESCAPED.idx.npy"
+    fs.pipe_file("/bpekit-evil/manifest.json", json.dumps(manifest).encode())
+    fs.pipe_file("/bpekit-evil/../../ESCAPED.idx.npy", b"not ours")
+    with pytest.raises(
+        ValueError, match=r"bpekit-evil/manifest\.json: '\.\./\.\./ESCAPED\.idx\.npy' is not a path"
+    ):
+        bpekit.TokenDataset("memory://bpekit-evil")
+    assert list(tmp_path.rglob("ESCAPED*")) == []
+
+
+def test_a_damaged_stored_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
+    fs = fsspec.filesystem("memory")
+    manifest = _stored_dataset("bpekit-damaged", tmp_path)
+    del manifest["splits"]["train"]["shards"][0]["file"]
+    for data, says in (
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "not a bpekit dataset manifest"),
+        (json.dumps(manifest).encode(), r"not a bpekit dataset manifest \(KeyError: 'file'\)"),
+    ):
+        fs.pipe_file("/bpekit-damaged/manifest.json", data)
+        with pytest.raises(ValueError, match=r"memory://bpekit-damaged/manifest\.json: " + says):
+            bpekit.TokenDataset("memory://bpekit-damaged")

@@ -195,7 +195,9 @@ def open_file(path: Path, fmt: str | None, dtype: npt.DTypeLike | None) -> tuple
     if fmt is None:
         fmt = "npy" if path.suffix == ".npy" else "datatrove" if path.suffix == ".ds" else "bin"
         header = _llmc_header(path) if fmt == "bin" else None
-        if _is_megatron_index(path.with_suffix(".idx")):
+        # A .bin with an x.idx beside it is a Megatron pair, read (and its index checked)
+        # as one: a damaged index must fail, not let the ids pass for raw uint16.
+        if fmt == "bin" and path.with_suffix(".idx").exists():
             fmt = "megatron"
         elif header is not None and header[0] in {magic for magic, _ in LLMC_HEADERS.values()}:
             fmt = "llmc"
@@ -213,14 +215,6 @@ def open_file(path: Path, fmt: str | None, dtype: npt.DTypeLike | None) -> tuple
         raise ValueError(f"{index}: not a document index (a 1-D array of uint64 offsets)")
     check_index_file(index, entries[0])
     return fmt, resolved, Shard(path, index, tokens, entries[0] - 1, False, resolved, offset)
-
-
-def _is_megatron_index(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MEGATRON_MAGIC)) == MEGATRON_MAGIC
-    except OSError:
-        return False
 
 
 def _open_megatron(path: Path, size: int, dtype: npt.DTypeLike | None) -> tuple[np.dtype[Any], Shard]:
@@ -317,7 +311,8 @@ def datatrove_offsets(path: Path, tokens: int) -> np.ndarray:
     ends = np.frombuffer(data[: len(data) - len(data) % 8], "<u8")
     last = int(ends[-1]) if len(ends) else 0
     ok = len(data) % 8 == 0 and last == tokens
-    if not ok or (np.diff(ends.astype(np.int64)) < 0).any():
+    # Compared as uint64: cast to int64, an end of 2**63 or more wrapped negative.
+    if not ok or (len(ends) > 1 and (ends[1:] < ends[:-1]).any()) or (len(ends) and int(ends.max()) > tokens):
         raise ValueError(
             f"{path}: not the datatrove index of {tokens:,} ids (uint64 document ends, rising to {tokens:,})"
         )

@@ -38,7 +38,7 @@ from typing import Any
 from bpekit import _stores
 from bpekit._paths import sha256_of
 from bpekit.dataset.folder import _OURS, _files_of, _same_feeds
-from bpekit.dataset.manifest import differences, dump
+from bpekit.dataset.manifest import REWRITE, differences, dump
 from bpekit.dataset.spec import FORMAT_VERSION, MANIFEST, SPLITS
 
 __all__ = ["StoreTarget", "remove_staging", "staging_folder", "store_or_folder"]
@@ -244,29 +244,43 @@ def fetch_dataset(url: str, split: str | None) -> Path:
     local = Path(base) / hashlib.sha256(target.url.encode()).hexdigest()[:16]
     local.mkdir(parents=True, exist_ok=True)
     data = target._call("cannot be read", MANIFEST, target.fs.cat_file, target._key(MANIFEST))
-    manifest = json.loads(data)
-    if not isinstance(manifest, dict) or manifest.get("complete") is not True:
+    where = f"{target.url}/{MANIFEST}"
+    try:
+        manifest = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{where}: not valid JSON ({e}); the manifest is damaged: {REWRITE}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{where}: not a bpekit dataset manifest (a JSON object was expected)")
+    if manifest.get("complete") is not True:
         raise ValueError(
             f"{target.url}: the dataset is incomplete ({MANIFEST} says so); finish writing it first"
         )
-    for name, entry in manifest.get("splits", {}).items():
-        if split is not None and name != split:
+    # Every name is checked before anything is fetched: the manifest is the store's to
+    # say, and a name such as ../x would put its object outside the cache folder.
+    wanted: list[tuple[str, str | None]] = []
+    try:
+        for name, entry in manifest.get("splits", {}).items():
+            if split is not None and name != split:
+                continue
+            for shard in entry["shards"]:
+                wanted += [(shard["file"], shard.get("sha256")), (shard["index"], shard.get("index_sha256"))]
+                wanted += [(extra, None) for extra in _files_of(shard)[2:]]
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"{where}: not a bpekit dataset manifest ({type(e).__name__}: {e}); "
+            f"the manifest is damaged: {REWRITE}"
+        ) from None
+    for file, _ in wanted:
+        rel = Path(file) if isinstance(file, str) else Path()
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            raise ValueError(f"{where}: {file!r} is not a path inside the dataset folder")
+    for file, sha in wanted:
+        path = local / file
+        if path.is_file() and sha is not None and sha256_of(path) == sha:
             continue
-        for shard in entry["shards"]:
-            for file, sha in (
-                (shard["file"], shard.get("sha256")),
-                (shard["index"], shard.get("index_sha256")),
-            ):
-                path = local / file
-                if path.is_file() and sha is not None and sha256_of(path) == sha:
-                    continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_name(path.name + ".part")
-                target._call("cannot be read", file, target.fs.get_file, target._key(file), str(partial))
-                partial.replace(path)
-            for extra in _files_of(shard)[2:]:
-                path = local / extra
-                path.parent.mkdir(parents=True, exist_ok=True)
-                target._call("cannot be read", extra, target.fs.get_file, target._key(extra), str(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".part")
+        target._call("cannot be read", file, target.fs.get_file, target._key(file), str(partial))
+        partial.replace(path)
     (local / MANIFEST).write_bytes(data)
     return local
