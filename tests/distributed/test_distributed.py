@@ -306,3 +306,21 @@ def test_a_script_without_a_main_guard_runs_once(corpus, tmp_path: Path) -> None
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("counted") == 1
+
+
+def test_clearing_units_removes_the_temporary_files_of_stopped_workers(tmp_path: Path) -> None:
+    # A worker stopped while writing a unit left ".unit-N.ids.X.tmp", and the folder
+    # stayed after a rerun had finished.
+    from bpekit.distributed.work import clear_units
+
+    work = tmp_path / ".ds.units"
+    work.mkdir()
+    for name in ("unit-000001.ids", "unit-000001.json", ".unit-000002.ids.d20bb5bd1fce8384.tmp", "plan.json"):
+        (work / name).write_bytes(b"x")
+    clear_units(work)
+    assert not work.exists()
+    work.mkdir()
+    (work / "notes.txt").write_bytes(b"the user's")
+    (work / ".unit-000003.ids.ab.tmp").write_bytes(b"x")
+    clear_units(work)
+    assert [p.name for p in work.iterdir()] == ["notes.txt"]

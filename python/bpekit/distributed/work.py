@@ -230,10 +230,15 @@ def resume_units(
 
 
 def clear_units(work_dir: Path) -> None:
-    """Deletes the units' results and records and the plan from ``work_dir`` (no other
-    file), and the folder if that empties it."""
+    """Deletes the units' results and records (and their temporary files) and the plan
+    from ``work_dir`` (no other file), and the folder if that empties it."""
     for path in work_dir.glob("unit-*"):
         if path.suffix in (".wc", ".ids", ".json") and path.name[5:11].isdigit():
+            path.unlink(missing_ok=True)
+    # A worker stopped while writing a unit leaves its temporary file (".unit-N.ids.X.tmp",
+    # the name both the Rust and the Python atomic writers give it).
+    for path in work_dir.glob(".unit-*.tmp"):
+        if path.name[6:12].isdigit():
             path.unlink(missing_ok=True)
     (work_dir / "plan.json").unlink(missing_ok=True)
     try:
