@@ -24,8 +24,8 @@ use super::ascii_block::{
     Classify,
 };
 use super::common::{
-    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, ws_before_nonspace,
-    ws_run,
+    contraction, is_other, other_run_then, scan_blocks, up_to_three_numbers, word_end,
+    ws_before_nonspace, ws_run,
 };
 use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 
@@ -33,22 +33,10 @@ use super::unicode::{class_at, class_at_opt, letters_end, L, N, WS};
 /// `LEGACY`: under the pattern without `\s++$` (see the module docs).
 #[inline(always)]
 pub(crate) fn piece_end<const LEGACY: bool>(b: &[u8], i: usize) -> usize {
-    let c = b[i];
-    // Fast path for the most common pieces, " word" and "word", in any script.
-    if c == b' ' {
-        match b.get(i + 1) {
-            Some(d) if d.is_ascii_alphabetic() => return letters_end(b, i + 2),
-            Some(&d) if d >= 0x80 => {
-                let (class, len) = class_at(b, i + 1);
-                if class & L != 0 {
-                    return letters_end(b, i + 1 + len);
-                }
-            }
-            _ => {}
-        }
-    } else if c.is_ascii_alphabetic() {
-        return letters_end(b, i + 1);
+    if let Some(end) = word_end(b, i) {
+        return end;
     }
+    let c = b[i];
     if c == b'\'' {
         if let Some(end) = contraction(b, i, true) {
             return end;

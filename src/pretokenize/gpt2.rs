@@ -14,28 +14,16 @@
 //! cl100k and o200k do the same.
 
 use super::ascii_block::{load, prev, whitespace_starts, Classify};
-use super::common::{contraction, scan_blocks, ws_before_nonspace, ws_run};
+use super::common::{contraction, scan_blocks, word_end, ws_before_nonspace, ws_run};
 use super::unicode::{class_at, letters_end, run_while, L, N, WS};
 
 /// End of the piece that starts at `b[i]` (`b` valid UTF-8, `i < b.len()`).
 #[inline(always)]
 pub(crate) fn piece_end(b: &[u8], i: usize) -> usize {
-    let c = b[i];
-    // Fast path for the most common pieces, " word" and "word", in any script.
-    if c == b' ' {
-        match b.get(i + 1) {
-            Some(d) if d.is_ascii_alphabetic() => return letters_end(b, i + 2),
-            Some(&d) if d >= 0x80 => {
-                let (class, len) = class_at(b, i + 1);
-                if class & L != 0 {
-                    return letters_end(b, i + 1 + len);
-                }
-            }
-            _ => {}
-        }
-    } else if c.is_ascii_alphabetic() {
-        return letters_end(b, i + 1);
+    if let Some(end) = word_end(b, i) {
+        return end;
     }
+    let c = b[i];
     if c == b'\'' {
         if let Some(end) = contraction(b, i, false) {
             return end;
