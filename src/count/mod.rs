@@ -26,8 +26,10 @@ use crate::specials::{Segment, SpecialMatcher};
 pub(crate) type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
 
 mod collect;
+mod partition;
 mod pieces;
 mod wordcounts;
+pub use partition::Partitions;
 pub(crate) use pieces::PieceCounts;
 pub use wordcounts::WordCounts;
 

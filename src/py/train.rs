@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use super::inputs::{inputs_of, stats_dict};
 use super::options::{PyReadOptions, PyRunOptions};
 use super::progress::{check_room, run_with_progress};
-use crate::count::{self, CountOptions, WordCounts};
+use crate::count::{self, CountOptions, Partitions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
 use crate::train;
@@ -194,6 +194,39 @@ impl PyWordCounts {
     fn _to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let bytes = py.detach(|| self.inner.to_bytes());
         PyBytes::new(py, &bytes)
+    }
+
+    /// `_to_bytes`'s bytes of each of `parts` partitions of the counts (see
+    /// `count::partition`): what a worker of a distributed count hands on, so that
+    /// many workers add the partitions up apart.
+    fn _partition_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        parts: usize,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let split = py.detach(|| -> crate::error::Result<Vec<Vec<u8>>> {
+            Ok(self
+                .inner
+                .partition(parts)?
+                .iter()
+                .map(WordCounts::to_bytes)
+                .collect())
+        })?;
+        Ok(split.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    /// The counts whose `parts` partitions' sums `blobs` yields, as `(partition,
+    /// bytes)` in any order: appended, never looked up (they share no word), one
+    /// partition's bytes at a time.
+    #[staticmethod]
+    fn _from_partitions(py: Python<'_>, parts: usize, blobs: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut whole = Partitions::new(parts)?;
+        for item in blobs.try_iter()? {
+            let (part, data): (usize, Bound<'_, PyBytes>) = item?.extract()?;
+            let data = data.as_bytes();
+            py.detach(|| whole.add(part, data))?;
+        }
+        Ok(Self::of(py.detach(|| whole.finish())?))
     }
 
     /// Adds the counts of `_to_bytes`'s bytes, read in place (a distributed driver adds

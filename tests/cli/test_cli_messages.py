@@ -237,7 +237,7 @@ def test_deeply_nested_work_dir_records_are_not_a_traceback(tmp_path: Path) -> N
     result, record = unit_files(work, 0)
     result.write_bytes(b"x")
     record.write_text(DEEP)
-    assert kept_record(work, 0, ".wc") is None  # not kept: counted again
+    assert kept_record(work, 0, ".parts") is None  # not kept: counted again
     (work / "plan.json").write_text(DEEP)
     with pytest.raises(ValueError, match=r"plan\.json: not a bpekit plan"):
         resume_units(work, {"job": 1}, [0], kept_record)

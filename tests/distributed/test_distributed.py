@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -84,6 +85,33 @@ def test_ray_counts_and_training_equal_one_machine(corpus, one_machine, ray_loca
     assert dist.train_bpe(corpus, 600, [EOT], unit_bytes=UNIT_BYTES) == bpekit.train_bpe(corpus, 600, [EOT])
 
 
+def test_on_ray_the_driver_receives_the_final_table_not_the_units(
+    corpus, one_machine, ray_local, tmp_path: Path, monkeypatch
+) -> None:
+    """The units' counts go from the workers that made them to the reducers; what
+    reaches the driver is each unit's stats and, once, the final table."""
+    from bpekit.distributed import backends
+
+    received: list[int] = []
+    get = backends._ray_get
+
+    def counting_get(ray: Any, ref: Any) -> Any:
+        value = get(ray, ref)
+        received.append(len(pickle.dumps(value)))
+        return value
+
+    monkeypatch.setattr(backends, "_ray_get", counting_get)
+    counts = dist.count_pretokens(corpus, [EOT], unit_bytes=UNIT_BYTES)
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+    units = counts.stats["units"]
+    plan = plan_units(corpus, special_tokens=[EOT], unit_bytes=UNIT_BYTES)
+    spec = CountSpec((EOT,), "gpt2")
+    unit_counts = sum(len(b"".join(count_unit(u, spec).parts or [])) for u in plan.units)
+    final = len(counts._to_bytes())
+    assert len(received) == units + 2  # each unit's stats, each of the 2 reducers' sums
+    assert sum(received) < final + 2000 * units < unit_counts
+
+
 @pytest.mark.parametrize("backend", ["local", "ray"])
 def test_a_worker_killed_mid_unit_is_retried(
     corpus, one_machine, tmp_path: Path, backend: str, request
@@ -149,7 +177,8 @@ def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) ->
                     if n == 2:
                         os.kill(os.getpid(), signal.SIGKILL)
 
-        dist.open_backend = lambda address, backend, workers: DiesAfterThree(2)
+        from bpekit.distributed import count
+        count.open_backend = lambda address, backend, workers: DiesAfterThree(2)
         dist.count_pretokens({[str(p) for p in corpus]!r}, [{EOT!r}], work_dir={str(work)!r},
                              backend="local", unit_bytes={UNIT_BYTES})
         """
@@ -259,23 +288,42 @@ PIECES = st.sampled_from(
 
 
 @settings(max_examples=60, deadline=None)
-@given(text=st.lists(PIECES, max_size=60).map("".join), unit=st.integers(1, 40))
-def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int) -> None:
-    """Any text, planned into units of any size: the units' counts add up to the whole
-    file's, and their bytes to its bytes."""
-    path = tmp_path_factory.mktemp("h") / "t.txt"
+@given(text=st.lists(PIECES, max_size=60).map("".join), unit=st.integers(1, 40), parts=st.integers(1, 5))
+def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int, parts: int) -> None:
+    """Any text, planned into units of any size, their counts split into any number of
+    partitions: each partition's sum over the units, appended, is the whole file's
+    counts, byte for byte once saved; the units' bytes add up to its bytes."""
+    folder = tmp_path_factory.mktemp("h")
+    path = folder / "t.txt"
     path.write_bytes(text.encode())
-    spec = CountSpec(tuple(SPECIALS), "gpt2")
+    spec = CountSpec(tuple(SPECIALS), "gpt2", parts=parts)
     plan = plan_units(path, special_tokens=SPECIALS, unit_bytes=unit)
-    total = bpekit.WordCounts()
+    sums = [bpekit.WordCounts() for _ in range(parts)]
     read = 0
     for u in plan.units:
         result = count_unit(u, spec)
-        total._add_bytes(result.counts)
+        assert result.parts is not None and len(result.parts) == parts
+        for p, data in enumerate(result.parts):
+            sums[p]._add_bytes(data)
         read += result.stats["bytes"]
+    total = bpekit.WordCounts._from_partitions(
+        parts, reversed([(p, s._to_bytes()) for p, s in enumerate(sums)])
+    )
     whole = bpekit.count_pretokens(path, SPECIALS)
-    assert total.to_dict() == whole.to_dict()
+    assert saved(total, folder / "a.wc") == saved(whole, folder / "b.wc")
     assert read == len(text.encode())
+
+
+def test_partitions_are_checked_when_appended() -> None:
+    counts = bpekit.WordCounts([(b" low", 3), (b"er", 2), (b" new", 1), (b"est", 4)])
+    parts = counts._partition_bytes(2)
+    with pytest.raises(ValueError, match="partition 0 of 2: given twice"):
+        bpekit.WordCounts._from_partitions(2, [(0, parts[0]), (0, parts[0])])
+    with pytest.raises(ValueError, match="belongs to another partition"):
+        bpekit.WordCounts._from_partitions(2, [(1, parts[0])])  # both partitions hold words
+    with pytest.raises(ValueError, match="partition 1 of 2 was never given"):
+        bpekit.WordCounts._from_partitions(2, [(0, parts[0])])
+    assert bpekit.WordCounts._from_partitions(2, [(1, parts[1]), (0, parts[0])]) == counts
 
 
 def test_cli_train_on_ray_writes_what_one_machine_writes(corpus, ray_local, tmp_path: Path, capsys) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from bpekit.distributed import _wire
 
-__all__ = ["Backend", "LocalBackend", "RayBackend", "open_backend", "quiet_ray"]
+__all__ = ["Backend", "Handle", "LocalBackend", "RayBackend", "fetch_each", "open_backend", "quiet_ray"]
 
 MAX_RETRIES = 3
 
@@ -47,11 +47,19 @@ def quiet_ray() -> Iterator[None]:
         _RAY_LOGGING_LEVEL.reset(token)
 
 
+#: Where one partition of a unit's counts lies in a work folder: ``(path, start, end)``.
+#: A backend that keeps results where they were made (Ray) hands its own handles instead.
+Handle = tuple[str, int, int]
+
+
 class Backend(Protocol):
     """Runs ``fn(*args)`` for each of ``tasks`` and yields ``(index, result)`` as each
-    finishes, in any order."""
+    finishes, in any order. ``keeps_objects``: whether results can stay where a task
+    made them for other tasks to take (``RayBackend.submit``), never passing through
+    the driver."""
 
     workers: int
+    keeps_objects: bool
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]: ...
 
@@ -80,6 +88,7 @@ class LocalBackend:
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers must be a positive int or None (one per core), not {workers!r}")
         self.workers = workers or os.cpu_count() or 1
+        self.keeps_objects = False
         self.max_retries = max_retries
         self._procs: list[_Process | None] = [None] * self.workers
 
@@ -210,11 +219,34 @@ class RayBackend:
             ray.init(address=address, **options)
             self.started = True
         self.workers = max(int(self.ray.available_resources().get("CPU", 1)), 1)
+        self.keeps_objects = True
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
+        return self.submit(fn, tasks)[0]
+
+    def submit(
+        self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], keep: int = 0
+    ) -> tuple[Iterator[tuple[int, Any]], list[list[Any]]]:
+        """Starts the tasks now; returns what ``run`` yields, and for each task the
+        handles of the ``keep`` results it keeps: with ``keep``, ``fn`` returns
+        ``(result, [keep blobs])``, and the blobs stay in Ray's object store (made again
+        from their task if a node is lost) for other tasks to take by their handles
+        (``fetch_each``), never passing through the driver. Stopping the iteration early
+        cancels the tasks still running."""
         ray = self.ray
-        remote = ray.remote(fn).options(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)
-        refs = {remote.remote(*args): i for i, args in enumerate(tasks)}
+        options = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        if keep:
+            remote = ray.remote(_kept_apart).options(num_returns=keep + 1, **options)
+            refs = [remote.remote(fn, *args) for args in tasks]
+            firsts, kept = [r[0] for r in refs], [list(r[1:]) for r in refs]
+        else:
+            remote = ray.remote(fn).options(**options)
+            firsts, kept = [remote.remote(*args) for args in tasks], [[] for _ in tasks]
+        return self._results(firsts), kept
+
+    def _results(self, firsts: list[Any]) -> Iterator[tuple[int, Any]]:
+        ray = self.ray
+        refs = {ref: i for i, ref in enumerate(firsts)}
         try:
             while refs:
                 done, _ = ray.wait(list(refs), num_returns=1)
@@ -229,6 +261,39 @@ class RayBackend:
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+def _kept_apart(fn: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
+    """``fn``'s ``(result, blobs)`` as Ray's several returns: the result, then each blob."""
+    result, blobs = fn(*args)
+    return (result, *blobs)
+
+
+def fetch_each(handles: Sequence[Any]) -> Iterator[bytes]:
+    """The bytes of each handle, in the order they are ready: a ``Handle`` is read from
+    its file; a Ray object is taken from Ray's store as soon as its task is done (Ray
+    lends this task's CPU to others while it waits)."""
+    pending: list[Any] = []
+    for handle in handles:
+        if isinstance(handle, tuple):
+            yield _read_range(*handle)
+        else:
+            pending.append(handle)
+    if pending:
+        import ray
+
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield _ray_get(ray, done[0])
+
+
+def _read_range(path: str, start: int, end: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if len(data) != end - start:
+        raise ValueError(f"{path}: cut short: it ends before byte {end} (was it changed during the run?)")
+    return data
 
 
 def _ray_get(ray: Any, ref: Any) -> Any:

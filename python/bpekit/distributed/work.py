@@ -1,19 +1,25 @@
 """The shard functions: what one task does with one unit. They know nothing of Ray or of
 process pools: plain functions of picklable arguments, run the same way by either
-backend, or called directly: ``count_unit`` counts a unit's pre-tokens, ``encode_unit``
-encodes it into a unit file that the driver replays into the dataset.
+backend, or called directly: ``count_unit`` counts a unit's pre-tokens,
+``reduce_partition`` adds one partition of every unit's counts, ``encode_unit`` encodes a
+unit into a unit file that the driver replays into the dataset.
 
-A unit's counts come back as the bytes of a ``.wc`` file (words unsorted), which the
-driver adds in place (``WordCounts._add_bytes``): unpickling them into a ``WordCounts``
-first took twice as long as adding them. Or, when the run keeps its work in a folder
-every worker can reach, they are saved there as ``unit-NNNNNN.wc`` beside a
-``unit-NNNNNN.json`` that records the file's size, sha256 and the unit's stats. The
-JSON is written last, so a unit whose JSON is present and whose file matches it is
-done; a rerun after the driver died keeps it.
+A unit's counts are split by word into partitions, one per reducer
+(``reduce_partition``): reducer ``r`` adds partition ``r`` of every unit, and the
+driver appends the reducers' sums, which share no word, into the whole table
+(``WordCounts._from_partitions``). So no process adds every unit's counts, and the
+driver receives the final table once. The partitions stay where the unit was counted
+(Ray's object store) until their reducer takes them; or, when the run keeps its work in
+a folder (``work_dir``, or a temporary one on this machine for the local pool), they
+are saved there one after another as ``unit-NNNNNN.parts`` beside a
+``unit-NNNNNN.json`` that records the file's size, sha256, where each partition ends,
+and the unit's stats. The JSON is written last, so a unit whose JSON is present and
+whose file matches it is done; a rerun after the driver died keeps it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -26,6 +32,7 @@ from bpekit import _core
 from bpekit._atomic import atomic_write
 from bpekit._paths import sha256_of
 from bpekit.dataset.job import Job
+from bpekit.distributed.backends import Handle, fetch_each
 from bpekit.distributed.plan import Unit
 from bpekit.options import ReadOptions, RunOptions
 
@@ -35,9 +42,12 @@ __all__ = [
     "UnitCounts",
     "UnitEncoded",
     "count_unit",
+    "count_unit_kept",
     "encode_unit",
     "kept_record",
     "kept_unit",
+    "partition_handles",
+    "reduce_partition",
     "resume_units",
     "save_record",
     "unit_files",
@@ -55,6 +65,9 @@ class CountSpec:
     read: ReadOptions = field(default_factory=ReadOptions)
     num_threads: int = 1
     work_dir: str | None = None
+    # How many partitions the counts are split into (``count::partition``): one per
+    # reducer. The counts never depend on it.
+    parts: int = 1
     # For tests of retries: (unit index, marker path): that unit's first attempt, the
     # one that finds no marker, makes it and kills its worker.
     crash_once: tuple[int, str] | None = None
@@ -62,16 +75,19 @@ class CountSpec:
 
 @dataclass
 class UnitCounts:
-    """A unit's result: its counts as bytes (``None`` where they were saved in
-    ``work_dir``) and what it read (the stats of ``bpekit.count_pretokens``'s counts)."""
+    """A unit's result: its counts as the bytes of each partition (``None`` where they
+    were saved in ``work_dir``, or are kept apart by the backend), where each partition
+    ends in the saved file (``[]`` when not saved), and what it read (the stats of
+    ``bpekit.count_pretokens``'s counts)."""
 
     index: int
-    counts: bytes | None
+    parts: list[bytes] | None
+    ends: list[int]
     stats: dict[str, Any]
 
 
-def unit_files(work_dir: str | os.PathLike[str], index: int, suffix: str = ".wc") -> tuple[Path, Path]:
-    """Where unit ``index`` keeps its result (counts: ``.wc``; ids: ``.ids``) and its
+def unit_files(work_dir: str | os.PathLike[str], index: int, suffix: str = ".parts") -> tuple[Path, Path]:
+    """Where unit ``index`` keeps its result (counts: ``.parts``; ids: ``.ids``) and its
     record."""
     base = Path(work_dir) / f"unit-{index:06d}"
     return base.with_suffix(suffix), base.with_suffix(".json")
@@ -107,29 +123,65 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
 
 
 def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
-    """Counts the pre-tokens of one unit, as ``bpekit.count_pretokens`` counts them."""
+    """Counts the pre-tokens of one unit, as ``bpekit.count_pretokens`` counts them, in
+    ``spec.parts`` partitions: sent back, or saved one after another in the unit's
+    ``.parts`` file of ``work_dir`` (the record gives where each ends)."""
     _crash_once(unit, spec.crash_once)
     read = spec.read
     source = unit.source(read.text_field, read.bad_records)
     run = RunOptions(num_threads=spec.num_threads)
     counts = _core.count_pretokens([source], list(spec.special_tokens), read, run, pattern=spec.pattern)
     stats = dict(counts.stats or {})
+    parts = counts._partition_bytes(spec.parts)
+    del counts
     if spec.work_dir is None:
-        return UnitCounts(unit.index, counts._to_bytes(), stats)
-    wc, record = unit_files(spec.work_dir, unit.index)
-    counts.save(wc)
-    save_record(record, unit.index, wc, stats=stats)
-    return UnitCounts(unit.index, None, stats)
+        return UnitCounts(unit.index, parts, [], stats)
+    path, record = unit_files(spec.work_dir, unit.index, ".parts")
+    ends = list(itertools.accumulate(len(p) for p in parts))
+    atomic_write(path, b"".join(parts))
+    save_record(record, unit.index, path, stats=stats, ends=ends)
+    return UnitCounts(unit.index, None, ends, stats)
+
+
+def count_unit_kept(unit: Unit, spec: CountSpec) -> tuple[UnitCounts, list[bytes]]:
+    """``count_unit`` sending its partitions apart from the rest, for a backend that
+    keeps them where they were made (Ray's object store) until a reducer takes them."""
+    result = count_unit(unit, spec)
+    parts, result.parts = result.parts or [], None
+    return result, parts
 
 
 def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None:
     """Unit ``index``'s counts from an earlier run, if its record is there and its
-    ``.wc`` file has the size and sha256 the record gives; else None."""
-    entry = kept_record(work_dir, index, ".wc")
+    ``.parts`` file has the size and sha256 the record gives; else None."""
+    entry = kept_record(work_dir, index, ".parts")
     try:
-        return None if entry is None else UnitCounts(index, None, dict(entry["stats"]))
+        if entry is None:
+            return None
+        ends = [int(e) for e in entry["ends"]]
+        if any(b < a for a, b in itertools.pairwise([0, *ends])) or ends[-1:] != [entry["size"]]:
+            return None
+        return UnitCounts(index, None, ends, dict(entry["stats"]))
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def partition_handles(work_dir: str | os.PathLike[str], result: UnitCounts) -> list[Handle]:
+    """Where each partition of a unit saved in ``work_dir`` lies: ``(path, start, end)``."""
+    path = str(unit_files(work_dir, result.index, ".parts")[0])
+    return [(path, a, b) for a, b in itertools.pairwise([0, *result.ends])]
+
+
+def reduce_partition(part: int, handles: list[Any]) -> bytes:
+    """The sum of partition ``part`` of every unit's counts, as bytes
+    (``WordCounts._to_bytes``); ``handles`` are where that partition of each unit lies
+    (``backends.fetch_each``), taken in the order they are ready."""
+    del part  # named for the backend's errors and for a reader of the task list
+    total = _core.WordCounts()
+    for data in fetch_each(handles):
+        total._add_bytes(data)
+    out: bytes = total._to_bytes()
+    return out
 
 
 @dataclass(frozen=True)
@@ -233,7 +285,7 @@ def clear_units(work_dir: Path) -> None:
     """Deletes the units' results and records (and their temporary files) and the plan
     from ``work_dir`` (no other file), and the folder if that empties it."""
     for path in work_dir.glob("unit-*"):
-        if path.suffix in (".wc", ".ids", ".json") and path.name[5:11].isdigit():
+        if path.suffix in (".parts", ".wc", ".ids", ".json") and path.name[5:11].isdigit():
             path.unlink(missing_ok=True)
     # A worker stopped while writing a unit leaves its temporary file (".unit-N.ids.X.tmp",
     # the name both the Rust and the Python atomic writers give it).
