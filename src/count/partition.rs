@@ -10,7 +10,7 @@
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
 
-use super::wordcounts::WordCounts;
+use super::wordcounts::{write_record, WordCounts};
 use crate::error::{Error, Result};
 
 /// Partition of `word` among `parts` (> 0): FxHash of the bytes, mixed by
@@ -27,17 +27,33 @@ pub(crate) fn part_of(word: &[u8], parts: usize) -> usize {
 }
 
 impl WordCounts {
-    /// The counts split into `parts` partitions by [`part_of`], each with this
-    /// pattern and special tokens.
-    pub fn partition(&self, parts: usize) -> Result<Vec<WordCounts>> {
+    /// The counts split into `parts` partitions by [`part_of`], each as the bytes of a
+    /// saved file (words unsorted) with this pattern and special tokens: written
+    /// straight from the table, with no table built per partition.
+    pub fn partition_bytes(&self, parts: usize) -> Result<Vec<Vec<u8>>> {
         if parts == 0 {
             return Err(Error::invalid("parts must be at least 1".to_string()));
         }
-        let mut out: Vec<WordCounts> = (0..parts)
-            .map(|_| WordCounts::new(self.pattern.clone(), self.special_tokens.clone()))
+        let mut header = Vec::new();
+        // Writing to memory cannot fail.
+        let _ = self.write_header(&mut header, 0);
+        let share = (self.len() * 16) / parts + 64;
+        let mut out: Vec<Vec<u8>> = (0..parts)
+            .map(|_| Vec::with_capacity(header.len() + share))
             .collect();
+        for o in &mut out {
+            o.extend_from_slice(&header);
+        }
+        let mut words = vec![0u64; parts];
         for (word, count) in self.iter() {
-            out[part_of(word, parts)].push_distinct(word, count);
+            let p = part_of(word, parts);
+            let _ = write_record(&mut out[p], word, count);
+            words[p] += 1;
+        }
+        // The header's last field is the number of word records.
+        let at = header.len() - 8;
+        for (o, n) in out.iter_mut().zip(words) {
+            o[at..at + 8].copy_from_slice(&n.to_le_bytes());
         }
         Ok(out)
     }
@@ -104,10 +120,11 @@ mod tests {
     fn partitions_rebuild_the_same_counts() {
         let counts = sample();
         for parts in [1, 2, 3, 16] {
-            let split = counts.partition(parts).unwrap();
+            let split = counts.partition_bytes(parts).unwrap();
             assert_eq!(split.len(), parts);
             let mut whole = Partitions::new(parts).unwrap();
             for (p, part) in split.iter().enumerate().rev() {
+                let part = WordCounts::from_bytes(part, "part").unwrap();
                 assert!(part.iter().all(|(w, _)| part_of(w, parts) == p));
                 whole.add(p, &part.to_bytes()).unwrap();
             }
@@ -118,11 +135,9 @@ mod tests {
     #[test]
     fn partitions_are_even() {
         let counts = sample();
-        let sizes: Vec<usize> = counts
-            .partition(4)
-            .unwrap()
-            .iter()
-            .map(|p| p.len())
+        let split = counts.partition_bytes(4).unwrap();
+        let sizes: Vec<usize> = (split.iter())
+            .map(|p| WordCounts::from_bytes(p, "part").unwrap().len())
             .collect();
         assert!(sizes.iter().all(|&n| n > counts.len() / 8), "{sizes:?}");
     }
@@ -130,14 +145,14 @@ mod tests {
     #[test]
     fn a_partition_given_twice_or_mixed_up_is_refused() {
         let counts = sample();
-        let split = counts.partition(2).unwrap();
+        let split = counts.partition_bytes(2).unwrap();
         let mut whole = Partitions::new(2).unwrap();
-        whole.add(0, &split[0].to_bytes()).unwrap();
-        let twice = whole.add(0, &split[0].to_bytes()).unwrap_err().to_string();
+        whole.add(0, &split[0]).unwrap();
+        let twice = whole.add(0, &split[0]).unwrap_err().to_string();
         assert!(twice.contains("partition 0 of 2: given twice"), "{twice}");
-        let mixed = whole.add(1, &split[0].to_bytes()).unwrap_err().to_string();
+        let mixed = whole.add(1, &split[0]).unwrap_err().to_string();
         assert!(mixed.contains("belongs to another partition"), "{mixed}");
-        assert!(whole.add(2, &split[1].to_bytes()).is_err());
+        assert!(whole.add(2, &split[1]).is_err());
         let missing = whole.finish().unwrap_err().to_string();
         assert!(
             missing.contains("partition 1 of 2 was never given"),

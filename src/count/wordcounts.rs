@@ -355,6 +355,20 @@ impl WordCounts {
     /// Writes the file's bytes; `sorted`: the words in byte order, so that equal counts
     /// give byte-identical files.
     fn write_to(&self, w: &mut impl Write, sorted: bool) -> std::io::Result<()> {
+        self.write_header(w, self.len() as u64)?;
+        let mut words: Vec<_> = self.iter().collect();
+        if sorted {
+            words.sort_unstable();
+        }
+        for (word, count) in words {
+            write_record(w, word, count)?;
+        }
+        Ok(())
+    }
+
+    /// A saved file's header, for `words` word records with this pattern and special
+    /// tokens.
+    pub(super) fn write_header(&self, w: &mut impl Write, words: u64) -> std::io::Result<()> {
         w.write_all(MAGIC)?;
         w.write_all(&VERSION.to_le_bytes())?;
         write_blob(w, self.pattern.as_bytes())?;
@@ -362,16 +376,7 @@ impl WordCounts {
         for t in &self.special_tokens {
             write_blob(w, t.as_bytes())?;
         }
-        w.write_all(&(self.len() as u64).to_le_bytes())?;
-        let mut words: Vec<_> = self.iter().collect();
-        if sorted {
-            words.sort_unstable();
-        }
-        for (word, count) in words {
-            w.write_all(&count.to_le_bytes())?;
-            write_blob(w, word)?;
-        }
-        Ok(())
+        w.write_all(&words.to_le_bytes())
     }
 
     /// Reads a file [`WordCounts::save`] wrote. A file that is not one, is cut
@@ -569,6 +574,12 @@ fn parse_record(records: &[u8], at: usize) -> Option<(u64, &[u8], usize)> {
     let n = u32::from_le_bytes(records.get(at + 8..at + 12)?.try_into().ok()?) as usize;
     let word = records.get(at + 12..(at + 12).checked_add(n)?)?;
     Some((count, word, at + 12 + n))
+}
+
+/// One word record of a saved file.
+pub(super) fn write_record(w: &mut impl Write, word: &[u8], count: u64) -> std::io::Result<()> {
+    w.write_all(&count.to_le_bytes())?;
+    write_blob(w, word)
 }
 
 fn write_blob(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {

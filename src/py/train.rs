@@ -204,14 +204,7 @@ impl PyWordCounts {
         py: Python<'py>,
         parts: usize,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let split = py.detach(|| -> crate::error::Result<Vec<Vec<u8>>> {
-            Ok(self
-                .inner
-                .partition(parts)?
-                .iter()
-                .map(WordCounts::to_bytes)
-                .collect())
-        })?;
+        let split = py.detach(|| self.inner.partition_bytes(parts))?;
         Ok(split.iter().map(|b| PyBytes::new(py, b)).collect())
     }
 

@@ -193,8 +193,10 @@ def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) ->
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
 
 
-def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
-    """Counting, training and a dataset on a two-node cluster equal one machine's."""
+def test_four_node_cluster_and_a_node_lost(corpus, one_machine, tmp_path: Path) -> None:
+    """Counting, training and a dataset on a cluster of four nodes of one CPU each
+    equal one machine's; so does a count that loses a node (its tasks and the
+    partitions it kept are made again elsewhere)."""
     pytest.importorskip("ray")
     out = tmp_path / "cluster.wc"
     script = textwrap.dedent(
@@ -203,9 +205,10 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
         import ray
         from ray.cluster_utils import Cluster
         import bpekit, bpekit.distributed as dist
+        from bpekit.distributed import backends
 
         cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
-        cluster.add_node(num_cpus=1)
+        nodes = [cluster.add_node(num_cpus=1) for _ in range(3)]
         corpus = {[str(p) for p in corpus]!r}
         # address=None starts a Ray of its own for the run, though a cluster runs on
         # this machine (a bare ray.init() joins it and refuses num_cpus). In a process
@@ -221,14 +224,27 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
         assert alone.returncode == 0, alone.stderr[-2000:]
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
-        assert len(ray.nodes()) == 2
+        assert len(ray.nodes()) == 4
         counts = dist.count_pretokens(corpus, [{EOT!r}], address=cluster.address, unit_bytes={UNIT_BYTES})
         assert counts == bpekit.WordCounts.load({str(out)!r} + ".alone")
         counts.save({str(out)!r})
         assert dist.train_bpe(corpus, 400, [{EOT!r}], unit_bytes={UNIT_BYTES}) == bpekit.train_bpe(
             corpus, 400, [{EOT!r}]
         )
-        # A dataset: the units' files come back to the driver from either node.
+        # A node lost once two units are counted, its worker killed mid-task.
+        results = backends.RayBackend._results
+
+        def losing_a_node(self, firsts):
+            for n, result in enumerate(results(self, firsts)):
+                yield result
+                if n == 1 and len(nodes) == 3:
+                    cluster.remove_node(nodes.pop(), allow_graceful=False)
+
+        backends.RayBackend._results = losing_a_node
+        again = dist.count_pretokens(corpus, [{EOT!r}], address=cluster.address, unit_bytes={UNIT_BYTES})
+        backends.RayBackend._results = results
+        assert len(nodes) == 2 and again == counts
+        # A dataset: the units' files come back to the driver from any node.
         layout = dict(shard_tokens=9000, val_fraction=0.1)
         dist.encode_dataset(corpus, {str(tmp_path)!r} + "/ray", "gpt2", address=cluster.address,
                             unit_bytes={UNIT_BYTES}, **layout)
@@ -238,8 +254,8 @@ def test_two_node_cluster(corpus, one_machine, tmp_path: Path) -> None:
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=180, env=env)
-    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=240, env=env)
+    assert run.returncode == 0, run.stderr.decode()[-12000:]
     assert out.read_bytes() == one_machine[0]
     one = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*"))
     assert one == sorted(p.relative_to(tmp_path / "ray") for p in (tmp_path / "ray").rglob("*"))

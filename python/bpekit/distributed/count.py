@@ -184,13 +184,17 @@ def _count_kept(runner: Backend, plan: Plan, spec: CountSpec, progress: bool) ->
     assert isinstance(runner, RayBackend)
     mapped, kept = runner.submit(count_unit_kept, [(u, spec) for u in plan.units], keep=spec.parts)
     reduced = runner.run(reduce_partition, [(p, [k[p] for k in kept]) for p in range(spec.parts)])
-    del kept  # the reducers hold the handles now
     results: dict[int, UnitCounts] = {}
     with _Progress(plan, results, progress) as bar:
         for k, result in mapped:
             results[result.index] = result
             bar.done(plan.units[k])
-    return _finish(plan, results, 0, spec.parts, reduced)
+    # ``kept`` lives until every reducer's sum is in: a reducer's sum lost with its
+    # node is made again from the partitions, which Ray can make again only while
+    # they are referenced (freed once their reducer ended, they could not be).
+    total = _finish(plan, results, 0, spec.parts, reduced)
+    del kept
+    return total
 
 
 def _finish(
