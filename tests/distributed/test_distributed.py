@@ -78,7 +78,13 @@ def test_local_pool_counts_equal_one_machine(corpus, one_machine, tmp_path: Path
     same_stats(stats, one_machine[1])
 
 
-def test_ray_counts_and_training_equal_one_machine(corpus, one_machine, ray_local, tmp_path: Path) -> None:
+def test_ray_counts_and_training_equal_one_machine(
+    corpus, one_machine, ray_local, tmp_path: Path, monkeypatch
+) -> None:
+    from bpekit.distributed import count
+
+    assert count.partitions(2, UNIT_BYTES) == 1 and count.partitions(64, 256 << 20) == 16
+    monkeypatch.setattr(count, "MIN_PARTITION_INPUT", 1)  # two partitions, one per CPU
     counts = dist.count_pretokens(corpus, [EOT], unit_bytes=UNIT_BYTES)
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
     same_stats(counts.stats, one_machine[1])
@@ -90,7 +96,7 @@ def test_on_ray_the_driver_receives_the_final_table_not_the_units(
 ) -> None:
     """The units' counts go from the workers that made them to the reducers; what
     reaches the driver is each unit's stats and, once, the final table."""
-    from bpekit.distributed import backends
+    from bpekit.distributed import backends, count
 
     received: list[int] = []
     get = backends._ray_get
@@ -101,6 +107,8 @@ def test_on_ray_the_driver_receives_the_final_table_not_the_units(
         return value
 
     monkeypatch.setattr(backends, "_ray_get", counting_get)
+    # Units this small would make one partition (count.MIN_PARTITION_INPUT): two here.
+    monkeypatch.setattr(count, "MIN_PARTITION_INPUT", 1)
     counts = dist.count_pretokens(corpus, [EOT], unit_bytes=UNIT_BYTES)
     assert saved(counts, tmp_path / "d.wc") == one_machine[0]
     units = counts.stats["units"]

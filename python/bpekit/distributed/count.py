@@ -149,12 +149,28 @@ def _count(
         if spec.work_dir is not None:
             return _count_in(Path(spec.work_dir), runner, plan, spec, run.progress, resume=True)
         if runner.keeps_objects:
+            spec = replace(spec, parts=partitions(runner.workers, spread.unit_bytes))
             return _count_kept(runner, plan, spec, run.progress)
         # Workers of a local pool keep their partitions in a folder of this machine.
         with tempfile.TemporaryDirectory(prefix="bpekit-count-") as folder:
             return _count_in(Path(folder), runner, plan, replace(spec, work_dir=folder), run.progress)
     finally:
         runner.close()
+
+
+#: Input bytes per partition of a unit's counts, at least. Ray sends a task's results
+#: of under 100 KiB back to the caller, the driver, with the task's reply rather than
+#: keeping them in its object store; a unit's counts are about 7% of its input on
+#: OpenWebText-like text (18 MB for 256 MiB), so a partition per 16 MiB of input, about
+#: 1 MB of counts, stays well above that.
+MIN_PARTITION_INPUT = 16 << 20
+
+
+def partitions(workers: int, unit_bytes: int) -> int:
+    """How many partitions the counts are split into on Ray: one per worker, as far as
+    each stays large enough to bypass the driver (``MIN_PARTITION_INPUT``). Saved in
+    files (``work_dir``, the local pool), they are one per worker."""
+    return max(1, min(workers, unit_bytes // MIN_PARTITION_INPUT))
 
 
 def _count_in(
