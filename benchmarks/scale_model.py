@@ -19,6 +19,8 @@ COUNT_BPS = UNIT / 1.034
 UNIT_COUNTS_SHARE = 18e6 / UNIT
 # A reducer adds those 18 MB in 0.066 s (WordCounts._add_bytes).
 REDUCE_BPS = 18e6 / 0.066
+# Reducers on Ray: one per 16 MiB of a unit's input at most (count.MIN_PARTITION_INPUT).
+MAX_REDUCERS = UNIT // (16 << 20)
 # owt-12G's final table: 6,030,779 words, 129.7 MB as bytes (what the driver received).
 TABLE_BYTES_PER_WORD = 129.7e6 / 6_030_779
 # The merge loop to 32,000 tokens: 1.52 s for owt-1G's 1.36 M distinct pre-tokens,
@@ -46,7 +48,7 @@ def show(seconds: float) -> str:
 
 def main() -> None:
     print(
-        "| corpus | cores | distinct pre-tokens | count | reduce (overlapped) "
+        "| corpus | cores | distinct pre-tokens | count | reduce (16 reducers) "
         "| final table to the driver | merge (1 thread) | driver memory (training) "
         "| dataset, workers write | dataset, driver replays ids |"
     )
@@ -56,7 +58,7 @@ def main() -> None:
         words = heaps(total)
         for cores in (16, 64, 256):
             count = total / (cores * COUNT_BPS)
-            reduce = UNIT_COUNTS_SHARE * total / (cores * REDUCE_BPS)
+            reduce = UNIT_COUNTS_SHARE * total / (min(cores, MAX_REDUCERS) * REDUCE_BPS)
             encode = total / (cores * ENCODE_BPS_PER_CORE)
             print(
                 f"| {tb} TB | {cores} | {words / 1e6:,.0f} M | {show(count)} | {show(reduce)} "
