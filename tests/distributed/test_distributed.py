@@ -162,6 +162,10 @@ def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> N
     assert stats["kept"] == n - 4
     assert saved(counts, tmp_path / "2.wc") == one_machine[0]
     same_stats(stats, one_machine[1])
+    # A rerun with another number of workers splits the counts as the first run did,
+    # so it keeps every unit.
+    counts = dist.count_pretokens(corpus, [EOT], **{**options, "workers": 1})
+    assert counts.stats["kept"] == n and saved(counts, tmp_path / "3.wc") == one_machine[0]
     with pytest.raises(NotADirectoryError, match="is a file; work_dir names a folder"):
         dist.count_pretokens(corpus, [EOT], **{**options, "work_dir": corpus[0]})
     # Another run's folder is refused, naming what differs.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -180,8 +181,12 @@ def _count_in(
     results: dict[int, UnitCounts] = {}
     if resume:
         kept = _resume(folder, plan, spec)
-        # Units split into another number of partitions (another number of workers) are
-        # counted again: their partitions are not this run's.
+        # A rerun splits its units as the earlier run did, whatever its own number of
+        # workers (the partitions never change the counts): so every unit done is kept.
+        # Units of runs that split them differently are counted again.
+        splits = Counter(len(r.ends) for r in kept.values())
+        if splits:
+            spec = replace(spec, parts=splits.most_common(1)[0][0])
         results = {i: r for i, r in kept.items() if len(r.ends) == spec.parts}
     todo = [u for u in plan.units if u.index not in results]
     with _Progress(plan, results, progress) as bar:
