@@ -392,3 +392,103 @@ def test_skipped_records_count_as_on_one_machine(tmp_path: Path) -> None:
     pq.write_table(pa.table({"doc.body": texts}), tmp_path / "c.parquet")
     with pytest.raises(ValueError, match=r"c\.parquet: text_field 'doc\.body' is read as a path"):
         bpekit.encode_dataset(tmp_path / "c.parquet", tmp_path / "three", "gpt2", text_field="doc.body")
+
+
+def planned_by_workers(tok: Any, units: list[tuple[str, int]], is_text: list[bool], job: Job, out: Path) -> Any:
+    """The shards of ``units`` (unit files, in order) as the workers write them: the
+    files' skeletons planned (``ShardPlanner``), each shard written (``write_shard``);
+    returns the manifest entries and the documents."""
+    from bpekit.distributed.dataset import _entry
+    from bpekit.distributed.shardplan import ShardPlanner, unit_skeleton
+    from bpekit.distributed.shardwrite import ShardTask, write_shard
+
+    lay, fr = job.layout, job.framing
+    width = 2 if job.dtype_name == "uint16" else 4
+    names = ("train", "val") if lay.val_fraction > 0 else ("train",)
+    specials = sorted({i for _, i in tok._core.special_tokens()})
+    planner = ShardPlanner(
+        is_text, names, lay.shard_tokens, width, lay.val_fraction, lay.seed, fr.file_bos, fr.file_eos, fr.after_each_file
+    )
+    for k, (path, first) in enumerate(units):
+        planner.add(k, unit_skeleton(path, first, is_text[first], width, specials))
+    entries = []
+    for name in names:
+        (out / name).mkdir(parents=True, exist_ok=True)
+    for s in planner.finish(len(is_text)):
+        task = ShardTask(
+            str(out), s.split, s.k, lay.shard_format, width, "tk", True, s.tokens, s.starts, s.pieces, dict(enumerate(p for p, _ in units))
+        )
+        entries.append(_entry(s, lay.shard_format, write_shard(task)))
+    return entries, planner.documents
+
+
+RECORDS = st.lists(st.sampled_from(["", "a", " a a", "日本 1", "<|x|>b", "\n\n"]), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.lists(PIECES, max_size=40).map("".join), min_size=1, max_size=3),
+    records=st.lists(RECORDS, max_size=2),
+    unit=st.integers(1, 40),
+    shard_tokens=st.integers(1, 30),
+    val=st.sampled_from([0.0, 0.3]),
+    marks=st.tuples(*[st.sampled_from([None, 256, 257]) for _ in range(5)]),
+    fmt=st.sampled_from(["npy", "bin", "llmc", "megatron", "datatrove"]),
+    width=st.sampled_from([2, 4]),
+)
+def test_shards_planned_from_lengths_are_the_replayed_shards(
+    tmp_path_factory, texts, records, unit, shard_tokens, val, marks, fmt, width
+) -> None:
+    """Any text files and records (empty ones included), cut into units of any size,
+    with any marks, split, shard size and format: the shards the workers write from
+    the plan are the bytes the replay writes, and so one machine's; their manifest
+    entries too."""
+    d = tmp_path_factory.mktemp("p")
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(d / f"{i}.txt")
+        paths[-1].write_bytes(text.encode())
+    for i, recs in enumerate(records):
+        paths.append(d / f"{i}.jsonl")
+        paths[-1].write_text("".join(json.dumps({"text": r}) + "\n" for r in recs))
+    vocab = {**{i: bytes([i]) for i in range(256)}, 256: b" a", 257: b"\n\n"}
+    tok = bpekit.Tokenizer(vocab, [(b" ", b"a"), (b"\n", b"\n")], SPECIALS)
+    rb, re_, fb, fe, after = marks
+    dtype = {2: "uint16", 4: "uint32"}[width]
+    layout = Layout(dtype=dtype, shard_tokens=shard_tokens, val_fraction=val, seed=5, shard_format=fmt)
+    framing = Framing(record_bos=rb, record_eos=re_, file_bos=fb, file_eos=fe, after_each_file=after)
+    job = Job(ReadOptions(), RunOptions(), layout, framing, tokenizer_name="tk")
+    plan = plan_units(paths, special_tokens=SPECIALS, unit_bytes=unit)
+    units = []
+    for u in plan.units:
+        units.append((str(d / f"u{u.index}.ids"), u.input))
+        tok._core.encode_unit([u.source("text", "error")], units[-1][0], job)
+    is_text = [p.suffix == ".txt" for p in paths]
+    core = tok._core.assemble_dataset(UnitFiles(units, is_text, 0), str(d / "one"), job)
+    entries, documents = planned_by_workers(tok, units, is_text, job, d / "two")
+    assert documents == core["documents"]
+    want = sorted(core["shards"], key=lambda s: s["file"])
+    for s in want:
+        s.pop("next"), s.pop("split")
+    got = sorted(entries, key=lambda s: s["file"])
+    assert [(s["file"], s.keys()) for s in got] == [(s["file"], s.keys()) for s in want]
+    for a, b in zip(got, want, strict=True):
+        assert [(k, a[k]) for k in a if a[k] != b[k]] == [], b
+    same = [p.relative_to(d / "one") for p in (d / "one").rglob("*") if p.is_file()]
+    assert sorted(same) == sorted(p.relative_to(d / "two") for p in (d / "two").rglob("*") if p.is_file())
+    for f in same:
+        assert filecmp.cmp(d / "one" / f, d / "two" / f, shallow=False), f
+
+
+@pytest.mark.parametrize("fmt", ["npy", "llmc"])
+def test_replay_and_workers_write_the_same_dataset(dist_corpus, one_machine, tmp_path: Path, fmt: str) -> None:
+    """The replay, still used where workers cannot reach the dataset's folder, and the
+    workers writing the shards give one machine's dataset."""
+    layout = Layout(shard_tokens=7_000, val_fraction=0.2, seed=3, shard_format=fmt)
+    options = (layout, *OPTIONS[1:])
+    for replay in (True, False):
+        out = tmp_path / f"ds-{replay}"
+        dist.dataset.write_dataset(dist_corpus, out, "gpt2", *options, LOCAL, _replay=replay)
+    same_dataset(tmp_path / "ds-True", tmp_path / "ds-False")
+    if fmt == "npy":
+        same_dataset(one_machine, tmp_path / "ds-False")

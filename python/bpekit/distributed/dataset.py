@@ -35,13 +35,16 @@ from bpekit._progress import ProgressBar
 from bpekit._stores import StoreObject
 from bpekit.dataset.folder import Done, check_output_folder, checked_folder, prepare_folder
 from bpekit.dataset.job import Job, prepare, resolve_framing
-from bpekit.dataset.manifest import dataset_manifest, fingerprint
+from bpekit.dataset.manifest import dataset_manifest, dump, fingerprint
 from bpekit.dataset.options import Layout, Marks
+from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.shards import Shards, finish_manifest, write_shards
 from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend
 from bpekit.distributed.plan import Plan, plan_units
+from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
+from bpekit.distributed.shardwrite import ShardTask, write_shard
 from bpekit.distributed.work import (
     EncodeSpec,
     UnitEncoded,
@@ -51,6 +54,7 @@ from bpekit.distributed.work import (
     resume_units,
     save_record,
     unit_files,
+    unit_items,
 )
 from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 from bpekit.sources import Sources, check_some_read, resolve_files, warn_skipped
@@ -151,10 +155,13 @@ def write_dataset(
     *,
     cli: bool = False,
     _crash_once: tuple[int, str] | None = None,
+    _replay: bool = False,
 ) -> Written:
     """``encode_dataset`` with its options as objects, returning what the command line's
     summary reports (its stats with ``"units"`` and ``"kept"``). ``_crash_once``, for
-    tests of retries: ``work.EncodeSpec.crash_once``."""
+    tests of retries: ``work.EncodeSpec.crash_once``; ``_replay``: the driver replays
+    the unit files into the shards even where the workers could write them (to
+    compare the two)."""
     tok, layout, end_id = prepare(tokenizer, layout, marks)
     if run.num_threads is None:
         raise ValueError("num_threads must be a positive int (each task's threads), not None")
@@ -177,7 +184,7 @@ def write_dataset(
         held.enter_context(FolderLock(checked_folder(root)))
         if spread.work_dir is not None:
             held.enter_context(FolderLock(spread.work_dir, "work_dir", remove_empty=True))
-        written = _write(root, manifest, job, files, sources, tok, spread, _crash_once)
+        written = _write(root, manifest, job, files, sources, tok, spread, _crash_once, _replay)
         if target is not None:
             # The workers wrote the shards into staging: put them, the manifest last.
             target.commit(root, written.manifest)
@@ -195,8 +202,11 @@ def _write(
     tok: Tokenizer,
     spread: DistributedOptions,
     crash_once: tuple[int, str] | None,
+    replay: bool = False,
 ) -> Written:
-    """``write_dataset`` once its folders are held."""
+    """``write_dataset`` once its folders are held: the workers write the shards where
+    they can reach the dataset's folder (``_write_by_workers``), else (or ``replay``)
+    the driver replays the unit files into them."""
     framing, read = job.framing, job.read
     # A finished dataset is returned as it is; an unfinished one keeps no shards: the
     # units are what a rerun keeps.
@@ -234,6 +244,12 @@ def _write(
         clear_units(folder)
     results = _resume(folder, plan, spec, own=not shared)
     kept = len(results)
+    if here and not replay:
+        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers)
+        manifest = _write_by_workers(root, manifest, state, plan, spec, tok, results, open_runner)
+        stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
+        clear_units(folder)
+        return Written(manifest, stats, framing, sources.files, False)
     ready = _Ready(results)
     ids_of = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
 
@@ -431,3 +447,124 @@ def _encode_units(
     finally:
         if bar is not None:
             bar.close(completed)
+
+
+def _write_by_workers(
+    root: Path,
+    manifest: dict[str, Any],
+    state: Any,
+    plan: Plan,
+    spec: EncodeSpec,
+    tok: Tokenizer,
+    results: dict[int, UnitEncoded],
+    open_runner: Callable[[], Any],
+) -> dict[str, Any]:
+    """The dataset written by the workers: each encodes its units (those not kept in
+    ``results``) and sends back their skeletons; the driver plans every shard from
+    them (``ShardPlanner``) and the workers write the shards; the driver writes the
+    manifest last. Returns it, finished; ``results`` gets the units encoded."""
+    del state  # prepare_folder kept no shards: the units are what a rerun keeps
+    job, framing = spec.job, spec.job.framing
+    layout = job.layout
+    names = split_names(manifest["val_fraction"])
+    splits: dict[str, dict[str, Any]] = {name: {"shards": []} for name in names}
+    manifest["splits"] = splits
+    manifest["resume"] = {name: [] for name in names}
+    atomic_write(root / MANIFEST, dump(manifest))
+    for name in names:
+        (root / name).mkdir(exist_ok=True)
+    specials = sorted({i for _, i in tok._core.special_tokens()})
+    width = 2 if job.dtype_name == "uint16" else 4
+    progress = job.run.progress
+    skeletons: dict[int, list[Item]] = {}
+    runner = open_runner()
+    try:
+        tasks = [(u, spec, specials, u.index not in results) for u in plan.units]
+        bar = ProgressBar("encoding", unit="bytes") if progress else None
+        size, done_bytes = sum(u.size for u in plan.units), 0
+        try:
+            for k, (result, items) in runner.run(unit_items, tasks):
+                if result is not None:
+                    results[result.index] = result
+                skeletons[plan.units[k].index] = items
+                done_bytes += plan.units[k].size
+                if bar is not None:
+                    bar(done_bytes, size)
+        finally:
+            if bar is not None:
+                bar.close(len(skeletons) == len(plan.units))
+        is_text = [fmt == "text" for _, fmt, _, _ in plan.files]
+        planner = ShardPlanner(
+            is_text,
+            names,
+            layout.shard_tokens,
+            width,
+            layout.val_fraction,
+            layout.seed,
+            framing.file_bos,
+            framing.file_eos,
+            framing.after_each_file,
+        )
+        for unit in plan.units:
+            planner.add(unit.index, skeletons.pop(unit.index))
+        shards = planner.finish(len(plan.files))
+        folder = spec.work_dir
+        assert folder is not None
+        paths = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
+        shard_tasks = [
+            (
+                ShardTask(
+                    str(root),
+                    s.split,
+                    s.k,
+                    layout.shard_format,
+                    width,
+                    job.tokenizer_name,
+                    layout.checksums,
+                    s.tokens,
+                    s.starts,
+                    s.pieces,
+                    {u: paths[u] for u in {p[0] for p in s.pieces if p[0] >= 0}},
+                ),
+            )
+            for s in shards
+        ]
+        written: dict[int, dict[str, Any]] = dict(runner.run(write_shard, shard_tasks))
+    finally:
+        runner.close()
+    for k, s in enumerate(shards):
+        splits[s.split]["shards"].append(_entry(s, layout.shard_format, written[k]))
+    for split in splits.values():
+        split["tokens"] = sum(s["tokens"] for s in split["shards"])
+        split["documents"] = sum(s["documents"] for s in split["shards"])
+    stats = plan.stats({i: r.stats for i, r in results.items()}, kept=0)
+    check_some_read(stats)  # before the manifest says complete
+    manifest["totals"] = {
+        "tokens": sum(split["tokens"] for split in splits.values()),
+        "documents": planner.documents,
+        "bytes": stats["bytes"],
+        "skipped": stats["skipped"],
+    }
+    finish_manifest(root, manifest)
+    return manifest
+
+
+def _entry(s: ShardPlan, shard_format: str, written: dict[str, Any]) -> dict[str, Any]:
+    """Shard ``s``'s manifest entry, as the core's writer gives it (``shard_dict``)."""
+    inputs = [r[0] for r in s.ranges]
+    entry: dict[str, Any] = {
+        "file": shard_name(s.split, s.k, shard_format),
+        "index": index_name(s.split, s.k),
+        "tokens": s.tokens,
+        "documents": s.documents,
+        "continues": s.continues,
+        "first_document": s.first_document,
+        "inputs": [i for k, i in enumerate(inputs) if k == 0 or inputs[k - 1] != i],
+        "sources": [{"input": i, "documents": [a, b]} for i, a, b in s.ranges],
+        "size": written["size"],
+        "sha256": written["sha256"],
+        "index_sha256": written["index_sha256"],
+    }
+    if written["trainer_files"]:
+        entry["trainer_files"] = written["trainer_files"]
+    return entry

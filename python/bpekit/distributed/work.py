@@ -34,6 +34,7 @@ from bpekit._paths import sha256_of
 from bpekit.dataset.job import Job
 from bpekit.distributed.backends import Handle, fetch_each
 from bpekit.distributed.plan import Unit
+from bpekit.distributed.shardplan import Item, unit_skeleton
 from bpekit.options import ReadOptions, RunOptions
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "resume_units",
     "save_record",
     "unit_files",
+    "unit_items",
 ]
 
 
@@ -244,6 +246,19 @@ def encode_unit(unit: Unit, spec: EncodeSpec) -> UnitEncoded:
     done = encode(ids)
     save_record(record, unit.index, ids, **done)
     return UnitEncoded(unit.index, None, done["tokens"], done["stats"])
+
+
+def unit_items(
+    unit: Unit, spec: EncodeSpec, specials: list[int], encode: bool
+) -> tuple[UnitEncoded | None, list[Item]]:
+    """Encodes one unit (``encode_unit``; not where ``encode`` is false: its file was
+    kept) and reads its file back into a skeleton (``shardplan.unit_skeleton``): what
+    the driver plans the shards from, without their ids."""
+    result = encode_unit(unit, spec) if encode else None
+    assert spec.work_dir is not None  # workers that write shards see the units' folder
+    path = unit_files(spec.work_dir, unit.index, ".ids")[0]
+    width = 2 if spec.job.dtype_name == "uint16" else 4
+    return result, unit_skeleton(str(path), unit.input, unit.format == "text", width, specials)
 
 
 def resume_units(
