@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -202,23 +203,23 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
 
 
 def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
-    """Killed while the shards are written (as units are still encoded): the rerun
-    keeps the units done and writes the shards again."""
+    """Killed once three shards are written by the workers: the manifest says the
+    dataset is unfinished, and the rerun keeps every unit and writes the shards again."""
     out = tmp_path / "ds"
     script = textwrap.dedent(
         f"""
         import os, signal
         import bpekit.distributed as dist
-        from bpekit.dataset import shards
-        from bpekit.distributed import dataset
+        from bpekit.distributed import backends, dataset
 
-        real = shards._Recorder.changed
-        def changed(self):
-            real(self)
-            if len(self.manifest["splits"]["train"]["shards"]) == 3:
-                self.write()
-                os.kill(os.getpid(), signal.SIGKILL)
-        shards._Recorder.changed = changed
+        class DiesAfterThreeShards(backends.LocalBackend):
+            def run(self, fn, tasks):
+                for n, result in enumerate(super().run(fn, tasks)):
+                    yield result
+                    if fn.__name__ == "write_shard" and n == 2:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+        dataset.open_backend = lambda address, backend, workers: DiesAfterThreeShards(2)
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2", backend="local",
                             workers=2, unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
         """
@@ -226,14 +227,24 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert run.returncode == -signal.SIGKILL, run.stderr.decode()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert not manifest["complete"] and len(manifest["splits"]["train"]["shards"]) == 3
-    # One machine does not go on from a distributed run's unfinished shards: it has
-    # no place in the input to go on from, so it writes them again.
-    assert manifest["resume"]["train"] == [None] * 3
+    assert not manifest["complete"] and len(list((out / "train").glob("*.idx.npy"))) >= 3
     done = len(list((tmp_path / ".ds.units").glob("unit-*.json")))
     written = dist.dataset.write_dataset(dist_corpus, out, "gpt2", *OPTIONS, LOCAL)
-    assert written.stats["kept"] == done >= 1
+    assert written.stats["kept"] == done == written.stats["units"]
     same_dataset(one_machine, out)
+
+
+class Serial:
+    """A backend that runs each task here, in turn: what a test patches, workers see."""
+
+    workers, keeps_objects = 1, False
+
+    def run(self, fn: Any, tasks: Any) -> Any:
+        for k, task in enumerate(tasks):
+            yield k, fn(*task)
+
+    def close(self) -> None:
+        pass
 
 
 def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Path) -> None:
@@ -254,23 +265,27 @@ def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Pa
         dist.encode_dataset((t for t in ["a"]), tmp_path / "x", "gpt2", backend="local")
 
 
-def test_a_failure_writing_shards_stops_the_encoding(dist_corpus, tmp_path: Path, monkeypatch) -> None:
-    """The shards are written while units are encoded: their failure (a full disk, say)
-    is raised, the workers stop, and the units done are kept for a rerun."""
-    from bpekit.distributed import dataset
+def test_a_failure_writing_shards_stops_the_run(dist_corpus, tmp_path: Path, monkeypatch) -> None:
+    """A worker that fails to write a shard (a full disk, say): the error is raised,
+    naming the shard, and the units are kept for a rerun, which finishes the dataset."""
+    from bpekit.distributed import dataset, shardwrite
 
-    def full_disk(*args, **kwargs):
+    real = os.pread
+
+    def full_disk(*args: Any) -> bytes:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(dataset, "write_shards", full_disk)
-    with pytest.raises(OSError, match="No space left on device"):
-        dist.encode_dataset(
-            dist_corpus, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=UNIT_BYTES
-        )
-    monkeypatch.undo()
+    monkeypatch.setattr(dataset, "open_backend", lambda *a: Serial())
+    monkeypatch.setattr(shardwrite.os, "pread", full_disk)
+    with pytest.raises(OSError, match=r"No space left on device.*train/00000\.npy"):
+        dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", backend="local", unit_bytes=UNIT_BYTES)
+    assert not [p for p in (tmp_path / "ds/train").iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(shardwrite.os, "pread", real)
     written = dist.dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL)
-    assert written.stats["kept"] < written.stats["units"]
+    assert written.stats["kept"] == written.stats["units"]
     assert not (tmp_path / ".ds.units").exists()
+    one = bpekit.encode_dataset(dist_corpus, tmp_path / "one", "gpt2")
+    assert one == written.manifest
 
 
 def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
