@@ -409,7 +409,9 @@ def test_skipped_records_count_as_on_one_machine(tmp_path: Path) -> None:
         bpekit.encode_dataset(tmp_path / "c.parquet", tmp_path / "three", "gpt2", text_field="doc.body")
 
 
-def planned_by_workers(tok: Any, units: list[tuple[str, int]], is_text: list[bool], job: Job, out: Path) -> Any:
+def planned_by_workers(
+    tok: Any, units: list[tuple[str, int]], is_text: list[bool], job: Job, out: Path
+) -> Any:
     """The shards of ``units`` (unit files, in order) as the workers write them: the
     files' skeletons planned (``ShardPlanner``), each shard written (``write_shard``);
     returns the manifest entries and the documents."""
@@ -422,7 +424,15 @@ def planned_by_workers(tok: Any, units: list[tuple[str, int]], is_text: list[boo
     names = ("train", "val") if lay.val_fraction > 0 else ("train",)
     specials = sorted({i for _, i in tok._core.special_tokens()})
     planner = ShardPlanner(
-        is_text, names, lay.shard_tokens, width, lay.val_fraction, lay.seed, fr.file_bos, fr.file_eos, fr.after_each_file
+        is_text,
+        names,
+        lay.shard_tokens,
+        width,
+        lay.val_fraction,
+        lay.seed,
+        fr.file_bos,
+        fr.file_eos,
+        fr.after_each_file,
     )
     for k, (path, first) in enumerate(units):
         planner.add(k, unit_skeleton(path, first, is_text[first], width, specials))
@@ -431,7 +441,17 @@ def planned_by_workers(tok: Any, units: list[tuple[str, int]], is_text: list[boo
         (out / name).mkdir(parents=True, exist_ok=True)
     for s in planner.finish(len(is_text)):
         task = ShardTask(
-            str(out), s.split, s.k, lay.shard_format, width, "tk", True, s.tokens, s.starts, s.pieces, dict(enumerate(p for p, _ in units))
+            str(out),
+            s.split,
+            s.k,
+            lay.shard_format,
+            width,
+            "tk",
+            True,
+            s.tokens,
+            s.starts,
+            s.pieces,
+            dict(enumerate(p for p, _ in units)),
         )
         entries.append(_entry(s, lay.shard_format, write_shard(task)))
     return entries, planner.documents
@@ -496,7 +516,9 @@ def test_shards_planned_from_lengths_are_the_replayed_shards(
 
 
 @pytest.mark.parametrize("fmt", ["npy", "llmc"])
-def test_replay_and_workers_write_the_same_dataset(dist_corpus, one_machine, tmp_path: Path, fmt: str) -> None:
+def test_replay_and_workers_write_the_same_dataset(
+    dist_corpus, one_machine, tmp_path: Path, fmt: str
+) -> None:
     """The replay, still used where workers cannot reach the dataset's folder, and the
     workers writing the shards give one machine's dataset."""
     layout = Layout(shard_tokens=7_000, val_fraction=0.2, seed=3, shard_format=fmt)

@@ -37,8 +37,8 @@ from bpekit.dataset.folder import Done, check_output_folder, checked_folder, pre
 from bpekit.dataset.job import Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest, dump, fingerprint
 from bpekit.dataset.options import Layout, Marks
-from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.shards import Shards, finish_manifest, write_shards
+from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend

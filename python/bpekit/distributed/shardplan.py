@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 __all__ = ["Item", "ShardPlan", "ShardPlanner", "unit_skeleton"]
 
@@ -40,7 +39,7 @@ class Item:
     input: int
     at: int
     documents: int
-    bytes: int
+    read: int
     skipped: int
     offset: int
     ids: int

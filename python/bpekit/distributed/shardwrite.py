@@ -62,7 +62,9 @@ def _metric(n: int) -> str:
     return f"{scaled:.{digits}f} {prefix}T"
 
 
-def side_files(fmt: str, width: int, starts: list[int], tokens: int, tokenizer: str) -> list[tuple[str, bytes]]:
+def side_files(
+    fmt: str, width: int, starts: list[int], tokens: int, tokenizer: str
+) -> list[tuple[str, bytes]]:
     """The files a trainer reads beside a shard (suffix, bytes), as ``shard.rs`` writes them."""
     ends = [*starts[1:], tokens]
     lengths = [e - s for s, e in zip(starts, ends, strict=True)]
