@@ -24,13 +24,13 @@ import bpekit
 from bpekit.dataset import Layout, Marks
 from bpekit.distributed import dataset
 from bpekit.options import DistributedOptions, ReadOptions, RunOptions
-way, path, out, cpus, shard_tokens = sys.argv[1:6]
+way, path, out, cpus, shard_tokens, unit_bytes = sys.argv[1:7]
 tok = bpekit.get_encoding("gpt2")
 t = time.perf_counter()
 if way == "one":
     bpekit.encode_dataset(path, out, tok, shard_tokens=int(shard_tokens), num_threads=int(cpus))
 else:
-    spread = DistributedOptions(backend="ray", workers=int(cpus))
+    spread = DistributedOptions(backend="ray", workers=int(cpus), unit_bytes=int(unit_bytes))
     dataset.write_dataset(path, out, tok, Layout(shard_tokens=int(shard_tokens)), Marks(), ReadOptions(),
                           RunOptions(num_threads=1), spread, _replay=way == "replay")
 wall = time.perf_counter() - t
@@ -45,6 +45,7 @@ def main() -> int:
     p.add_argument("path")
     p.add_argument("--cpus", type=int, default=2)
     p.add_argument("--shard-tokens", type=int, default=1 << 24)
+    p.add_argument("--unit-bytes", type=int, default=256 << 20)
     p.add_argument("--ways", default="one,replay,workers")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bpekit-dist-shards-", dir="/tmp"))
@@ -61,6 +62,7 @@ def main() -> int:
                 str(out),
                 str(args.cpus),
                 str(args.shard_tokens),
+                str(args.unit_bytes),
             ]
             run = subprocess.run(cmd, capture_output=True, text=True, check=True)
             result = json.loads(run.stdout.strip().splitlines()[-1])

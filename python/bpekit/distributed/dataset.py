@@ -1,12 +1,18 @@
 """A dataset encoded by many workers, byte-identical to ``bpekit.encode_dataset``'s.
 
-The driver plans the input files into units (``plan``), the workers encode one unit
-each into a *unit file* of its ids (``work.encode_unit``), and the driver replays the
-unit files in input order into the same dataset writer that ``bpekit.encode_dataset``
-feeds (``_core.Encoder.assemble_dataset``): documents, their numbers, the val split and
-the shards come out as one machine writes them, whatever the units or workers. The
-replay runs on a thread of the driver while the workers encode, taking each unit as
-soon as the units before it are replayed and its own file is in.
+The driver plans the input files into units (``plan``), and the workers encode one unit
+each into a *unit file* of its ids (``work.encode_unit``). Where the workers reach the
+dataset's folder (the local pool, a Ray started here), each also sends back its unit's
+skeleton (where its ids lie and where its documents end; ``shardplan``), the driver
+plans every shard from the skeletons alone (``shardplan.ShardPlanner``: the one-machine
+writer's rules on lengths) and the workers write the shards from the unit files
+(``shardwrite.write_shard``): no id passes through the driver, which writes the
+manifest last. Elsewhere (a cluster joined at an address) the driver replays the unit
+files in input order into the same dataset writer that ``bpekit.encode_dataset`` feeds
+(``_core.Encoder.assemble_dataset``), on a thread of its own while the workers encode,
+taking each unit as soon as the units before it are replayed and its own file is in.
+Either way the documents, their numbers, the val split and the shards come out as one
+machine writes them, whatever the units or workers.
 
 Unit files are as large as the dataset's shards. They are kept in ``work_dir`` (a
 folder every worker and the driver can reach: workers write there) or, without one, in

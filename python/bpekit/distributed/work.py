@@ -2,7 +2,8 @@
 process pools: plain functions of picklable arguments, run the same way by either
 backend, or called directly: ``count_unit`` counts a unit's pre-tokens,
 ``reduce_partition`` adds one partition of every unit's counts, ``encode_unit`` encodes a
-unit into a unit file that the driver replays into the dataset.
+unit into a unit file that the driver replays into the dataset, ``unit_items`` also reads
+it back into the skeleton that the driver plans the shards from.
 
 A unit's counts are split by word into partitions, one per reducer
 (``reduce_partition``): reducer ``r`` adds partition ``r`` of every unit, and the
