@@ -265,6 +265,23 @@ def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Pa
         dist.encode_dataset((t for t in ["a"]), tmp_path / "x", "gpt2", backend="local")
 
 
+def test_a_failure_replaying_shards_stops_the_encoding(dist_corpus, tmp_path: Path, monkeypatch) -> None:
+    """The replay writes the shards while units are encoded: its failure (a full disk,
+    say) is raised, the workers stop, and the units done are kept for a rerun."""
+    from bpekit.distributed import dataset
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dataset, "write_shards", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL, _replay=True)
+    monkeypatch.undo()
+    written = dist.dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL, _replay=True)
+    assert written.stats["kept"] < written.stats["units"]
+    assert not (tmp_path / ".ds.units").exists()
+
+
 def test_a_failure_writing_shards_stops_the_run(dist_corpus, tmp_path: Path, monkeypatch) -> None:
     """A worker that fails to write a shard (a full disk, say): the error is raised,
     naming the shard, and the units are kept for a rerun, which finishes the dataset."""
