@@ -11,12 +11,26 @@ use super::engine::{
     output_buffer, short_lines_for, Engine, Lease, Prefault, Workspace, Workspaces,
 };
 use super::hf::{Front, FrontSpec};
-use super::vocab::{merge_piece, recover_merges, Bpe, RankFormat, Scratch};
+use super::vocab::{merge_piece, recover_merges, Bpe, CharSpec, RankFormat, Scratch};
 use crate::count::FxMap;
 use crate::error::{Error, Result};
 use crate::ids::NONE;
 use crate::pretokenize::{Kind, Pretokenizer, StepSpec};
 use crate::specials::Specials;
+
+/// A SentencePiece-style BPE model of a `tokenizer.json` (a vocabulary of characters)
+/// and, where the file has no pre-tokenizer steps, how its words are found.
+#[derive(Clone, Debug, Default)]
+pub struct CharWords {
+    pub chars: CharSpec,
+    /// The replacement character (`▁`) of `Metaspace`, or of the normalizer that puts
+    /// it for spaces.
+    pub rep: Option<char>,
+    /// `Metaspace`'s `split`: a word starts at each `rep`. Else the whole text is the
+    /// model's word, which is cut before a `rep` where no token joins the two sides
+    /// (`Bpe::joins_before`), so that its pieces are cached.
+    pub split: bool,
+}
 
 /// A vocabulary, a pre-tokenizer and special tokens: text -> ids -> bytes.
 #[derive(Debug)]
@@ -143,17 +157,50 @@ impl Encoder {
     /// side gives, since `tokenizers`' `ByteLevel` decoder reads its text as byte-level
     /// characters where it can. The encoder's special tokens are the added tokens
     /// matched in the raw text, special or not: what a file may be cut before.
+    ///
+    /// With `chars`, the model is SentencePiece-style: tokens are their texts' UTF-8,
+    /// a word starts as its characters (byte fallback, unknown tokens), and an added
+    /// token's id holds its text; decoding runs the front's decoders.
     pub fn from_hf(
         vocab: Vec<(u32, Vec<u8>)>,
         merges: &[(Vec<u8>, Vec<u8>)],
         ignore_merges: bool,
         steps: &[StepSpec],
-        front: FrontSpec,
+        mut front: FrontSpec,
         decode: &[(u32, Vec<u8>)],
+        chars: Option<CharWords>,
     ) -> Result<Self> {
-        let mut bpe = Bpe::from_merges(vocab, merges)?;
+        // Whether the model's word is a whole text, which the engine gets in pieces.
+        let mut whole_text = false;
+        let (mut bpe, pretok) = match chars {
+            None => (
+                Bpe::from_merges(vocab, merges)?,
+                Pretokenizer::from_steps(steps)?,
+            ),
+            Some(words) => {
+                let bpe = Bpe::from_char_merges(vocab, merges, &words.chars)?;
+                let pretok = match (steps.is_empty(), words.split, words.rep) {
+                    (false, _, _) => Pretokenizer::from_steps(steps)?,
+                    (true, true, Some(rep)) => Pretokenizer::cuts_before(Some(rep), Vec::new()),
+                    (true, true, None) => {
+                        return Err(Error::invalid("a Metaspace split needs its replacement"))
+                    }
+                    (true, false, rep) => {
+                        whole_text = true;
+                        match rep.and_then(|r| bpe.joins_before(r)) {
+                            Some(joins) => Pretokenizer::cuts_before(rep, joins),
+                            None => Pretokenizer::cuts_before(None, Vec::new()),
+                        }
+                    }
+                };
+                (bpe, pretok)
+            }
+        };
         if ignore_merges {
-            bpe.look_up_whole_pieces();
+            match whole_text {
+                true => front.whole_text_lookup = true,
+                false => bpe.look_up_whole_pieces(),
+            }
         }
         for (id, bytes) in decode {
             bpe.set_special(*id, bytes)?;
@@ -161,10 +208,7 @@ impl Encoder {
         let front = Front::new(front)?;
         let specials = front.raw_specials();
         Ok(Self {
-            engine: Engine {
-                bpe,
-                pretok: Pretokenizer::from_steps(steps)?,
-            },
+            engine: Engine { bpe, pretok },
             specials,
             workspaces: Workspaces::default(),
             front: Some(front),
@@ -249,6 +293,9 @@ impl Encoder {
         }
         let bpe = self.bpe();
         field(&[u8::from(bpe.is_ranks())]);
+        if let Some(model) = bpe.chars() {
+            field(model.describe().as_bytes());
+        }
         let mut specials: Vec<(&String, &u32)> = self
             .specials
             .matcher
@@ -347,6 +394,20 @@ impl Encoder {
         encoded.map(|()| out)
     }
 
+    /// The bytes id `id` stands for (a SentencePiece-style token's as it reads inside a
+    /// decoded text: `▁` a space, `<0xNN>` its byte), or `None` for an id the vocabulary
+    /// lacks.
+    pub fn token_bytes(&self, id: u32) -> Option<std::borrow::Cow<'_, [u8]>> {
+        let bytes = self.engine.bpe.token(id)?;
+        let front = self.front.as_ref();
+        Some(
+            match front.and_then(|f| f.token_bytes(&String::from_utf8_lossy(bytes))) {
+                Some(decoded) => std::borrow::Cow::Owned(decoded),
+                None => std::borrow::Cow::Borrowed(bytes),
+            },
+        )
+    }
+
     /// Times pre-tokenizing and merging `text` apart, for benchmarks:
     /// `(pre-tokenize seconds, merge seconds, token count)` in thread CPU time.
     pub fn profile(&self, text: &str) -> Result<(f64, f64, usize)> {
@@ -354,7 +415,16 @@ impl Encoder {
     }
 
     /// The bytes of `ids`, joined. An id the vocabulary does not hold is an error naming it.
+    /// A SentencePiece-style tokenizer's are the UTF-8 of its decoders' text.
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let bpe = &self.engine.bpe;
+        let text = |id: u32| {
+            let bytes = bpe.token(id).ok_or(Error::UnknownTokenId { id })?;
+            Ok(String::from_utf8_lossy(bytes).into_owned())
+        };
+        if let Some(decoded) = self.front.as_ref().and_then(|f| f.decode_text(ids, text)) {
+            return decoded.map(String::into_bytes);
+        }
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
             let bytes = self

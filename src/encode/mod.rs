@@ -38,12 +38,12 @@ pub(crate) mod text;
 pub(crate) mod vocab;
 
 pub use crate::specials::Specials;
-pub use encoder::Encoder;
+pub use encoder::{CharWords, Encoder};
 /// For `crate::dataset`, which sizes its workers' short caches as `Encoder` does.
 pub(crate) use engine::short_lines_for;
-pub use hf::{normalize, AddedToken, FrontSpec, NormSpec};
+pub use hf::{normalize, AddedToken, DecodeStep, FrontSpec, Metaspace, NormSpec, Prepend};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
 pub(crate) use parallel::{encode_texts, encode_texts_in_order};
 pub use text::{encode_wide, StreamEncoder, Text, Wide};
-pub use vocab::{merge_piece, Bpe, RankFormat, Scratch};
+pub use vocab::{byte_token_text, merge_piece, Bpe, CharSpec, RankFormat, Scratch};

@@ -20,6 +20,7 @@ mod cl100k;
 mod common;
 mod gpt2;
 pub(crate) mod line_cut;
+mod metaspace;
 mod o200k;
 pub mod patterns;
 mod pipeline;
@@ -62,6 +63,7 @@ enum Scanner {
     Named(Named),
     Regex(RegexSplitter),
     Pipeline(Vec<Step>),
+    Cuts(metaspace::Cuts),
 }
 
 /// One step of a chain of pre-tokenizers ([`Pretokenizer::from_steps`]), as
@@ -221,6 +223,20 @@ impl Pretokenizer {
         })
     }
 
+    /// SentencePiece-style text: cut before each `rep` whose previous character is not
+    /// in `joins` (`metaspace` module); `rep` `None`: the whole text is one piece.
+    pub fn cuts_before(rep: Option<char>, joins: Vec<char>) -> Self {
+        let cuts = match rep {
+            Some(rep) => metaspace::Cuts::before(rep, joins),
+            None => metaspace::Cuts::whole(),
+        };
+        Self {
+            pattern: format!("metaspace: {}", cuts.describe()),
+            scanner: Scanner::Cuts(cuts),
+            simd: Simd::detect(),
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self.scanner {
             Scanner::Named(Named::Gpt2) => Kind::Gpt2,
@@ -228,7 +244,7 @@ impl Pretokenizer {
             // (`line_cut`) are the same.
             Scanner::Named(Named::Cl100k | Named::Llama3) => Kind::Cl100k,
             Scanner::Named(Named::O200k) => Kind::O200k,
-            Scanner::Regex(_) | Scanner::Pipeline(_) => Kind::Custom,
+            Scanner::Regex(_) | Scanner::Pipeline(_) | Scanner::Cuts(_) => Kind::Custom,
         }
     }
 
@@ -245,6 +261,10 @@ impl Pretokenizer {
             Scanner::Named(named) => *named,
             Scanner::Regex(regex) => return regex_spans(regex, text, f),
             Scanner::Pipeline(steps) => return pipeline_spans(steps, text, f),
+            Scanner::Cuts(cuts) => {
+                cuts.for_each_span(text, f);
+                return Ok(());
+            }
         };
         let scanned = match self.simd {
             #[cfg(target_arch = "x86_64")]

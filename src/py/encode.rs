@@ -17,7 +17,8 @@ use super::encode_files::{self, PyAssembly, ResumeArg};
 use super::ints::IdInts;
 use super::iterable::PyStream;
 use super::load::{
-    front_spec, hf_normalize, pre_steps, room_to_load, vocab_and_merges, HfFrontArgs,
+    char_words, front_spec, hf_normalize, pre_steps, room_to_load, vocab_and_merges, CharArgs,
+    HfFrontArgs,
 };
 use super::progress::run_with_progress;
 use super::text::text_of;
@@ -198,8 +199,11 @@ impl PyEncoder {
     /// normalizers `(kind, pattern, literal, content)`, added tokens `(content, id,
     /// special, single_word, lstrip, rstrip, normalized)`, and the bytes an added
     /// token's id decodes to.
+    ///
+    /// `chars`: a SentencePiece-style model (`load::CharArgs`): its vocab and merges
+    /// are the UTF-8 of the tokens' texts, and an added token's id decodes to its text.
     #[staticmethod]
-    #[pyo3(signature = (vocab, merges, ignore_merges, steps, front))]
+    #[pyo3(signature = (vocab, merges, ignore_merges, steps, front, chars = None))]
     fn from_hf(
         py: Python<'_>,
         vocab: &Bound<'_, PyAny>,
@@ -207,13 +211,24 @@ impl PyEncoder {
         ignore_merges: bool,
         steps: Vec<(String, String, bool, String, bool)>,
         front: HfFrontArgs,
+        chars: Option<CharArgs>,
     ) -> PyResult<Self> {
         room_to_load(vocab.len()? + merges.len()?)?;
         let (vocab, merges) = vocab_and_merges(vocab, merges)?;
         let steps = pre_steps(steps)?;
-        let (spec, decode) = front_spec(front)?;
-        let inner =
-            py.detach(|| Encoder::from_hf(vocab, &merges, ignore_merges, &steps, spec, &decode))?;
+        let (mut spec, decode) = front_spec(front)?;
+        let words = match chars {
+            None => None,
+            Some(args) => {
+                let (words, metaspace, decoder) = char_words(args)?;
+                spec.metaspace = metaspace;
+                spec.decoder = Some(decoder);
+                Some(words)
+            }
+        };
+        let inner = py.detach(|| {
+            Encoder::from_hf(vocab, &merges, ignore_merges, &steps, spec, &decode, words)
+        })?;
         Ok(Self::new(inner))
     }
 
@@ -420,10 +435,9 @@ impl PyEncoder {
         let id = to_ids(vec![id])?[0];
         let bytes = self
             .inner
-            .bpe()
-            .token(id)
+            .token_bytes(id)
             .ok_or(crate::Error::UnknownTokenId { id })?;
-        Ok(PyBytes::new(py, bytes))
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// The ids of one piece, not pre-tokenized (see `Encoder::encode_single_piece`).
@@ -439,8 +453,10 @@ impl PyEncoder {
 
     fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (id, bytes) in self.inner.bpe().tokens() {
-            d.set_item(id, PyBytes::new(py, bytes))?;
+        for (id, _) in self.inner.bpe().tokens() {
+            if let Some(bytes) = self.inner.token_bytes(id) {
+                d.set_item(id, PyBytes::new(py, &bytes))?;
+            }
         }
         Ok(d)
     }

@@ -5,7 +5,9 @@
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 
-use crate::encode::{AddedToken, FrontSpec, NormSpec};
+use crate::encode::{
+    AddedToken, CharSpec, CharWords, DecodeStep, FrontSpec, Metaspace, NormSpec, Prepend,
+};
 use crate::pretokenize::{Behavior, StepSpec};
 
 /// Memory a vocabulary takes to load, per token at most: its bytes and the Python
@@ -43,6 +45,94 @@ pub(crate) type HfFrontArgs = (
     bool,
     Vec<(u32, Vec<u8>)>,
 );
+
+/// A SentencePiece-style model as the bindings take it: `(byte_fallback, unk id,
+/// fuse_unk, replacement, split, prepend scheme, decoders)`: the replacement and
+/// `split` of `Metaspace` (or the replacement a normalizer puts for spaces), the
+/// scheme (`"always"`, `"first"`, `"never"`) where `Metaspace` changes the text (`None`:
+/// no `Metaspace`), and the decoders `(kind, text, text, count, count)`: `("replace",
+/// pattern, content, 0, 0)`, `("byte_fallback", ...)`, `("fuse", ...)`, `("strip",
+/// content, "", start, stop)`, `("metaspace", replacement, "", prepends, 0)`.
+pub(crate) type CharArgs = (
+    bool,
+    Option<u32>,
+    bool,
+    Option<char>,
+    bool,
+    Option<String>,
+    Vec<(String, String, String, usize, usize)>,
+);
+
+fn one_char(text: &str, what: &str) -> crate::Result<char> {
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => Ok(c),
+        _ => Err(crate::Error::invalid(format!(
+            "{what} {text:?} is not one character"
+        ))),
+    }
+}
+
+/// The model, the `Metaspace` change and the decoders of [`CharArgs`].
+pub(crate) fn char_words(
+    args: CharArgs,
+) -> PyResult<(CharWords, Option<Metaspace>, Vec<DecodeStep>)> {
+    let (byte_fallback, unk, fuse_unk, rep, split, scheme, decoders) = args;
+    let words = CharWords {
+        chars: CharSpec {
+            byte_fallback,
+            unk,
+            fuse_unk,
+        },
+        rep,
+        split,
+    };
+    let metaspace = match scheme.as_deref() {
+        None => None,
+        Some(scheme) => Some(Metaspace {
+            replacement: rep
+                .ok_or_else(|| crate::Error::invalid("a Metaspace needs its replacement"))?,
+            prepend: match scheme {
+                "always" => Prepend::Always,
+                "first" => Prepend::First,
+                "never" => Prepend::Never,
+                other => {
+                    return Err(
+                        crate::Error::invalid(format!("unknown prepend scheme {other:?}")).into(),
+                    )
+                }
+            },
+        }),
+    };
+    let steps = decoders
+        .into_iter()
+        .map(|(kind, a, b, n, m)| {
+            Ok(match kind.as_str() {
+                "replace" => DecodeStep::Replace {
+                    pattern: a,
+                    content: b,
+                },
+                "byte_fallback" => DecodeStep::ByteFallback,
+                "fuse" => DecodeStep::Fuse,
+                "strip" => DecodeStep::Strip {
+                    content: one_char(&a, "a Strip decoder's content")?,
+                    start: n,
+                    stop: m,
+                },
+                "metaspace" => DecodeStep::Metaspace {
+                    replacement: one_char(&a, "a Metaspace decoder's replacement")?,
+                    prepend: n != 0,
+                },
+                other => {
+                    return Err(crate::Error::invalid(format!(
+                        "unknown decoder step {other:?}"
+                    )))
+                }
+            })
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    Ok((words, metaspace, steps))
+}
 
 /// A vocab `[(id, bytes)]` and merges `[(bytes, bytes)]` from Python.
 pub(crate) fn vocab_and_merges(
@@ -150,6 +240,7 @@ pub(crate) fn front_spec(front: HfFrontArgs) -> PyResult<(FrontSpec, Decoded)> {
         normalizers,
         added,
         prefix_space,
+        ..FrontSpec::default()
     };
     Ok((spec, decode))
 }

@@ -34,7 +34,20 @@ from pathlib import Path
 from typing import Any
 
 from bpekit import _core
+from bpekit.formats._hf_json import (
+    _Bad,
+    _bool,
+    _deeper_than,
+    _list,
+    _object,
+    _pattern,
+    _show,
+    _str,
+    _type,
+    _unsupported,
+)
 from bpekit.formats.gpt2 import decode_token
+from bpekit.formats.hf_chars import char_decoder, char_model, char_words, is_char_model
 from bpekit.formats.parts import HfExtras, Loaded
 
 __all__ = ["HfExtras", "find_tokenizer_json", "read_hf", "read_hf_data"]
@@ -50,13 +63,6 @@ _TOO_DEEP = (
     "a tokenizer.json nests a few)"
 )
 _BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
-
-
-class _Bad(ValueError):
-    """An unsupported or invalid part of the document, at a JSON path."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
 
 
 def find_tokenizer_json(spec: str | os.PathLike[str]) -> Path | None:
@@ -109,6 +115,15 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
         if data.get(key) is not None:
             raise _Bad(key, "not supported (encode would cut or pad the ids); set it to null")
     model = _object(data.get("model"), "model")
+    kind = model.get("type", "BPE" if "merges" in model else None)
+    if kind != "BPE":
+        raise _Bad(
+            "model.type",
+            f"model {kind!r} is not supported: bpekit reads BPE models, byte-level or "
+            "SentencePiece-style (byte_fallback), not Unigram or WordPiece",
+        )
+    if is_char_model(data):
+        return _read_chars(data, model, name)
     steps, prefix_space = _pre_tokenizers(data.get("pre_tokenizer"), "pre_tokenizer")
     normalizers = _normalizers(data.get("normalizer"), "normalizer")
     _decoder(data.get("decoder"), "decoder")
@@ -131,75 +146,33 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
     return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special))
 
 
+def _read_chars(data: dict[str, Any], model: dict[str, Any], name: str) -> Loaded:
+    """A SentencePiece-style BPE (``bpekit.formats.hf_chars``)."""
+    normalizers = _normalizers(data.get("normalizer"), "normalizer")
+    (rep, split, scheme), nodes = char_words(data.get("pre_tokenizer"), normalizers, "pre_tokenizer")
+    steps = [_step(node, f"pre_tokenizer[{node.get('type')}]") for node in nodes]
+    decoders = char_decoder(data.get("decoder"), "decoder")
+    vocab, merges, ignore_merges, (byte_fallback, unk, fuse_unk) = char_model(model, "model")
+    added, _, special = _added_tokens(data.get("added_tokens", []), vocab, normalizers, "added_tokens")
+    # tokenizers decodes an added token's id as its content.
+    decode = [(i, content.encode("utf-8", "surrogatepass")) for content, i, *_ in added]
+    prefix, suffix = _post_processor(data.get("post_processor"), "post_processor")
+    items = []
+    for text, i in vocab.items():
+        try:
+            items.append((i, text.encode("utf-8")))
+        except UnicodeEncodeError:
+            raise _Bad(f"model.vocab[{text!r}]", "holds a lone surrogate, which is not text") from None
+    chars = (byte_fallback, unk, fuse_unk, rep, split, scheme, decoders)
+    try:
+        front = (normalizers, added, False, decode)
+        core = _core.Encoder.from_hf(items, merges, ignore_merges, steps, front, chars)
+    except ValueError as e:
+        raise _Bad("$", str(e)) from None
+    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special))
+
+
 # ---- the parts ----------------------------------------------------------------------
-
-
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad(path, f"expected a JSON object, found {_show(value)}")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _Bad(path, f"expected a JSON array, found {_show(value)}")
-    return value
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise _Bad(path, f"expected a string, found {_show(value)}")
-    return value
-
-
-def _bool(obj: dict[str, Any], key: str, path: str, default: bool) -> bool:
-    value = obj.get(key, default)
-    if not isinstance(value, bool):
-        raise _Bad(f"{path}.{key}", f"expected true or false, found {_show(value)}")
-    return value
-
-
-def _type(obj: dict[str, Any], path: str) -> str:
-    return _str(obj.get("type"), f"{path}.type")
-
-
-def _deeper_than(data: Any, limit: int, skip: frozenset[int] = frozenset()) -> bool:
-    """Whether arrays and objects nest more than ``limit`` levels deep in ``data``,
-    found without recursion; the contents of containers whose ``id`` is in ``skip``
-    are not looked at."""
-    stack = [(data, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in skip:
-            continue
-        children = node.values() if isinstance(node, dict) else node
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth >= limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
-
-
-def _show(value: Any) -> str:
-    """``value`` as JSON for a message, cut to 60 characters; a deep one unwritten."""
-    if isinstance(value, dict | list) and _deeper_than(value, 8):
-        return "an array or object nested more than 8 levels deep"
-    return json.dumps(value)[:60]
-
-
-def _unsupported(kind: str, path: str, what: str, supported: str) -> _Bad:
-    return _Bad(path, f"{what} {kind!r} is not supported (bpekit reads {supported})")
-
-
-def _pattern(obj: dict[str, Any], path: str) -> tuple[str, bool]:
-    """A ``{"String": s}`` or ``{"Regex": r}`` pattern: ``(text, is_literal)``."""
-    pattern = _object(obj.get("pattern"), f"{path}.pattern")
-    if len(pattern) == 1 and "String" in pattern:
-        return _str(pattern["String"], f"{path}.pattern.String"), True
-    if len(pattern) == 1 and "Regex" in pattern:
-        return _str(pattern["Regex"], f"{path}.pattern.Regex"), False
-    raise _Bad(f"{path}.pattern", 'expected {"String": ...} or {"Regex": ...}')
 
 
 def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, str, bool]], bool]:
@@ -231,26 +204,31 @@ def _pre_tokenizers(spec: Any, path: str) -> tuple[list[tuple[str, str, bool, st
                     "true after another pre-tokenizer is not supported (a space before every piece)",
                 )
             steps.append(("bytelevel", "", _bool(node, "use_regex", at, True), "", False))
-        elif kind == "Split":
-            text, literal = _pattern(node, at)
-            behavior = _str(node.get("behavior"), f"{at}.behavior")
-            if behavior not in _BEHAVIORS:
-                known = ", ".join(_BEHAVIORS)
-                raise _Bad(f"{at}.behavior", f"unknown behavior {behavior!r} (one of {known})")
-            if not literal and _onig_possessive_interval(text):
-                raise _Bad(
-                    f"{at}.pattern.Regex", "an interval followed by '+' reads differently in Oniguruma"
-                )
-            if not literal:
-                text = _EQUIVALENT.get(text, text)
-            steps.append(("split", text, literal, behavior, _bool(node, "invert", at, False)))
-        elif kind == "Digits":
-            steps.append(("digits", "", _bool(node, "individual_digits", at, False), "", False))
+        elif kind in ("Split", "Digits"):
+            steps.append(_step(node, at))
         else:
             raise _unsupported(kind, f"{at}.type", "pre-tokenizer", "ByteLevel, Split, Digits and Sequence")
     if not flat or _type(flat[-1][0], flat[-1][1]) != "ByteLevel":
         raise _Bad(path, "has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported")
     return steps, prefix_space
+
+
+def _step(node: dict[str, Any], at: str) -> tuple[str, str, bool, str, bool]:
+    """A ``Split`` or ``Digits`` pre-tokenizer as a step of the core's pipeline."""
+    kind = _type(node, at)
+    if kind == "Split":
+        text, literal = _pattern(node, at)
+        behavior = _str(node.get("behavior"), f"{at}.behavior")
+        if behavior not in _BEHAVIORS:
+            known = ", ".join(_BEHAVIORS)
+            raise _Bad(f"{at}.behavior", f"unknown behavior {behavior!r} (one of {known})")
+        if not literal and _onig_possessive_interval(text):
+            raise _Bad(f"{at}.pattern.Regex", "an interval followed by '+' reads differently in Oniguruma")
+        if not literal:
+            text = _EQUIVALENT.get(text, text)
+        return ("split", text, literal, behavior, _bool(node, "invert", at, False))
+    else:
+        return ("digits", "", _bool(node, "individual_digits", at, False), "", False)
 
 
 def _equivalents() -> dict[str, str]:

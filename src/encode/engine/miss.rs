@@ -49,7 +49,8 @@ fn encode_miss(
     }
     let start = out.len();
     match piece {
-        [b] => out.push(bpe.byte_id(*b)),
+        // A vocabulary of characters may lack a byte's token: its merge says.
+        [b] if bpe.chars().is_none() => out.push(bpe.byte_id(*b)),
         _ => {
             let whole = match (bpe.whole_piece_lookup(), key) {
                 (false, _) => None,

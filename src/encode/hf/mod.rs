@@ -5,18 +5,28 @@
 //! 1. the added tokens that are not normalized are found in the raw text;
 //! 2. each text between them is normalized on its own, and the normalized added tokens
 //!    are found in it;
-//! 3. each text left gets a space before it where `add_prefix_space` asks, and goes
+//! 3. each text left gets a space before it where `add_prefix_space` asks, or
+//!    `Metaspace`'s change (`metaspace`: spaces to `▁`, a `▁` before it), and goes
 //!    through the engine (pre-tokenizer, then BPE).
+//!
+//! SentencePiece-style files decode through `decode`'s chain of decoders, on token
+//! texts rather than bytes.
 //!
 //! Files are encoded in chunks cut at line cuts and before special tokens
 //! (`corpus::safe_cut`); [`Front::line_cuts`] and [`Front::special_cuts`] say which of
 //! them keep the ids of the whole text here.
 
 mod added;
+mod decode;
+mod metaspace;
 mod normalize;
 
 pub use added::AddedToken;
+pub use decode::DecodeStep;
+pub use metaspace::{Metaspace, Prepend};
 pub use normalize::NormSpec;
+
+use decode::TextDecoder;
 
 use added::{AddedSet, Part};
 use normalize::Normalizer;
@@ -38,6 +48,13 @@ pub struct FrontSpec {
     pub added: Vec<AddedToken>,
     /// `ByteLevel`'s `add_prefix_space`: a space before each text that lacks one.
     pub prefix_space: bool,
+    /// The `Metaspace` pre-tokenizer's change to each text.
+    pub metaspace: Option<Metaspace>,
+    /// A whole text (after `metaspace`) that is a token is that token: `ignore_merges`
+    /// where the BPE model's word is the whole text, which the engine gets in pieces.
+    pub whole_text_lookup: bool,
+    /// The decoders of a SentencePiece-style file (`None`: `ByteLevel`, bytes joined).
+    pub decoder: Option<Vec<DecodeStep>>,
 }
 
 #[derive(Clone, Debug)]
@@ -46,6 +63,9 @@ pub(crate) struct Front {
     raw: AddedSet,
     normalized: AddedSet,
     prefix_space: bool,
+    metaspace: Option<Metaspace>,
+    whole_text_lookup: bool,
+    decoder: Option<TextDecoder>,
     none: Specials,
     /// The spec, spelled out: part of the encoder's fingerprint.
     description: String,
@@ -66,6 +86,9 @@ impl Front {
             raw: AddedSet::new(raw)?,
             normalized: AddedSet::new(normalized)?,
             prefix_space: spec.prefix_space,
+            metaspace: spec.metaspace,
+            whole_text_lookup: spec.whole_text_lookup,
+            decoder: spec.decoder.map(TextDecoder::new).transpose()?,
             none: Specials::default(),
             description,
         })
@@ -100,6 +123,8 @@ impl Front {
         self.special_cuts()
             && self.normalizer.keeps_line_cuts()
             && !self.prefix_space
+            && self.metaspace.is_none()
+            && !self.whole_text_lookup
             && !all.into_iter().any(|t| t.content.contains(['\n', '\r']))
     }
 
@@ -117,19 +142,54 @@ impl Front {
     ) -> Result<()> {
         let recognise = |id: u32| allowed.ids.contains(&id);
         let any = !allowed.ids.is_empty();
+        // Whether the next part starts the input (`Metaspace`'s "first" scheme).
+        let mut first = true;
         self.raw.split(text, recognise, |part| match part {
             Part::Token(id) => {
+                first = false;
                 out.push(id);
                 Ok(())
             }
             Part::Text(t) if self.normalizer.is_empty() => {
-                self.normalized_part(engine, t, any, ws, out)
+                self.normalized_part(engine, t, any, &mut first, ws, out)
             }
             Part::Text(t) => {
                 let t = self.normalizer.apply(t)?;
-                self.normalized_part(engine, &t, any, ws, out)
+                self.normalized_part(engine, &t, any, &mut first, ws, out)
             }
         })
+    }
+
+    /// The text of `ids` through the decoders of a SentencePiece-style file, or `None`
+    /// where the file's decoder joins bytes (`ByteLevel`). `text(id)` is an id's token
+    /// text (an error for an id the vocabulary lacks).
+    pub(crate) fn decode_text(
+        &self,
+        ids: &[u32],
+        text: impl Fn(u32) -> Result<String>,
+    ) -> Option<Result<String>> {
+        let decoder = self.decoder.as_ref()?;
+        Some(
+            ids.iter()
+                .map(|&id| text(id))
+                .collect::<Result<Vec<_>>>()
+                .map(|tokens| decoder.decode(tokens)),
+        )
+    }
+
+    /// The bytes of one token text inside a decoded text, or `None` where the
+    /// file's decoder joins bytes.
+    pub(crate) fn token_bytes(&self, text: &str) -> Option<Vec<u8>> {
+        Some(self.decoder.as_ref()?.token_bytes(text))
+    }
+
+    /// The text the BPE model gets of a text part (`Metaspace`'s change); `first`:
+    /// the part starts the input.
+    fn model_text<'t>(&self, t: &'t str, first: bool) -> std::borrow::Cow<'t, str> {
+        match &self.metaspace {
+            Some(m) => m.apply(t, first),
+            None => std::borrow::Cow::Borrowed(t),
+        }
     }
 
     /// Step 2's matches in a normalized text, and the texts between them encoded;
@@ -139,20 +199,33 @@ impl Front {
         engine: &Engine,
         text: &str,
         specials: bool,
+        first: &mut bool,
         ws: &mut Workspace,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let recognise = |_: u32| specials;
-        self.normalized.split(text, recognise, |part| match part {
-            Part::Token(id) => {
-                out.push(id);
-                Ok(())
+        self.normalized.split(text, recognise, |part| {
+            let starts = std::mem::replace(first, false);
+            match part {
+                Part::Token(id) => {
+                    out.push(id);
+                    Ok(())
+                }
+                Part::Text(t) if self.prefix_space && !t.starts_with(' ') => {
+                    let spaced = format!(" {t}");
+                    engine.encode_into(&spaced, &self.none, ws, out)
+                }
+                Part::Text(t) => {
+                    let t = self.model_text(t, starts);
+                    if self.whole_text_lookup {
+                        if let Some(id) = engine.bpe.id_of(t.as_bytes()) {
+                            out.push(id);
+                            return Ok(());
+                        }
+                    }
+                    engine.encode_into(&t, &self.none, ws, out)
+                }
             }
-            Part::Text(t) if self.prefix_space && !t.starts_with(' ') => {
-                let spaced = format!(" {t}");
-                engine.encode_into(&spaced, &self.none, ws, out)
-            }
-            Part::Text(t) => engine.encode_into(t, &self.none, ws, out),
         })
     }
 }

@@ -19,6 +19,7 @@ use hashbrown::HashTable;
 use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
+use super::chars::{CharModel, CharSpec};
 use super::longparts::LongParts;
 use super::pairs::PairTable;
 use super::shortids::ShortIds;
@@ -70,6 +71,9 @@ pub struct Bpe {
     /// The merges list this table came from, as ids `(left, right)` in rank order
     /// (only for vocab + merges; ranks recover it on demand).
     merges: Option<Vec<(u32, u32)>>,
+    /// A vocabulary of characters (SentencePiece-style): merging starts from one part
+    /// per character, and tokens are the UTF-8 of their text.
+    chars: Option<Box<CharModel>>,
 }
 
 /// The hash of a token's bytes in [`Bpe`]'s `ids`.
@@ -87,7 +91,68 @@ impl Bpe {
     /// become (the lowest id when bytes repeat), as in the reference encoder: a
     /// special token that is also an ordinary token ("hello", or " ") stays one.
     pub fn from_merges(vocab: Vec<(u32, Vec<u8>)>, merges: &[(Vec<u8>, Vec<u8>)]) -> Result<Self> {
-        let mut bpe = Self::from_vocab(vocab, false)?;
+        let bpe = Self::from_vocab(vocab, false, true)?;
+        bpe.with_merges(merges)
+    }
+
+    /// A vocabulary of characters (a SentencePiece-style `tokenizer.json`): tokens are
+    /// the UTF-8 of their text, `<0xNN>` byte-fallback tokens included, and a piece
+    /// starts as one part per character ([`CharModel`]); merges as in
+    /// [`Bpe::from_merges`]. No byte needs a token of its own.
+    pub fn from_char_merges(
+        vocab: Vec<(u32, Vec<u8>)>,
+        merges: &[(Vec<u8>, Vec<u8>)],
+        spec: &CharSpec,
+    ) -> Result<Self> {
+        let mut bpe = Self::from_vocab(vocab, false, false)?.with_merges(merges)?;
+        let model = CharModel::new(bpe.tokens(), |b| bpe.id_of(b), spec)?;
+        bpe.chars = Some(Box::new(model));
+        Ok(bpe)
+    }
+
+    /// The characters' first parts, for a vocabulary of characters.
+    #[inline]
+    pub fn chars(&self) -> Option<&CharModel> {
+        self.chars.as_deref()
+    }
+
+    /// The characters `c` that some token holds just before `r`, or `None` where no
+    /// cut before `r` is safe at all. Merges never join the text on the two sides of
+    /// an `r` whose previous character is not one of them (a token spanning it would
+    /// hold both characters), so a text cut there merges as the whole does: only for a
+    /// vocabulary of characters where `r` is a token and no merge uses a byte-fallback
+    /// or unknown token (whose text is not the text it stands for).
+    pub fn joins_before(&self, r: char) -> Option<Vec<char>> {
+        let model = self.chars()?;
+        model.char_id(r)?;
+        let odd: std::collections::HashSet<u32> =
+            model.byte_token_ids().chain(model.unk()).collect();
+        if let Some(merges) = &self.merges {
+            if merges
+                .iter()
+                .any(|(l, r)| odd.contains(l) || odd.contains(r))
+            {
+                return None;
+            }
+        }
+        let mut joins = std::collections::BTreeSet::new();
+        for (_, bytes) in self.tokens() {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            let mut prev = None;
+            for c in text.chars() {
+                if let (Some(p), true) = (prev, c == r) {
+                    joins.insert(p);
+                }
+                prev = Some(c);
+            }
+        }
+        Some(joins.into_iter().collect())
+    }
+
+    fn with_merges(mut self, merges: &[(Vec<u8>, Vec<u8>)]) -> Result<Self> {
+        let bpe = &mut self;
         let mut merge_ids = Vec::with_capacity(merges.len());
         let mut merged_ids = Vec::with_capacity(merges.len());
         let mut pairs = FxMap::with_capacity_and_hasher(merges.len(), FxBuildHasher);
@@ -117,7 +182,7 @@ impl Bpe {
             .collect();
         bpe.pairs = PairTable::new(&pairs, Some(merged_ids), &bpe.byte_ids)?;
         bpe.merges = Some(merge_ids);
-        Ok(bpe)
+        Ok(self)
     }
 
     /// From tiktoken mergeable ranks (`bytes -> rank`; the rank is the id).
@@ -131,7 +196,7 @@ impl Bpe {
     /// `hashbrown` table visited in its hash order, and in ~30% less time this way.
     pub fn from_ranks(ranks: Vec<(Vec<u8>, u32)>) -> Result<Self> {
         let vocab: Vec<(u32, Vec<u8>)> = ranks.into_iter().map(|(b, r)| (r, b)).collect();
-        let mut bpe = Self::from_vocab(vocab, true)?;
+        let mut bpe = Self::from_vocab(vocab, true, true)?;
         if bpe.ids.len() != bpe.tokens().count() {
             // A rank is an id, and two ids for the same bytes would make the ranks of
             // merges that give those bytes ambiguous.
@@ -286,7 +351,9 @@ impl Bpe {
         }
     }
 
-    fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, whole: bool) -> Result<Self> {
+    /// `bytes`: every byte must have a token (byte-level vocabularies); else a byte
+    /// without one has id `NONE`, never read.
+    fn from_vocab(vocab: Vec<(u32, Vec<u8>)>, whole: bool, bytes: bool) -> Result<Self> {
         let max_id = vocab.iter().map(|(i, _)| *i).max().unwrap_or(0);
         if max_id as usize >= MAX_IDS {
             return Err(Error::invalid(format!(
@@ -318,6 +385,10 @@ impl Bpe {
         for (b, slot) in byte_ids.iter_mut().enumerate() {
             let b = [b as u8];
             let found = ids.find(bytes_hash(&b), |&i| bytes_of(i) == b);
+            if !bytes {
+                *slot = found.copied().unwrap_or(NONE);
+                continue;
+            }
             *slot = found.copied().ok_or_else(|| {
                 Error::invalid(format!(
                     "the vocabulary has no token for byte 0x{:02x}; a byte-level BPE vocabulary needs all 256 bytes",
@@ -333,6 +404,7 @@ impl Bpe {
             whole_piece_lookup: whole,
             short_ids: ShortIds::empty(),
             merges: None,
+            chars: None,
         })
     }
 

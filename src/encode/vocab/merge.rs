@@ -72,10 +72,21 @@ pub fn merge_piece(
     out: &mut Vec<u32>,
 ) -> Result<()> {
     room(out, piece.len(), "the ids of a piece")?;
+    if let Some(model) = bpe.chars() {
+        // A vocabulary of characters: the parts start from the characters, and the
+        // same loops merge them (their pairs looked up in the table, not the grid).
+        s.parts.clear();
+        room(&mut s.parts, piece.len(), "merging a piece")?;
+        model.first_parts(piece, &mut s.parts)?;
+        return match s.parts.len() <= HEAP_THRESHOLD {
+            true => merge_scan(bpe, Start::Parts, max_rank, s, out),
+            false => merge_heap(bpe, Start::Parts, max_rank, s, out),
+        };
+    }
     if piece.len() <= HEAP_THRESHOLD {
-        merge_scan(bpe, piece, max_rank, s, out)
+        merge_scan(bpe, Start::Bytes(piece), max_rank, s, out)
     } else {
-        merge_heap(bpe, piece, max_rank, s, out)
+        merge_heap(bpe, Start::Bytes(piece), max_rank, s, out)
     }
 }
 
@@ -104,6 +115,14 @@ pub(crate) fn recover_merges(bpe: &Bpe) -> Result<Vec<(u32, u32)>> {
     Ok(out)
 }
 
+/// What merging starts from: one part per byte of a piece, or the parts already in
+/// [`Scratch`] (a vocabulary of characters).
+#[derive(Clone, Copy)]
+enum Start<'p> {
+    Bytes(&'p [u8]),
+    Parts,
+}
+
 /// `rank` if it is below `max_rank`, else `NONE`.
 #[inline]
 fn below(rank: u32, max_rank: u32) -> u32 {
@@ -121,7 +140,7 @@ fn rank_of(pairs: &PairTable, left: u32, right: u32, max_rank: u32, cache: &mut 
 
 fn merge_scan(
     bpe: &Bpe,
-    piece: &[u8],
+    start: Start<'_>,
     max_rank: u32,
     s: &mut Scratch,
     out: &mut Vec<u32>,
@@ -131,16 +150,26 @@ fn merge_scan(
     let ranks = &mut s.ranks;
     let cache = &mut s.cache;
     cache.bind(pairs);
-    parts.clear();
     ranks.clear();
-    room(parts, piece.len(), "merging a piece")?;
-    room(ranks, piece.len(), "merging a piece")?;
-    parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
-    ranks.extend(
-        piece
-            .windows(2)
-            .map(|w| below(pairs.byte_rank(w[0], w[1]), max_rank)),
-    );
+    match start {
+        Start::Bytes(piece) => {
+            parts.clear();
+            room(parts, piece.len(), "merging a piece")?;
+            room(ranks, piece.len(), "merging a piece")?;
+            parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
+            ranks.extend(
+                piece
+                    .windows(2)
+                    .map(|w| below(pairs.byte_rank(w[0], w[1]), max_rank)),
+            );
+        }
+        Start::Parts => {
+            room(ranks, parts.len(), "merging a piece")?;
+            for w in parts.windows(2) {
+                ranks.push(rank_of(pairs, w[0], w[1], max_rank, cache));
+            }
+        }
+    }
     loop {
         let mut best = NONE;
         let mut at = 0;
@@ -185,13 +214,19 @@ fn entry(rank: u32, at: u32) -> Reverse<u64> {
 /// room reserved at the start.
 fn merge_heap(
     bpe: &Bpe,
-    piece: &[u8],
+    start: Start<'_>,
     max_rank: u32,
     s: &mut Scratch,
     out: &mut Vec<u32>,
 ) -> Result<()> {
     let pairs = bpe.pairs();
-    let n = piece.len();
+    let n = match start {
+        Start::Bytes(piece) => piece.len(),
+        Start::Parts => s.parts.len(),
+    };
+    if n == 0 {
+        return Ok(());
+    }
     let Scratch {
         parts,
         ranks,
@@ -204,19 +239,35 @@ fn merge_heap(
     let what = "merging a long piece";
     let mut entries = std::mem::take(heap).into_vec();
     entries.clear();
-    for v in [&mut *parts, &mut *ranks, &mut *next, &mut *prev] {
+    if let Start::Bytes(_) = start {
+        parts.clear();
+    }
+    room(parts, n, what)?;
+    for v in [&mut *ranks, &mut *next, &mut *prev] {
         v.clear();
         room(v, n, what)?;
     }
     let heap_room = 2 * n + 16;
     room(&mut entries, heap_room, what)?;
-    parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
     next.extend((1..=n as u32).map(|i| if i as usize == n { NONE } else { i }));
     prev.extend((0..n as u32).map(|i| if i == 0 { NONE } else { i - 1 }));
-    ranks.extend((0..n).map(|i| match piece.get(i + 1) {
-        Some(&b) => below(pairs.byte_rank(piece[i], b), max_rank),
-        None => NONE,
-    }));
+    match start {
+        Start::Bytes(piece) => {
+            parts.extend(piece.iter().map(|&b| bpe.byte_id(b)));
+            ranks.extend((0..n).map(|i| match piece.get(i + 1) {
+                Some(&b) => below(pairs.byte_rank(piece[i], b), max_rank),
+                None => NONE,
+            }));
+        }
+        Start::Parts => {
+            for i in 0..n {
+                ranks.push(match parts.get(i + 1) {
+                    Some(&r) => rank_of(pairs, parts[i], r, max_rank, cache),
+                    None => NONE,
+                });
+            }
+        }
+    }
     // Build the first heap in O(n) (heapify) rather than n pushes.
     entries.extend(
         ranks

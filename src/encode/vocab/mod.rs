@@ -2,11 +2,13 @@
 //! one piece, and the rank files vocabularies come in.
 //!
 //! Inside this layer: `pairs` (the pair table and a thread's cache of it) and
-//! `shortids`/`longparts` (lookups used while building) come first, then `bpe` (the
+//! `shortids`/`longparts` (lookups used while building) and `chars` (the first parts
+//! of a piece in a vocabulary of characters) come first, then `bpe` (the
 //! vocabulary), then `merge` (which merges with a vocabulary and recovers merges
 //! from ranks), then `rankfile` (parsing).
 
 mod bpe;
+mod chars;
 mod longparts;
 mod merge;
 mod pairs;
@@ -14,6 +16,7 @@ mod rankfile;
 mod shortids;
 
 pub use bpe::Bpe;
+pub use chars::{byte_token_text, CharSpec};
 pub(crate) use merge::recover_merges;
 pub use merge::{merge_piece, Scratch};
 pub use rankfile::Format as RankFormat;

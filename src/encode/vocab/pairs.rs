@@ -159,7 +159,12 @@ impl PairTable {
         }
         for a in 0..=255u8 {
             for b in 0..=255u8 {
-                let rank = table.rank(byte_ids[a as usize], byte_ids[b as usize]);
+                let (l, r) = (byte_ids[a as usize], byte_ids[b as usize]);
+                // A vocabulary of characters may lack a byte's token.
+                let rank = match l == NONE || r == NONE {
+                    true => NONE,
+                    false => table.rank(l, r),
+                };
                 table.byte_pairs[(usize::from(a) << 8) | usize::from(b)] = rank;
             }
         }
