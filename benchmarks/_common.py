@@ -193,6 +193,43 @@ def gpt2_tokenizer_json(path: Path, data: Path, hub: bool = False) -> Path:
     return path
 
 
+def sp_tokenizer_json(path: Path, data: Path) -> Path:
+    """A SentencePiece-style BPE ``tokenizer.json`` at ``path``, as Llama 2 and Mistral
+    ship theirs: a 32K sentencepiece BPE with ``byte_fallback``, trained (~3 s) on 6 MB
+    of the shared English corpora, converted by transformers' ``LlamaConverter``
+    (``Metaspace``, ``prepend_scheme`` "first", no split), ``<|endoftext|>`` added."""
+    import tempfile
+    import warnings
+
+    import sentencepiece as spm  # type: ignore[import-untyped]
+    import tokenizers
+    from transformers import LlamaTokenizer  # type: ignore[import-untyped]
+    from transformers.convert_slow_tokenizer import LlamaConverter  # type: ignore[import-untyped]
+
+    names = ["tinystories_v2_train_head_2MiB.txt", "gutenberg_grimms_fairy_tales.txt", "nltk_webtext.txt"]
+    names += ["linux_6.1_docs_en.txt", "taylorswift_wikipedia_en.txt"]
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "train.txt"
+        with open(text, "wb") as f:
+            for name in names:
+                f.write((data / "corpora" / name).read_bytes()[:1_200_000] + b"\n")
+        spm.SentencePieceTrainer.train(
+            input=str(text),
+            model_prefix=str(Path(tmp) / "sp"),
+            model_type="bpe",
+            vocab_size=32000,
+            byte_fallback=True,
+            num_threads=1,
+            minloglevel=2,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tok = LlamaConverter(LlamaTokenizer(str(Path(tmp) / "sp.model"), legacy=False)).converted()
+    tok.add_special_tokens([tokenizers.AddedToken(EOT, special=True)])
+    tok.save(str(path))
+    return path
+
+
 # --- Files and corpora ---------------------------------------------------------------
 
 

@@ -9,7 +9,9 @@ checked against the oracle.
 Tokenizers: ``tokenizer.json`` files (``olmo2``: OLMo 2's, the Llama 3 regex and 22
 added tokens; ``neox``: GPT-NeoX-20B's, NFC and runs of spaces as added tokens;
 ``gpt2-hub``: GPT-2 as the Hub ships it, built with ``tokenizers`` from the shared
-GPT-2 files, ByteLevel with its own regex), whose oracle is HF ``tokenizers``; OpenAI
+GPT-2 files, ByteLevel with its own regex; ``sp-llama``: a SentencePiece-style BPE in
+Llama 2's form, trained and converted here: ``_common.sp_tokenizer_json``), whose
+oracle is HF ``tokenizers``; OpenAI
 encodings (``gpt2``, ``cl100k_base``, ``o200k_base``), whose oracle is tiktoken built
 offline from the shared rank files. ``--tokenizers olmo2 neox gpt2-hub`` runs the
 first kind, ``encode_compare.py --peers`` the second.
@@ -63,6 +65,7 @@ from _common import (
     encodings_folder,
     gpt2_tokenizer_json,
     peak_rss_mib,
+    sp_tokenizer_json,
     table,
     tiktoken_encoding,
     tool_version,
@@ -76,6 +79,7 @@ HF_FILES = {
     "olmo2": ("OLMo 2", "allenai_dolma2.json"),
     "neox": ("GPT-NeoX-20B", "allenai_eleuther-ai-gpt-neox-20b-pii-special.json"),
     "gpt2-hub": ("GPT-2 (Hub-style tokenizer.json)", None),
+    "sp-llama": ("SentencePiece-style BPE, Llama 2's form (32K, byte fallback, trained here)", None),
 }
 RANK_FILES = {"gpt2": "r50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
 WORKLOADS = {
@@ -95,9 +99,12 @@ def source(key: str, out: Path, data: Path) -> Source:
     """The tokenizer ``key`` as the tools are given it."""
     if key in HF_FILES:
         label, name = HF_FILES[key]
-        path = (
-            gpt2_tokenizer_json(out / "gpt2-hub.json", data, hub=True) if name is None else data / "hf" / name
-        )
+        if key == "sp-llama":
+            path = sp_tokenizer_json(out / "sp-llama.json", data)
+        elif name is None:
+            path = gpt2_tokenizer_json(out / "gpt2-hub.json", data, hub=True)
+        else:
+            path = data / "hf" / name
         return Source("json", label, str(path))
     if key not in RANK_FILES:
         raise SystemExit(f"unknown tokenizer {key!r}: one of {', '.join([*HF_FILES, *RANK_FILES])}")

@@ -252,6 +252,16 @@ class Encoder:
             bool,
             Sequence[tuple[int, bytes]],
         ],
+        chars: tuple[
+            bool,
+            int | None,
+            bool,
+            str | None,
+            bool,
+            str | None,
+            Sequence[tuple[str, str, str, int, int]],
+        ]
+        | None = None,
     ) -> Encoder: ...
     @staticmethod
     def from_ranks(

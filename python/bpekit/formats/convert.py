@@ -28,6 +28,7 @@ from bpekit._atomic import atomic_write_all
 from bpekit._paths import fspath
 from bpekit.formats.folder import save_folder
 from bpekit.formats.hf import save_hf_folder
+from bpekit.formats.hf_chars import is_char_model
 from bpekit.formats.parts import HfExtras, HoldsEncoder
 from bpekit.formats.tiktoken import tiktoken_bytes
 
@@ -61,7 +62,9 @@ def _check_plain(core: _core.Encoder, hf: HfExtras | None, format: str) -> None:
     data = hf.data
     flags = ("lstrip", "rstrip", "single_word")
     why = None
-    if data.get("normalizer") is not None:
+    if core.pattern.startswith("metaspace: ") or is_char_model(data):
+        why = "SentencePiece-style BPE (its tokens are characters)"
+    elif data.get("normalizer") is not None:
         why = f"normalizer ({data['normalizer'].get('type')})"
     elif any(t.get(k) for t in data.get("added_tokens", []) for k in flags):
         why = "added tokens with lstrip, rstrip or single_word"

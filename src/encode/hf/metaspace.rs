@@ -5,9 +5,10 @@
 //! none (`"never"`).
 //!
 //! Offsets: [`Metaspace::apply_mapped`] also gives, for each byte of the new text, the
-//! byte of the input it comes from (a `▁` for a space: the space; the prepended `▁`:
-//! the text's first byte, as `tokenizers` aligns a prepended string with the first
-//! character), so that a token's span in the new text maps back to the input's.
+//! byte range of the input it comes from (a `▁` for a space: the space; the prepended
+//! `▁`: the text's first character, as `tokenizers` aligns a prepended string), so that
+//! a token's span in the new text maps back to the input's (`normalize::ByteMap`, the
+//! normalizers' map, composes with it).
 
 use std::borrow::Cow;
 
@@ -59,28 +60,28 @@ impl Metaspace {
         Cow::Owned(out)
     }
 
-    /// [`Metaspace::apply`], and in `map` (cleared first) the input byte each byte of
-    /// the result comes from, offset by `base` (where `text` starts in the input).
+    /// [`Metaspace::apply`], and in `map` (cleared first) the input byte range each
+    /// byte of the result comes from, offset by `base` (where `text` starts in the input).
     #[allow(dead_code)] // the offsets' driver reads it
     pub(crate) fn apply_mapped(
         &self,
         text: &str,
         first: bool,
         base: usize,
-        map: &mut Vec<usize>,
+        map: &mut Vec<(usize, usize)>,
     ) -> String {
         map.clear();
         let out = self.apply(text, first).into_owned();
         map.reserve(out.len());
         let rep_len = self.replacement.len_utf8();
         if self.prepends(text, first) {
-            map.extend(std::iter::repeat_n(base, rep_len));
+            let first_len = text.chars().next().map_or(0, char::len_utf8);
+            map.extend(std::iter::repeat_n((base, base + first_len), rep_len));
         }
-        for (i, b) in text.bytes().enumerate() {
-            match b {
-                b' ' => map.extend(std::iter::repeat_n(base + i, rep_len)),
-                _ => map.push(base + i),
-            }
+        for (i, c) in text.char_indices() {
+            let range = (base + i, base + i + c.len_utf8());
+            let n = if c == ' ' { rep_len } else { c.len_utf8() };
+            map.extend(std::iter::repeat_n(range, n));
         }
         debug_assert_eq!(map.len(), out.len());
         out
@@ -106,6 +107,7 @@ mod tests {
         let mut map = Vec::new();
         let out = m(Prepend::Always).apply_mapped("a b", false, 10, &mut map);
         assert_eq!(out, "▁a▁b");
-        assert_eq!(map, [10, 10, 10, 10, 11, 11, 11, 12]);
+        assert_eq!(&map[..4], &[(10, 11); 4]);
+        assert_eq!(&map[4..], &[(11, 12), (11, 12), (11, 12), (12, 13)]);
     }
 }

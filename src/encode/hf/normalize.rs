@@ -115,6 +115,75 @@ impl Normalizer {
     }
 }
 
+/// For each byte of a changed text, the byte range of the original text it comes
+/// from: what maps a token's span in normalized text back to the input (offsets).
+pub(crate) type ByteMap = Vec<(usize, usize)>;
+
+impl Normalizer {
+    /// [`Normalizer::apply`] with the [`ByteMap`] of the result (ranges in `text`), or
+    /// `None` where a step changes `text` in a way not mapped here (a normal form that
+    /// changes it). Aligned as `tokenizers` aligns them: a replacement's bytes with the
+    /// whole match, a prepended string with the first character, a lowercased
+    /// character's bytes with that character.
+    #[allow(dead_code)] // the offsets' driver reads it
+    pub(crate) fn apply_mapped(&self, text: &str) -> Result<Option<(String, ByteMap)>> {
+        let mut cur = text.to_owned();
+        let mut map: ByteMap = (0..text.len()).map(|i| (i, i + 1)).collect();
+        for step in &self.steps {
+            let Some(changed) = step.apply(&cur)? else {
+                continue;
+            };
+            let mut next = ByteMap::with_capacity(changed.len());
+            // The original range of `cur[s..e]`.
+            let span = |s: usize, e: usize| match (map.get(s), map.get(e.max(s + 1) - 1)) {
+                (Some(a), Some(b)) => (a.0, b.1),
+                _ => (text.len(), text.len()),
+            };
+            match step {
+                Step::Lowercase => {
+                    for (i, c) in cur.char_indices() {
+                        let n: usize = c.to_lowercase().map(char::len_utf8).sum();
+                        next.extend(std::iter::repeat_n(span(i, i + c.len_utf8()), n));
+                    }
+                }
+                Step::Prepend(p) => {
+                    let first = cur.chars().next().map_or(0, char::len_utf8);
+                    next.extend(std::iter::repeat_n(span(0, first), p.len()));
+                    next.extend_from_slice(&map);
+                }
+                Step::Replace {
+                    regex,
+                    literal,
+                    content,
+                } => {
+                    let matches: Vec<(usize, usize)> = match regex {
+                        Some(r) => r
+                            .find_iter(&cur)
+                            .map(|m| m.map(|m| (m.start(), m.end())))
+                            .collect::<std::result::Result<_, _>>()
+                            .map_err(|e| Error::Regex(e.to_string()))?,
+                        None => cur
+                            .match_indices(literal.as_str())
+                            .map(|(s, m)| (s, s + m.len()))
+                            .collect(),
+                    };
+                    let mut last = 0;
+                    for (s, e) in matches {
+                        next.extend_from_slice(&map[last..s]);
+                        next.extend(std::iter::repeat_n(span(s, e), content.len()));
+                        last = e;
+                    }
+                    next.extend_from_slice(&map[last..]);
+                }
+                Step::Nfc | Step::Nfd | Step::Nfkc | Step::Nfkd => return Ok(None),
+            }
+            debug_assert_eq!(next.len(), changed.len());
+            (cur, map) = (changed, next);
+        }
+        Ok(Some((cur, map)))
+    }
+}
+
 /// A `Replace` regex, refused where it may match the empty string: `tokenizers`
 /// gives such matches no consistent meaning. With `x*` its `normalize_str` gives
 /// "ZaZbZ" for "ab" while `encode` panics (index out of bounds); with `^`, `\b` or
@@ -331,6 +400,30 @@ mod tests {
             content: "#".into(),
         };
         assert_eq!(norm(&[regex], "a12b3"), "a#b#");
+    }
+
+    #[test]
+    fn mapped_bytes_lead_back_to_the_original() {
+        let specs = [
+            NormSpec::Prepend("\u{2581}".into()),
+            NormSpec::Replace {
+                pattern: " ".into(),
+                literal: true,
+                content: "\u{2581}".into(),
+            },
+            NormSpec::Lowercase,
+        ];
+        let n = Normalizer::new(&specs).unwrap();
+        let (out, map) = n.apply_mapped("A b").unwrap().unwrap();
+        assert_eq!(out, "\u{2581}a\u{2581}b");
+        assert_eq!(map.len(), out.len());
+        assert_eq!(&map[..4], &[(0, 1); 4]);
+        assert_eq!(&map[4..], &[(1, 2), (1, 2), (1, 2), (2, 3)]);
+        assert!(Normalizer::new(&[NormSpec::Nfkc])
+            .unwrap()
+            .apply_mapped("\u{fb01}")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -355,12 +355,63 @@ mod tests {
         Bpe::from_merges(vocab, &merges).unwrap()
     }
 
+    #[test]
+    fn characters_merge_alike_by_scan_and_by_heap() {
+        // A vocabulary of characters: "é" and "▁" are tokens, "中" falls back to bytes.
+        let texts = [
+            "<unk>",
+            "a",
+            "\u{e9}",
+            "\u{2581}",
+            "a\u{e9}",
+            "\u{2581}a\u{e9}",
+        ];
+        let mut vocab: Vec<(u32, Vec<u8>)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as u32, t.as_bytes().to_vec()))
+            .collect();
+        for b in 0..=255u8 {
+            vocab.push((
+                6 + u32::from(b),
+                super::super::byte_token_text(b).into_bytes(),
+            ));
+        }
+        let merges = vec![
+            ("a".as_bytes().to_vec(), "\u{e9}".as_bytes().to_vec()),
+            (
+                "\u{2581}".as_bytes().to_vec(),
+                "a\u{e9}".as_bytes().to_vec(),
+            ),
+        ];
+        let spec = super::super::CharSpec {
+            byte_fallback: true,
+            unk: Some(0),
+            fuse_unk: true,
+        };
+        let b = Bpe::from_char_merges(vocab, &merges, &spec).unwrap();
+        let unit = "\u{2581}a\u{e9}中";
+        let one = {
+            let mut out = Vec::new();
+            merge_piece(&b, unit.as_bytes(), NONE, &mut Scratch::default(), &mut out).unwrap();
+            out
+        };
+        assert_eq!(one, [5, 6 + 0xE4, 6 + 0xB8, 6 + 0xAD]);
+        // 200 characters: past the scan's threshold, so merged on the heap.
+        let long = unit.repeat(50);
+        let mut out = Vec::new();
+        merge_piece(&b, long.as_bytes(), NONE, &mut Scratch::default(), &mut out).unwrap();
+        assert_eq!(out, one.repeat(50));
+        assert_eq!(b.joins_before('\u{2581}'), Some(vec![]));
+        assert_eq!(b.joins_before('中'), None, "no token of its own");
+    }
+
     fn both(piece: &[u8]) -> (Vec<u32>, Vec<u32>) {
         let b = bpe();
         let mut s = Scratch::default();
         let (mut x, mut y) = (Vec::new(), Vec::new());
-        merge_scan(&b, piece, NONE, &mut s, &mut x).unwrap();
-        merge_heap(&b, piece, NONE, &mut s, &mut y).unwrap();
+        merge_scan(&b, Start::Bytes(piece), NONE, &mut s, &mut x).unwrap();
+        merge_heap(&b, Start::Bytes(piece), NONE, &mut s, &mut y).unwrap();
         (x, y)
     }
 
@@ -382,7 +433,14 @@ mod tests {
         let mut s = Scratch::default();
         for k in [1000usize, 25_000] {
             let mut out = Vec::new();
-            merge_heap(&b, &vec![b'a'; 4 * k + 3], NONE, &mut s, &mut out).unwrap();
+            merge_heap(
+                &b,
+                Start::Bytes(&vec![b'a'; 4 * k + 3]),
+                NONE,
+                &mut s,
+                &mut out,
+            )
+            .unwrap();
             let mut want = vec![257; k];
             want.extend([256, 97]);
             assert_eq!(out, want, "k={k}");
@@ -474,8 +532,8 @@ mod tests {
                     _ => NONE,
                 };
                 let (mut x, mut y) = (Vec::new(), Vec::new());
-                merge_scan(&b, &piece, max_rank, &mut s, &mut x).unwrap();
-                merge_heap(&b, &piece, max_rank, &mut s, &mut y).unwrap();
+                merge_scan(&b, Start::Bytes(&piece), max_rank, &mut s, &mut x).unwrap();
+                merge_heap(&b, Start::Bytes(&piece), max_rank, &mut s, &mut y).unwrap();
                 let want: Vec<u32> = naive(&merges, &piece, max_rank)
                     .iter()
                     .map(|t| b.id_of(t).unwrap())
