@@ -514,9 +514,10 @@ def _bad(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
             {"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "StripAccents"}]}},
             r"normalizer\.normalizers\[1\]\.type: normalizer 'StripAccents'",
         ),
-        ({"pre_tokenizer": {"type": "Metaspace"}}, r"pre_tokenizer\.type: pre-tokenizer 'Metaspace'"),
-        ({"pre_tokenizer": None}, r"pre_tokenizer: null"),
-        ({"pre_tokenizer": {"type": "Digits"}}, r"pre_tokenizer: has no ByteLevel"),
+        # Without a ByteLevel pre-tokenizer a file is read as SentencePiece-style BPE.
+        ({"pre_tokenizer": {"type": "Metaspace"}}, r"pre_tokenizer\.replacement: expected a string"),
+        ({"pre_tokenizer": None}, r"decoder\.type: 'ByteLevel' without a ByteLevel pre-tokenizer"),
+        ({"pre_tokenizer": {"type": "Digits"}}, r"decoder\.type: 'ByteLevel' without a ByteLevel pre-tok"),
         ({"decoder": {"type": "WordPiece"}}, r"decoder\.type: decoder 'WordPiece'"),
         ({"post_processor": {"type": "RobertaProcessing"}}, r"post_processor\.type: post-processor"),
         ({"truncation": {"max_length": 512}}, r"truncation: not supported"),
@@ -529,7 +530,7 @@ def _bad(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
             },
             r"pre_tokenizer\.pretokenizers\[0\]\.pattern\.Regex: an interval followed by",
         ),
-        ({"pre_tokenizer": _split("(", "Isolated")}, r"pre_tokenizer: has no ByteLevel"),
+        ({"pre_tokenizer": _split("(", "Isolated")}, r"decoder\.type: 'ByteLevel' without a ByteLevel"),
         (
             {
                 "pre_tokenizer": {

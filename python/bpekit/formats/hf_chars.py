@@ -38,11 +38,8 @@ _DECODERS = "Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence"
 
 
 def is_char_model(data: dict[str, Any]) -> bool:
-    """Whether a document's BPE is SentencePiece-style: no ``ByteLevel`` pre-tokenizer
-    (a byte-level BPE ends its pre-tokenizers with one), or ``byte_fallback``."""
-    model = data.get("model")
-    if isinstance(model, dict) and model.get("byte_fallback") is True:
-        return True
+    """Whether a document's BPE is SentencePiece-style: it has no ``ByteLevel``
+    pre-tokenizer (a byte-level BPE ends its pre-tokenizers with one)."""
     return not _mentions_byte_level(data.get("pre_tokenizer"))
 
 
@@ -207,6 +204,12 @@ def char_decoder(spec: Any, path: str) -> list[tuple[str, str, str, int, int]]:
             if node.get("add_prefix_space") is False:
                 scheme = "never"
             out.append(("metaspace", rep, "", int(scheme != "never"), 0))
+        elif kind == "ByteLevel":
+            raise _Bad(
+                f"{at}.type",
+                "'ByteLevel' without a ByteLevel pre-tokenizer is not supported (a byte-level BPE "
+                f"has both; a SentencePiece-style one reads {_DECODERS})",
+            )
         else:
             raise _unsupported(kind, f"{at}.type", "decoder", _DECODERS)
 

@@ -1,4 +1,4 @@
-"""Read a HuggingFace ``tokenizer.json`` of a byte-level BPE model into a core encoder
+"""Read a HuggingFace ``tokenizer.json`` of a BPE model into a core encoder
 that gives the ids ``tokenizers`` gives (``Tokenizer.from_hf`` wraps it).
 
 What is read, with ``tokenizers``' semantics (the core runs it: ``src/encode/hf``):
@@ -13,8 +13,10 @@ What is read, with ``tokenizers``' semantics (the core runs it: ``src/encode/hf`
 - post-processors ``ByteLevel``, ``TemplateProcessing`` (for ``add_special_tokens``) and
   ``Sequence`` of them; decoder ``ByteLevel``.
 
-Anything else is a ``ValueError`` naming the file and the JSON path of what is not
-supported, never a tokenizer that encodes differently.
+A file without a ``ByteLevel`` pre-tokenizer is SentencePiece-style BPE (its tokens are
+characters, with byte fallback), whose parts ``bpekit.formats.hf_chars`` reads. Anything
+else (a Unigram or WordPiece model, say) is a ``ValueError`` naming the file and the
+JSON path of what is not supported, never a tokenizer that encodes differently.
 
 >>> import json, tempfile, os
 >>> from bpekit.formats.hf import to_hf_json
