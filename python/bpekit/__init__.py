@@ -22,8 +22,9 @@ own layer or lower ones (inside functions and for type hints too), never the pac
    core encoder and plain data; the visualizer, which takes any tokenizer-like object.
 4. ``tokenizer``, ``training``: ``Tokenizer``, the API object over the core encoder
    (it loads, saves and shows itself through the layer below); training.
-5. ``encodings``, ``models``, ``minbpe``, ``decode_stream``: OpenAI's encodings and
-   model names, minbpe's classes, streaming decode, all built on ``Tokenizer``.
+5. ``encodings``, ``models``, ``minbpe``, ``decode_stream``, ``hf_transformers``: OpenAI's
+   encodings and model names, minbpe's classes, streaming decode, transformers' fast
+   tokenizers on bpekit, all built on ``Tokenizer``.
 6. ``dataset``, ``datasets``: token datasets: the on-disk format, the writer, the
    reader ``TokenDataset`` and ``get_batch`` (``datasets``: the old name).
 7. ``distributed``: counting and dataset writing over a process pool or Ray.
@@ -44,6 +45,7 @@ from bpekit.training import WordCounts, count_pretokens, train_bpe, train_from_c
 
 if TYPE_CHECKING:
     from bpekit.dataset import TokenDataset, encode_dataset, encode_file, get_batch, load_tokens
+    from bpekit.hf_transformers import patch_transformers, transformers_patched, unpatch_transformers
 
 # The dataset helpers need numpy; importing it costs ~24 MiB of resident memory,
 # which a training run never needs, so they load on first use.
@@ -53,6 +55,10 @@ _LAZY = {
     "get_batch": "dataset",
     "load_tokens": "dataset",
     "TokenDataset": "dataset",
+    # transformers' tokenizers on bpekit: imports transformers only when patching.
+    "patch_transformers": "hf_transformers",
+    "unpatch_transformers": "hf_transformers",
+    "transformers_patched": "hf_transformers",
 }
 
 
@@ -80,7 +86,10 @@ __all__ = [
     "list_encoding_names",
     "load_tokenizer",
     "load_tokens",
+    "patch_transformers",
     "pretokenize",
     "train_bpe",
     "train_from_counts",
+    "transformers_patched",
+    "unpatch_transformers",
 ]

@@ -1,0 +1,321 @@
+"""``Backend``: what transformers' fast tokenizer holds as its ``tokenizers.Tokenizer``
+(``self._tokenizer``, ``backend_tokenizer``), with its encoding and decoding on bpekit.
+
+It wraps the real ``tokenizers.Tokenizer`` and hands it every call but ``encode``,
+``encode_batch``, ``decode`` and ``decode_batch``: the vocabulary, added tokens,
+truncation and padding settings, components, saving and pickling are ``tokenizers``'
+own, so transformers sees the tokenizer it built. The encoding calls run on bpekit
+when it can give what ``tokenizers`` gives, and on ``tokenizers`` otherwise, with one
+warning per reason naming the file's JSON path or the argument:
+
+- a ``tokenizer.json`` that bpekit refuses (``Tokenizer.from_hf``'s one-line error);
+- pairs of sequences (``text_pair``) and pre-tokenized input (``is_split_into_words``);
+- ``truncation`` with ``only_second``, a ``stride`` not below the room left, or a
+  ``max_length`` below what the template adds (``tokenizers`` raises or wraps there);
+- offsets (``return_offsets_mapping``) while bpekit's core has no encoder of them.
+
+bpekit's tokenizer is made from ``tokenizers``' state when first needed, and again
+when that state changes (``plan.state_key``, checked at each call).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import warnings
+from typing import Any
+
+from bpekit.hf_transformers.encoding import Batch, Encoding, Padding, Truncation, encodings
+from bpekit.hf_transformers.plan import Plan, make_plan, state_key
+
+__all__ = ["Backend", "warn_once"]
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_once(reason: str) -> None:
+    """Warns, once per process, that ``reason`` runs on HF ``tokenizers``."""
+    with _WARNED_LOCK:
+        if reason in _WARNED:
+            return
+        _WARNED.add(reason)
+    warnings.warn(
+        f"bpekit.patch_transformers: {reason}: this runs on HF tokenizers, not bpekit",
+        stacklevel=4,
+    )
+
+
+def _threads() -> int | None:
+    """All cores, unless ``TOKENIZERS_PARALLELISM`` says no, as ``tokenizers`` reads it."""
+    value = os.environ.get("TOKENIZERS_PARALLELISM", "").strip().lower()
+    return 1 if value in ("0", "false", "off", "no", "n", "f") else None
+
+
+class Backend:
+    """A ``tokenizers.Tokenizer`` whose encode and decode run on bpekit."""
+
+    # Names kept on the wrapper itself; every other attribute is the wrapped tokenizer's.
+    _OWN = frozenset({"_hf", "_plan", "_why", "_key"})
+
+    def __init__(self, hf: Any) -> None:
+        self._hf = hf
+        self._plan: Plan | None = None
+        self._why = ""
+        # None makes the next call build the plan again (a new model, new tokens).
+        self._key: tuple[Any, ...] | None = None
+
+    # ---- the wrapped tokenizer ------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in Backend._OWN:
+            raise AttributeError(name)
+        return getattr(self._hf, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in Backend._OWN or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._hf, name, value)
+            object.__setattr__(self, "_key", None)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The wrapped tokenizer pickles as its JSON (one string): datasets hashes the
+        # function of a map by pickling it, tokenizer included, and bpekit's own state
+        # (a dict of 100k tokens) took 4 s of a 3 s map to hash.
+        return (Backend, (self._hf,))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
+        new = Backend(copy.deepcopy(self._hf, memo))
+        new._plan, new._why, new._key = self._plan, self._why, self._key
+        return new
+
+    def __copy__(self) -> Backend:
+        return self.__deepcopy__({})
+
+    def __repr__(self) -> str:
+        return f"<bpekit Backend of {self._hf!r}>"
+
+    def _changed(self) -> None:
+        object.__setattr__(self, "_key", None)
+
+    # Setting a component, adding tokens or training changes what bpekit must run.
+
+    @property
+    def normalizer(self) -> Any:
+        return self._hf.normalizer
+
+    @normalizer.setter
+    def normalizer(self, value: Any) -> None:
+        self._hf.normalizer = value
+        self._changed()
+
+    @property
+    def pre_tokenizer(self) -> Any:
+        return self._hf.pre_tokenizer
+
+    @pre_tokenizer.setter
+    def pre_tokenizer(self, value: Any) -> None:
+        self._hf.pre_tokenizer = value
+        self._changed()
+
+    @property
+    def post_processor(self) -> Any:
+        return self._hf.post_processor
+
+    @post_processor.setter
+    def post_processor(self, value: Any) -> None:
+        self._hf.post_processor = value
+        self._changed()
+
+    @property
+    def decoder(self) -> Any:
+        return self._hf.decoder
+
+    @decoder.setter
+    def decoder(self, value: Any) -> None:
+        self._hf.decoder = value
+        self._changed()
+
+    @property
+    def model(self) -> Any:
+        return self._hf.model
+
+    @model.setter
+    def model(self, value: Any) -> None:
+        self._hf.model = value
+        self._changed()
+
+    @property
+    def encode_special_tokens(self) -> bool:
+        return bool(self._hf.encode_special_tokens)
+
+    @encode_special_tokens.setter
+    def encode_special_tokens(self, value: bool) -> None:
+        self._hf.encode_special_tokens = value
+
+    def add_tokens(self, tokens: Any) -> int:
+        self._changed()
+        return int(self._hf.add_tokens(tokens))
+
+    def add_special_tokens(self, tokens: Any) -> int:
+        self._changed()
+        return int(self._hf.add_special_tokens(tokens))
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        self._changed()
+        return self._hf.train(*args, **kwargs)
+
+    def train_from_iterator(self, *args: Any, **kwargs: Any) -> Any:
+        self._changed()
+        return self._hf.train_from_iterator(*args, **kwargs)
+
+    # ---- bpekit's plan --------------------------------------------------------------
+
+    def _current(self) -> Plan | None:
+        """bpekit's plan for the wrapped tokenizer as it is now, or None (warned)."""
+        key = state_key(self._hf)
+        if self._key is None or key != self._key:
+            made = make_plan(self._hf)
+            self._plan, self._why = (made, "") if isinstance(made, Plan) else (None, made)
+            self._key = key
+        if self._plan is None:
+            warn_once(self._why)
+        return self._plan
+
+    # ---- encoding -------------------------------------------------------------------
+
+    def encode(
+        self,
+        sequence: Any,
+        pair: Any = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> Any:
+        if pair is None and not is_pretokenized and isinstance(sequence, str):
+            found = self._encode([sequence], add_special_tokens)
+            if found is not None:
+                return found[0]
+        elif pair is not None:
+            warn_once("pairs of sequences (text_pair)")
+        elif is_pretokenized:
+            warn_once("pre-tokenized input (is_split_into_words=True)")
+        return self._hf.encode(sequence, pair, is_pretokenized, add_special_tokens)
+
+    def encode_batch(self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True) -> Any:
+        if is_pretokenized:
+            warn_once("pre-tokenized input (is_split_into_words=True)")
+        elif isinstance(input, list | tuple):
+            texts = list(input)
+            if all(isinstance(t, str) for t in texts):
+                found = self._encode(texts, add_special_tokens)
+                if found is not None:
+                    return found
+            else:
+                warn_once("pairs of sequences (text_pair)")
+        return self._hf.encode_batch(
+            input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+        )
+
+    def _encode(self, texts: list[str], add_special: bool) -> list[Encoding] | None:
+        """The encodings of ``texts`` on bpekit, or None where it cannot give
+        ``tokenizers``' (warned)."""
+        plan = self._current()
+        if plan is None:
+            return None
+        hf = self._hf
+        trunc, pad, split = hf.truncation, hf.padding, bool(hf.encode_special_tokens)
+        truncation = None
+        if trunc is not None:
+            added = plan.template.added if add_special else 0
+            room = trunc["max_length"] - added
+            why = ""
+            if trunc["strategy"] == "only_second":
+                why = "truncation='only_second' of one sequence"
+            elif room < 0:
+                why = "a max_length below the count of special tokens the template adds"
+            elif room > 0 and trunc["stride"] >= room:
+                why = "a stride not below max_length less the special tokens"
+            if why:
+                warn_once(why)
+                return None
+            truncation = Truncation(trunc["max_length"], trunc["stride"], trunc["direction"] == "left")
+        padding = None
+        if pad is not None:
+            padding = Padding(
+                pad["length"],
+                pad["pad_to_multiple_of"],
+                pad["direction"] == "left",
+                pad["pad_id"],
+                pad["pad_type_id"],
+                pad["pad_token"],
+            )
+        core = plan.tok._core
+        allowed: list[str] | None = [] if split else None
+        try:
+            if len(texts) == 1:
+                seqs = [core.encode(texts[0], allowed, [])]
+            else:
+                seqs = core.encode_batch(texts, allowed, [], _threads())
+        except UnicodeEncodeError:
+            return None  # lone surrogates: tokenizers raises its own error
+        settings = (trunc, pad, split)
+        batch = Batch(
+            plan.template,
+            add_special,
+            padding,
+            hf.id_to_token,
+            _no_offsets,
+            lambda: self._twins(texts, add_special, settings),
+        )
+        return encodings(seqs, batch, truncation)
+
+    def _twins(self, texts: list[str], add_special: bool, settings: tuple[Any, Any, bool]) -> list[Any]:
+        """``tokenizers``' encodings of a call made earlier, with that call's settings
+        (restored after)."""
+        hf = self._hf
+        trunc, pad, split = settings
+        now = (hf.truncation, hf.padding, hf.encode_special_tokens)
+        try:
+            _configure(hf, trunc, pad, split)
+            return list(hf.encode_batch(texts, add_special_tokens=add_special))
+        finally:
+            _configure(hf, *now)
+
+    # ---- decoding -------------------------------------------------------------------
+
+    def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
+        plan = self._current()
+        if plan is not None and plan.decode_ok:
+            try:
+                listed = list(ids)
+                if listed and not 0 <= min(listed) <= max(listed) < plan.n_ids:
+                    raise ValueError  # tokenizers skips ids it lacks; bpekit's extra bytes
+                if skip_special_tokens and plan.special_ids:
+                    skip = plan.special_ids
+                    listed = [i for i in listed if i not in skip]
+                return plan.tok.decode(listed)
+            except (KeyError, TypeError, ValueError, OverflowError):
+                pass
+        return str(self._hf.decode(ids, skip_special_tokens=skip_special_tokens))
+
+    def decode_batch(self, sequences: Any, skip_special_tokens: bool = True) -> list[str]:
+        return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in sequences]
+
+
+def _no_offsets() -> None:
+    """bpekit's core has no offsets yet: they come from tokenizers' encodings."""
+    warn_once("offsets (return_offsets_mapping=True)")
+
+
+def _configure(hf: Any, trunc: dict[str, Any] | None, pad: dict[str, Any] | None, split: bool) -> None:
+    if trunc is None:
+        hf.no_truncation()
+    else:
+        hf.enable_truncation(**trunc)
+    if pad is None:
+        hf.no_padding()
+    else:
+        hf.enable_padding(**{k: v for k, v in pad.items() if k != "length" or v is not None})
+    hf.encode_special_tokens = split
