@@ -20,7 +20,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # Workloads are shown in this order of their name's first word, then by corpus size.
-GROUPS = ["train", "count", "formats", "encode", "peers", "hf", "torch", "dataset", "scale", "pretokenize"]
+GROUPS = [
+    "train",
+    "count",
+    "formats",
+    "encode",
+    "peers",
+    "hf",
+    "transformers",
+    "torch",
+    "dataset",
+    "scale",
+    "pretokenize",
+]
 
 INTRO = """\
 # Benchmarks
