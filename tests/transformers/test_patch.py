@@ -356,6 +356,11 @@ def test_pickles_copies_and_saves(pairs: dict[str, tuple[Any, Any]], tmp_path: P
     for again in (pickle.loads(pickle.dumps(ours)), copy.deepcopy(ours)):
         assert type(again.backend_tokenizer).__name__ == "Backend"
         assert again(["Hello   world", "é"]) == ref(["Hello   world", "é"])
+    # A BatchEncoding pickles (as from a DataLoader's worker), encodings included.
+    want, got = ref(["a b", "é"], padding=True), pickle.loads(pickle.dumps(ours(["a b", "é"], padding=True)))
+    assert dict(got) == dict(want)
+    assert [e.ids for e in got.encodings] == [e.ids for e in want.encodings]
+    assert [e.offsets for e in got.encodings] == [e.offsets for e in want.encodings]
     ours.save_pretrained(str(tmp_path / "saved"))
     assert json.loads((tmp_path / "saved" / "tokenizer.json").read_text())["model"]["type"] == "BPE"
     assert transformers.AutoTokenizer.from_pretrained(str(tmp_path / "saved"))("a b") == ref("a b")

@@ -247,6 +247,11 @@ class Encoding:
             pre = suf = []
         return self._fields(b.padding.pad_token if b.padding else "", pre, words, suf)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # Pickled (a BatchEncoding sent from a DataLoader's worker) as tokenizers' own
+        # encoding, which has every field and pickles.
+        return self._batch.twin(self._index, self._overflow).__reduce_ex__(protocol)
+
     def __getattr__(self, name: str) -> Any:
         # Only names no slot or property answers: tokenizers' own encoding has them.
         if name.startswith("_"):
