@@ -110,20 +110,30 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     def encode(batch: dict[str, list[str]]) -> Any:
         return tok(batch["text"], return_offsets_mapping=offsets)
 
-    times, out = [], None
+    times, cpu, out = [], [], None
     for _ in range(spec["runs"]):
-        t0 = time.perf_counter()
+        c0, t0 = _cpu_seconds(), time.perf_counter()
         out = ds.map(encode, batched=True, num_proc=spec["num_proc"], remove_columns=["text"])
         times.append(time.perf_counter() - t0)
+        cpu.append(_cpu_seconds() - c0)
     assert out is not None
     version = tool_version(tool) if tool != "bpekit" else os.environ.get("BENCH_BPEKIT_VERSION", "?")
     return {
         "times": times,
+        "cpu": cpu,
         "load_s": load_s,
         "peak_mib": peak_rss_mib(),
         "hash": _hash(out.data.table),
         "version": version,
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (a map's pool)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def measure(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -141,6 +151,7 @@ COLUMNS = columns(
     ("throughput", "MB/s", "num"),
     ("vs_transformers", "vs transformers", "ratio"),
     ("vs_fastokens", "vs fastokens", "ratio"),
+    ("cpu_s", "CPU s", "num"),
     ("load_ms", "load ms", "int"),
     ("peak_rss_mib", "peak RSS", "mib"),
     ("exact", "columns vs transformers", "text"),
@@ -206,7 +217,8 @@ def _run(args: argparse.Namespace, corpus: Path, mb: float, folder: Path) -> Non
             "`fastokens.patch_transformers()`. Each row in a fresh process, the tools interleaved, "
             f"{args.runs} maps each (the first cold; the figure the median of the others). Every column "
             "of the mapped dataset is compared with transformers alone's. `vs transformers` and "
-            "`vs fastokens` are their time over the row's: above 1x the row is faster. bpekit makes "
+            "`vs fastokens` are their time over the row's: above 1x the row is faster. `CPU s`: the "
+            "CPU seconds of the map, its worker processes included. bpekit makes "
             "offsets with HF `tokenizers` until its core has them (a warning says so)."
         ),
         command=command("transformers_compare.py", cmd),
@@ -242,6 +254,9 @@ def _rows(
                 "seconds_min": min(r["times"][1:] or r["times"]),
                 "seconds_max": max(r["times"][1:] or r["times"]),
                 "throughput": mb / s,
+                # CPU seconds of the timed maps (median): a run whose time is far above
+                # it waited, on a machine shared with other work.
+                "cpu_s": statistics.median(r["cpu"][1:] or r["cpu"]),
                 "vs_transformers": base / s if base else None,
                 "vs_fastokens": fast / s if fast else None,
                 "load_ms": 1000 * r["load_s"],
