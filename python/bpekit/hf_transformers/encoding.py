@@ -250,13 +250,18 @@ class Encoding:
     def __reduce_ex__(self, protocol: Any) -> Any:
         # Pickled (a BatchEncoding sent from a DataLoader's worker) as tokenizers' own
         # encoding, which has every field and pickles.
-        return self._batch.twin(self._index, self._overflow).__reduce_ex__(protocol)
+        return (_as_is, (self._batch.twin(self._index, self._overflow),))
 
     def __getattr__(self, name: str) -> Any:
         # Only names no slot or property answers: tokenizers' own encoding has them.
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._batch.twin(self._index, self._overflow), name)
+
+
+def _as_is(encoding: Any) -> Any:
+    """Unpickles an ``Encoding``: ``tokenizers``' own, pickled in its place."""
+    return encoding
 
 
 def encodings(seqs: list[list[int]], batch: Batch, truncation: Truncation | None) -> list[Encoding]:
