@@ -33,7 +33,7 @@ three jobs run, each in a fresh process, so that each peak RSS (the process's
                 the first tasks' cold start (Ray's workers start and import bpekit).
                 Then, on the same Ray, ``bpekit.distributed.encode_dataset(path, out,
                 "gpt2")`` (a dataset folder with the default layout: tasks encode units
-                into unit files, the driver replays them into the shards), timed; its
+                into unit files, then tasks write the shards from them), timed; its
                 manifest (every shard's sha256 among it) must equal the one process's.
   encode        ``bpekit.encode_dataset(path, out, bpekit.get_encoding("gpt2"))``
                 (default threads), timed, the tokenizer loaded before. The datasets
@@ -223,7 +223,7 @@ def save(
         "of one CPU over units of "
         f"{unit_bytes / MiB:,.0f} MiB), then `train_from_counts` on the driver; encode: `encode_dataset` "
         "with gpt2 into a dataset folder (one process: default threads; Ray: "
-        "`bpekit.distributed.encode_dataset`, the same units, replayed into the shards by the driver). "
+        "`bpekit.distributed.encode_dataset`, the same units, then the shards written by the workers). "
         "count MB/s: "
         "the file's MB per second of counting. peak RSS: the job's process (the encode's in the notes; "
         "Ray: the driver's, its workers in the notes, each worker's VmHWM and the largest sum of all "
