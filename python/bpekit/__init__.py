@@ -9,11 +9,11 @@ own layer or lower ones (inside functions and for type hints too), never the pac
 ``scripts/check_py_layers.py`` reads this list and checks all three.
 
 1. ``_core``, ``_atomic``, ``_lock``, ``_paths``, ``_stores``, ``_progress``, ``_threads``,
-   ``_utf8``, ``_text_rules``, ``_encode_rules``, ``_tokenizer_args``, ``_openai_models``,
-   ``patterns``, ``torch``: the native core (Rust) and the helpers that need nothing
-   else of bpekit: atomic files, output locks, paths, URLs of object stores (listed and
-   read through fsspec), progress bars, argument checks,
-   tiktoken's text and special-token rules, the model table, the named pre-tokenizer
+   ``_utf8``, ``_text_rules``, ``_encode_rules``, ``_offsets``, ``_tokenizer_args``,
+   ``_openai_models``, ``patterns``, ``torch``: the native core (Rust) and the helpers
+   that need nothing else of bpekit: atomic files, output locks, paths, URLs of object
+   stores (listed and read through fsspec), progress bars, argument checks,
+   tiktoken's text and special-token rules, offsets around the core, the model table, the named pre-tokenizer
    patterns, minbpe's BPE as tensor operations.
 2. ``options``, ``reference``: the typed options, each defined once; the readable
    pure-Python BPE that the fast paths are tested against.

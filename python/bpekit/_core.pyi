@@ -296,6 +296,30 @@ class Encoder:
         num_threads: int | None = None,
         eos: int | None = None,
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
+    def encode_with_offsets(
+        self,
+        text: str,
+        allowed: list[str] | None = None,
+        disallowed: list[str] = ...,
+        trim: tuple[bool, int] | None = None,
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The ids of ``text`` and each one's ``(start, end)`` in characters; ``trim``:
+        ``(add_prefix_space, index of the first id)`` of ``trim_offsets``."""
+    def encode_with_offsets_to_numpy(
+        self,
+        text: str,
+        allowed: list[str] | None = None,
+        disallowed: list[str] = ...,
+        trim: tuple[bool, int] | None = None,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
+    def encode_batch_with_offsets(
+        self,
+        texts: list[str],
+        allowed: list[str] | None = None,
+        disallowed: list[str] = ...,
+        num_threads: int | None = None,
+        trim: tuple[bool, int] | None = None,
+    ) -> list[tuple[list[int], list[tuple[int, int]]]]: ...
     def decode_bytes(self, ids: Sequence[int]) -> bytes: ...
     def token_bytes(self, id: int) -> bytes: ...
     def encode_single_piece(self, piece: bytes, whole: bool = True) -> list[int]:

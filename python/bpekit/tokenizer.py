@@ -44,7 +44,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bpekit import _core
+from bpekit import _core, _offsets
 from bpekit._encode_rules import DEFAULT, AllowedSpecial, Policy, on_str, on_texts, policy, stream_ids
 from bpekit._encode_rules import Default as _Default
 from bpekit._text_rules import without_surrogates
@@ -229,6 +229,84 @@ class Tokenizer:
         if add_special_tokens and self._hf is not None:
             return self._hf.prefix + ids + self._hf.suffix
         return ids
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """``encode``'s ids and, for each, its ``(start, end)`` in ``text`` (``str``
+        indices): for a ``tokenizer.json``, the ``offsets`` of ``tokenizers``' ``encode``
+        (its normalizers, added tokens and ``trim_offsets`` included; ``(0, 0)`` for the
+        ids ``add_special_tokens`` adds). Otherwise the same rule: a token spans the
+        characters its bytes touch, so tokens that share a character's bytes both span
+        it, and a special token spans its text.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"hi"}, [(b"h", b"i")])
+        >>> tok.encode_with_offsets("hi é")
+        ([256, 32, 195, 169], [(0, 2), (2, 3), (3, 4), (3, 4)])
+        """
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        others.check(text)
+        ids, offsets = _offsets.on_str(
+            self._core.encode_with_offsets, text, allowed, disallowed, self._trim(add_special_tokens)
+        )
+        if add_special_tokens and self._hf is not None:
+            return _offsets.around(ids, offsets, self._hf.prefix, self._hf.suffix)
+        return ids, offsets
+
+    def encode_with_offsets_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
+        """``encode_with_offsets`` as a ``uint32`` array of ids and an ``(n, 2)`` ``uint64``
+        array of offsets: no Python object is made per token."""
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        others.check(text)
+        trim = self._trim(add_special_tokens)
+        ids, offsets = _offsets.on_str(self._core.encode_with_offsets_to_numpy, text, allowed, disallowed, trim)
+        if add_special_tokens and self._hf is not None:
+            return _offsets.around_arrays(ids, offsets, self._hf.prefix, self._hf.suffix)
+        return ids, offsets
+
+    def encode_batch_with_offsets(
+        self,
+        texts: Sequence[str],
+        num_threads: int | None = None,
+        *,
+        allowed_special: AllowedSpecial | _Default = DEFAULT,
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """``encode_with_offsets`` of each text, in order, in parallel (``num_threads``:
+        default all cores)."""
+        num_threads = check_num_threads(num_threads)
+        allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
+        batch = list(texts)
+        if others:
+            for text in batch:
+                others.check(text)
+        trim = self._trim(add_special_tokens)
+        out = _offsets.on_texts(
+            self._core.encode_batch_with_offsets, batch, allowed, disallowed, num_threads, trim
+        )
+        if add_special_tokens and self._hf is not None:
+            prefix, suffix = self._hf.prefix, self._hf.suffix
+            out = [_offsets.around(ids, offsets, prefix, suffix) for ids, offsets in out]
+        return out
+
+    def _trim(self, add_special_tokens: bool) -> tuple[bool, int] | None:
+        """The core's ``trim`` argument: the post-processor's ``trim_offsets``."""
+        if self._hf is None:
+            return None
+        return _offsets.trim_arg(self._hf.trim, self._hf.prefix, add_special_tokens)
 
     def encode_with_unstable(
         self,

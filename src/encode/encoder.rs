@@ -8,7 +8,8 @@ use hashbrown::hash_map::Entry;
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use super::engine::{
-    output_buffer, short_lines_for, Engine, Lease, Prefault, Workspace, Workspaces,
+    output_buffer, short_lines_for, to_chars, trim, Engine, Lease, Prefault, Span, Spans, Trim,
+    Workspace, Workspaces,
 };
 use super::hf::{Front, FrontSpec};
 use super::vocab::{merge_piece, recover_merges, Bpe, CharSpec, RankFormat, Scratch};
@@ -408,6 +409,56 @@ impl Encoder {
         )
     }
 
+    /// The ids of `text` (as [`Encoder::encode`] gives them) and each one's `(start,
+    /// end)` in characters (code points) of `text`: the offsets `tokenizers` gives for
+    /// the same `tokenizer.json`, `trim` being its `ByteLevel` post-processor's
+    /// `trim_offsets`. Without a `tokenizer.json`, the same rule: a token spans the
+    /// characters its bytes touch, a special token its text.
+    pub fn encode_with_offsets(
+        &self,
+        text: &str,
+        allowed: &Specials,
+        trim: Option<Trim>,
+    ) -> Result<(Vec<u32>, Vec<Span>)> {
+        let mut ws = self.lease()?;
+        ws.short.reserve_lines(short_lines_for(text.len()));
+        ws.short.populate();
+        self.encode_spans(text, allowed, trim, &mut ws, output_buffer(text.len())?)
+    }
+
+    /// [`Encoder::encode_with_offsets`] into `out`, a fresh buffer, with `ws`.
+    pub(crate) fn encode_spans(
+        &self,
+        text: &str,
+        allowed: &Specials,
+        how: Option<Trim>,
+        ws: &mut Workspace,
+        mut out: Vec<u32>,
+    ) -> Result<(Vec<u32>, Vec<Span>)> {
+        let mut spans = Spans::default();
+        let room = out.capacity();
+        spans
+            .spans
+            .try_reserve_exact(room)
+            .map_err(|_| Error::out_of_memory::<Span>("offsets", room))?;
+        ws.prefault = Prefault::new(&out);
+        let encoded = match &self.front {
+            Some(front) => {
+                front.encode_spans(&self.engine, text, allowed, ws, &mut out, &mut spans)
+            }
+            None => self
+                .engine
+                .encode_spans(text, allowed, ws, &mut out, &mut spans.spans, 0),
+        };
+        ws.prefault = Prefault::default();
+        encoded?;
+        to_chars(text, &mut spans.spans);
+        if let Some(how) = how {
+            trim(self.bpe(), &out, &mut spans, how);
+        }
+        Ok((out, spans.spans))
+    }
+
     /// Times pre-tokenizing and merging `text` apart, for benchmarks:
     /// `(pre-tokenize seconds, merge seconds, token count)` in thread CPU time.
     pub fn profile(&self, text: &str) -> Result<(f64, f64, usize)> {
@@ -523,6 +574,45 @@ mod tests {
         // The same text without special tokens recognised is all ordinary pieces.
         let ordinary = e.encode(&text, &none).unwrap();
         assert_eq!(e.decode_bytes(&ordinary).unwrap(), text.as_bytes());
+    }
+
+    #[test]
+    fn offsets_span_the_characters_each_token_touches() {
+        // "é" is two byte tokens, both spanning it; special tokens span their text.
+        let e = encoder(&["<|a|>", "<|a|><|a|>"]);
+        let all = e.specials().clone();
+        let text = "a é the<|a|><|a|> th<|a|>";
+        let (ids, spans) = e.encode_with_offsets(text, &all, None).unwrap();
+        assert_eq!(ids, e.encode(text, &all).unwrap());
+        assert_eq!(ids, [97, 32, 195, 169, 258, 260, 257, 259]);
+        let want = [
+            (0, 1),
+            (1, 2),
+            (2, 3),
+            (2, 3),
+            (3, 7),
+            (7, 17),
+            (17, 20),
+            (20, 25),
+        ];
+        assert_eq!(spans, want);
+        assert_eq!(
+            e.encode_with_offsets("", &all, None).unwrap(),
+            (vec![], vec![])
+        );
+    }
+
+    #[test]
+    fn offsets_of_special_tokens_that_share_an_id_are_their_own_texts() {
+        let ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+        let specials = vec![("<|a|>".to_string(), 300), ("<|bb|>".to_string(), 300)];
+        let e = Encoder::from_ranks(ranks, specials, "gpt2").unwrap();
+        let all = e.specials().clone();
+        let (ids, spans) = e.encode_with_offsets("<|bb|>x<|a|>", &all, None).unwrap();
+        assert_eq!(
+            (ids, spans),
+            (vec![300, 120, 300], vec![(0, 6), (6, 7), (7, 12)])
+        );
     }
 
     #[test]

@@ -41,9 +41,12 @@ pub use crate::specials::Specials;
 pub use encoder::{CharWords, Encoder};
 /// For `crate::dataset`, which sizes its workers' short caches as `Encoder` does.
 pub(crate) use engine::short_lines_for;
+#[cfg(feature = "python")]
+pub(crate) use engine::Span;
+pub use engine::Trim;
 pub use hf::{normalize, AddedToken, DecodeStep, FrontSpec, Metaspace, NormSpec, Prepend};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
-pub(crate) use parallel::{encode_texts, encode_texts_in_order};
+pub(crate) use parallel::{encode_texts, encode_texts_in_order, encode_texts_with_offsets};
 pub use text::{encode_wide, StreamEncoder, Text, Wide};
 pub use vocab::{byte_token_text, merge_piece, Bpe, CharSpec, RankFormat, Scratch};

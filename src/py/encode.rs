@@ -20,16 +20,21 @@ use super::load::{
     char_words, front_spec, hf_normalize, pre_steps, room_to_load, vocab_and_merges, CharArgs,
     HfFrontArgs,
 };
+use super::offsets::{offsets_array, offsets_list, trim_of};
 use super::progress::run_with_progress;
 use super::text::text_of;
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
 use crate::encode::{encode_texts, encode_texts_in_order, encode_wide, Encoder};
+use crate::encode::{encode_texts_with_offsets, Span};
 use crate::pretokenize::Kind;
 use crate::specials::Specials;
 
 /// Every text's ids in one array, and where each text's ids start.
 type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
+/// A text's ids and each one's `(start, end)` in characters.
+type IdsAndSpans<'py> = (Bound<'py, PyList>, Bound<'py, PyList>);
 
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
 #[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
@@ -133,6 +138,26 @@ impl PyEncoder {
             // raises its own error for it.
             None => encode_utf8(text.to_str()?),
         }
+    }
+
+    /// `encode_with_offsets`' ids and character spans, with the GIL released. A text
+    /// with lone surrogates raises CPython's `UnicodeEncodeError`.
+    fn spans_of(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        trim: Option<(bool, usize)>,
+    ) -> PyResult<(Vec<u32>, Vec<Span>)> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        let utf8 = text.to_str()?;
+        interruptible(py, utf8.len(), || {
+            check(&disallowed, utf8)?;
+            self.inner
+                .encode_with_offsets(utf8, &allowed, trim_of(trim))
+        })
     }
 
     /// `None`: all special tokens of the encoder; a list: those among them.
@@ -407,6 +432,75 @@ impl PyEncoder {
         }
         offsets.push(flat.len() as u64);
         Ok((flat.into_pyarray(py), offsets.into_pyarray(py)))
+    }
+
+    /// The ids of `text` (as `encode`) and each one's `(start, end)` in characters of
+    /// `text`; `trim`: `(add_prefix_space, index of the first id)` of a `ByteLevel`
+    /// post-processor's `trim_offsets`.
+    #[pyo3(signature = (text, allowed = None, disallowed = Vec::new(), trim = None))]
+    fn encode_with_offsets<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        trim: Option<(bool, usize)>,
+    ) -> PyResult<IdsAndSpans<'py>> {
+        let (ids, spans) = self.spans_of(py, text, allowed, disallowed, trim)?;
+        Ok((self.ints.list(py, &ids)?, offsets_list(py, &spans)?))
+    }
+
+    /// `encode_with_offsets` as a `uint32` array of ids and an `(n, 2)` `uint64` array
+    /// of offsets.
+    #[pyo3(signature = (text, allowed = None, disallowed = Vec::new(), trim = None))]
+    fn encode_with_offsets_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        trim: Option<(bool, usize)>,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, numpy::PyArray2<u64>>)> {
+        let (ids, spans) = self.spans_of(py, text, allowed, disallowed, trim)?;
+        Ok((ids.into_pyarray(py), offsets_array(py, &spans)?))
+    }
+
+    /// `encode_with_offsets` of each text, in parallel: a list of `(ids, offsets)`.
+    #[pyo3(signature = (texts, allowed = None, disallowed = Vec::new(), num_threads = None, trim = None))]
+    fn encode_batch_with_offsets<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
+        allowed: Option<Vec<String>>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+        trim: Option<(bool, usize)>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let allowed = self.allowed(allowed)?;
+        let disallowed = self.disallowed(disallowed)?;
+        let utf8 = texts
+            .iter()
+            .map(|t| t.to_str())
+            .collect::<PyResult<Vec<&str>>>()?;
+        let threads = num_threads.unwrap_or(0);
+        let encoded = py.detach(|| {
+            encode_texts_with_offsets(
+                &self.inner,
+                &utf8,
+                &allowed,
+                disallowed.as_ref(),
+                trim_of(trim),
+                threads,
+            )
+        })?;
+        let pairs = encoded
+            .iter()
+            .map(|(ids, spans)| {
+                let pair = (self.ints.list(py, ids)?, offsets_list(py, spans)?);
+                pair.into_pyobject(py).map(Bound::into_any)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        object_list(py, pairs)
     }
 
     fn decode_bytes<'py>(

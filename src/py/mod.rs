@@ -11,6 +11,7 @@ mod inputs;
 mod ints;
 mod iterable;
 mod load;
+mod offsets;
 mod options;
 mod pretok;
 mod progress;

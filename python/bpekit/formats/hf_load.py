@@ -10,8 +10,8 @@ What is read, with ``tokenizers``' semantics (the core runs it: ``src/encode/hf`
   ``Prepend`` and ``Sequence`` of them;
 - pre-tokenizers ``Split``, ``Digits``, ``ByteLevel`` (last) and ``Sequence`` of them;
 - ``added_tokens`` with their flags;
-- post-processors ``ByteLevel``, ``TemplateProcessing`` (for ``add_special_tokens``) and
-  ``Sequence`` of them; decoder ``ByteLevel``.
+- post-processors ``ByteLevel`` (its ``trim_offsets``, for offsets), ``TemplateProcessing``
+  (for ``add_special_tokens``) and ``Sequence`` of them; decoder ``ByteLevel``.
 
 A file without a ``ByteLevel`` pre-tokenizer is SentencePiece-style BPE (its tokens are
 characters, with byte fallback), whose parts ``bpekit.formats.hf_chars`` reads. Anything
@@ -133,7 +133,7 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
     added, decode, special = _added_tokens(
         data.get("added_tokens", []), model_ids, normalizers, "added_tokens"
     )
-    prefix, suffix = _post_processor(data.get("post_processor"), "post_processor")
+    prefix, suffix, trim = _post_processor(data.get("post_processor"), "post_processor")
     last_id = max([*vocab.values(), *(i for _, i, *_ in added)], default=-1)
     try:
         core = _core.Encoder.from_hf(
@@ -145,7 +145,7 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
         )
     except ValueError as e:
         raise _Bad("$", str(e)) from None
-    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special))
+    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special, trim))
 
 
 def _read_chars(data: dict[str, Any], model: dict[str, Any], name: str) -> Loaded:
@@ -450,18 +450,28 @@ def _added_tokens(
     return added, decode, special
 
 
-def _post_processor(spec: Any, path: str) -> tuple[list[int], list[int]]:
-    """The ids ``add_special_tokens`` puts before and after a text."""
+def _post_processor(spec: Any, path: str) -> tuple[list[int], list[int], tuple[bool, bool] | None]:
+    """The ids ``add_special_tokens`` puts before and after a text, and the ``ByteLevel``
+    processor's ``trim_offsets``: ``(add_prefix_space, after_template)`` where it trims
+    (``after_template``: a template before it has added its ids when it trims), else
+    None."""
     prefix: list[int] = []
     suffix: list[int] = []
+    trim: tuple[bool, bool] | None = None
+    templates = 0
 
     def walk(node: Any, at: str) -> None:
+        nonlocal trim, templates
         if node is None:
             return
         node = _object(node, at)
         kind = _type(node, at)
         if kind == "ByteLevel":
-            return  # offsets only
+            # Offsets only. A second trimming processor would trim the same spaces
+            # again; no file has one, so the first is the one read.
+            if _bool(node, "trim_offsets", at, True) and trim is None:
+                trim = (_bool(node, "add_prefix_space", at, True), templates > 0)
+            return
         if kind == "Sequence":
             for k, inner in enumerate(_list(node.get("processors"), f"{at}.processors")):
                 walk(inner, f"{at}.processors[{k}]")
@@ -494,6 +504,7 @@ def _post_processor(spec: Any, path: str) -> tuple[list[int], list[int]]:
                 raise _Bad(pat, "expected a Sequence or a SpecialToken")
         if not seen_a:
             raise _Bad(f"{at}.single", "has no sequence A")
+        templates += 1
 
     walk(spec, path)
-    return prefix, suffix
+    return prefix, suffix, trim

@@ -30,6 +30,10 @@ class HfExtras:
     suffix: list[int] = field(default_factory=list)
     #: The added tokens marked ``special``, by content.
     special: dict[str, int] = field(default_factory=dict)
+    #: The ``ByteLevel`` post-processor's ``trim_offsets`` where it trims:
+    #: ``(add_prefix_space, after_template)``, ``after_template`` when a template before
+    #: it has put its ids in first (offsets only).
+    trim: tuple[bool, bool] | None = None
 
 
 class Loaded(NamedTuple):

@@ -4,17 +4,22 @@
 //! slow path (`miss`).
 //!
 //! Files, lowest first: `workspace`, `prefault`, `leases` (the pool of workspaces),
-//! `miss`, `batch`, then the [`Engine`] here and `profile`.
+//! `miss`, `batch`, then the [`Engine`] here, `profile` and `spans` (offsets).
 
 mod batch;
 mod leases;
 mod miss;
 mod prefault;
 mod profile;
+mod spans;
 mod workspace;
 
 pub(crate) use leases::{Lease, Workspaces};
 pub(crate) use prefault::Prefault;
+pub use spans::Trim;
+pub(crate) use spans::{
+    char_ceil, char_floor, space_ends, to_chars, token_spans, trim, Span, Spans,
+};
 #[cfg(test)]
 pub(crate) use workspace::SHORT_LINES;
 pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
@@ -88,6 +93,49 @@ impl Engine {
         batch::step(&self.bpe, bytes, next, ready, ws, out)?;
         ready.clear();
         batch::step(&self.bpe, bytes, ready, next, ws, out)
+    }
+
+    /// Appends the ids of `text` (recognising the special tokens in `allowed`) and
+    /// their spans in it, shifted by `base`.
+    pub(crate) fn encode_spans(
+        &self,
+        text: &str,
+        allowed: &Specials,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+        spans: &mut Vec<Span>,
+        base: usize,
+    ) -> Result<()> {
+        let bytes = text.as_bytes();
+        let none = Specials::default();
+        let mut result = Ok(());
+        let mut at = 0;
+        allowed.matcher.split(text, |seg| {
+            if result.is_err() {
+                return;
+            }
+            match seg {
+                Segment::Text(t) => {
+                    at = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
+                    let first = out.len();
+                    result = self.encode_into(t, &none, ws, out).and_then(|()| {
+                        token_spans(&self.bpe, &out[first..], t.len(), spans, |s, e| {
+                            let s = char_floor(bytes, at + s);
+                            let e = char_ceil(bytes, at + e);
+                            (base + s, base + e)
+                        })
+                    });
+                    at += t.len();
+                }
+                Segment::Special(i) => {
+                    let len = allowed.matcher.tokens()[i].len();
+                    out.push(allowed.ids[i]);
+                    spans.push((base + at, base + at + len));
+                    at += len;
+                }
+            }
+        });
+        result
     }
 
     /// A full `next` batch: key it while emitting `ready`, then the two trade places

@@ -27,10 +27,11 @@ impl AddedToken {
     }
 }
 
-/// A part of a text: text, or an added token's id.
+/// A part of a text: text, or an added token's id and the range of the text it
+/// took (its content, and the whitespace its `lstrip` and `rstrip` took).
 pub(crate) enum Part<'t> {
     Text(&'t str),
-    Token(u32),
+    Token(u32, std::ops::Range<usize>),
 }
 
 /// The added tokens matched in one kind of text (the raw text, or the normalized).
@@ -104,7 +105,7 @@ impl AddedSet {
             if start_offset < start {
                 f(Part::Text(&text[start_offset..start]))?;
             }
-            f(Part::Token(token.id))?;
+            f(Part::Token(token.id, start..stop))?;
             start_offset = stop;
         }
         if start_offset < text.len() {
@@ -177,7 +178,7 @@ mod tests {
             |p| {
                 out.push(match p {
                     Part::Text(t) => t.to_owned(),
-                    Part::Token(id) => format!("<{id}>"),
+                    Part::Token(id, _) => format!("<{id}>"),
                 });
                 Ok(())
             },

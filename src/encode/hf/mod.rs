@@ -17,9 +17,11 @@
 //! them keep the ids of the whole text here.
 
 mod added;
+mod align;
 mod decode;
 mod metaspace;
 mod normalize;
+mod spans;
 
 pub use added::AddedToken;
 pub use decode::DecodeStep;
@@ -145,7 +147,7 @@ impl Front {
         // Whether the next part starts the input (`Metaspace`'s "first" scheme).
         let mut first = true;
         self.raw.split(text, recognise, |part| match part {
-            Part::Token(id) => {
+            Part::Token(id, _) => {
                 first = false;
                 out.push(id);
                 Ok(())
@@ -207,7 +209,7 @@ impl Front {
         self.normalized.split(text, recognise, |part| {
             let starts = std::mem::replace(first, false);
             match part {
-                Part::Token(id) => {
+                Part::Token(id, _) => {
                     out.push(id);
                     Ok(())
                 }

@@ -3,11 +3,13 @@
 //! tables are the same), lowercase character by character, replace, prepend.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::str::Chars;
 
 use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
 use unicode_normalization_alignments::{IsNormalized, UnicodeNormalization};
 
+use super::align::Aligned;
 use crate::error::{Error, Result};
 use crate::pretokenize::unicode::ascii_run;
 
@@ -283,43 +285,113 @@ impl Step {
                     Some(text.chars().flat_map(char::to_lowercase).collect())
                 }
             }
-            Step::Replace {
-                regex,
-                literal,
-                content,
-            } => {
-                let mut out = String::new();
-                let (mut last, mut matched) = (0, false);
-                let mut replace = |s: usize, e: usize| {
-                    out.push_str(&text[last..s]);
-                    out.push_str(content);
-                    (last, matched) = (e, true);
-                };
-                match regex {
-                    Some(r) => {
-                        for m in r.find_iter(text) {
-                            let m = m.map_err(|e| Error::Regex(e.to_string()))?;
-                            if m.start() == m.end() {
-                                // `replace_regex` refuses what can match empty; were one
-                                // let through, an error beats ids `tokenizers` does not give.
-                                return Err(Error::invalid(format!(
-                                    "the Replace pattern {:?} matched the empty string at byte {}",
-                                    r.as_str(),
-                                    m.start()
-                                )));
-                            }
-                            replace(m.start(), m.end());
-                        }
-                    }
-                    None => text
-                        .match_indices(literal.as_str())
-                        .for_each(|(s, m)| replace(s, s + m.len())),
+            Step::Replace { content, .. } => {
+                let matches = self.matches(text)?;
+                if matches.is_empty() {
+                    return Ok(None);
                 }
-                matched.then(|| out + &text[last..])
+                let mut out = String::with_capacity(text.len());
+                let mut last = 0;
+                for m in matches {
+                    out.push_str(&text[last..m.start]);
+                    out.push_str(content);
+                    last = m.end;
+                }
+                Some(out + &text[last..])
             }
             Step::Prepend(p) if !text.is_empty() => Some(format!("{p}{text}")),
             Step::Prepend(_) => None,
         })
+    }
+}
+
+impl Step {
+    /// A replace's matches in `text`, in order (none for other steps).
+    fn matches(&self, text: &str) -> Result<Vec<Range<usize>>> {
+        let Step::Replace { regex, literal, .. } = self else {
+            return Ok(Vec::new());
+        };
+        match regex {
+            Some(r) => r
+                .find_iter(text)
+                .map(|m| {
+                    let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                    if m.start() == m.end() {
+                        // `replace_regex` refuses what can match empty; were one let
+                        // through, an error beats ids `tokenizers` does not give.
+                        return Err(Error::invalid(format!(
+                            "the Replace pattern {:?} matched the empty string at byte {}",
+                            r.as_str(),
+                            m.start()
+                        )));
+                    }
+                    Ok(m.start()..m.end())
+                })
+                .collect(),
+            None => Ok(text
+                .match_indices(literal.as_str())
+                .map(|(s, m)| s..s + m.len())
+                .collect()),
+        }
+    }
+
+    /// This step on `a`, its alignments kept as `tokenizers` keeps them; false where
+    /// the step leaves the text as it is (and `a` untouched).
+    fn apply_aligned(&self, a: &mut Option<Aligned>, text: &str) -> Result<bool> {
+        let cur = a.as_ref().map_or(text, |a| a.text.as_str());
+        let unchanged =
+            |check: fn(Chars<'_>) -> IsNormalized| quick(cur, check) == IsNormalized::Yes;
+        let form: Option<fn(&str) -> Vec<(char, isize)>> = match self {
+            Step::Nfc if unchanged(|c| is_nfc_quick(c)) => return Ok(false),
+            Step::Nfc => Some(|t| t.nfc().collect()),
+            Step::Nfd if unchanged(|c| is_nfd_quick(c)) => return Ok(false),
+            Step::Nfd => Some(|t| t.nfd().collect()),
+            Step::Nfkc if unchanged(|c| is_nfkc_quick(c)) => return Ok(false),
+            Step::Nfkc => Some(|t| t.nfkc().collect()),
+            Step::Nfkd if unchanged(|c| is_nfkd_quick(c)) => return Ok(false),
+            Step::Nfkd => Some(|t| t.nfkd().collect()),
+            Step::Lowercase if cur.bytes().all(|b| !b.is_ascii_uppercase() && b.is_ascii()) => {
+                return Ok(false)
+            }
+            Step::Lowercase => Some(|t| {
+                t.chars()
+                    .flat_map(|c| {
+                        c.to_lowercase()
+                            .enumerate()
+                            .map(|(i, l)| (l, isize::from(i > 0)))
+                    })
+                    .collect()
+            }),
+            Step::Prepend(_) if cur.is_empty() => return Ok(false),
+            Step::Prepend(_) | Step::Replace { .. } => None,
+        };
+        let matches = self.matches(cur)?;
+        if matches!(self, Step::Replace { .. }) && matches.is_empty() {
+            return Ok(false);
+        }
+        let a = a.get_or_insert_with(|| Aligned::new(text));
+        match (self, form) {
+            (_, Some(form)) => {
+                let dest = form(&a.text);
+                a.transform(dest);
+            }
+            (Step::Prepend(p), None) => a.prepend(p),
+            (Step::Replace { content, .. }, None) => a.replace(&matches, content),
+            _ => {}
+        }
+        Ok(true)
+    }
+}
+
+impl Normalizer {
+    /// `text` normalized with its alignments; `None` where no step changes it (each
+    /// byte then stands for its own character).
+    pub(crate) fn apply_aligned(&self, text: &str) -> Result<Option<Aligned>> {
+        let mut aligned = None;
+        for step in &self.steps {
+            step.apply_aligned(&mut aligned, text)?;
+        }
+        Ok(aligned)
     }
 }
 

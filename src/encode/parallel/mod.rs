@@ -22,6 +22,8 @@ pub(crate) use in_order::encode_texts_in_order;
 
 use super::encoder::Encoder;
 use super::engine::{Lease, Prefault};
+#[cfg(any(feature = "python", test))]
+use super::engine::{Span, Trim};
 use super::text::{encode_wide_into, Text};
 use crate::error::{Error, Result};
 use crate::pool::run_in_pool;
@@ -72,6 +74,48 @@ pub(crate) fn encode_texts(
                 },
             )
             .collect::<Vec<Result<Option<Vec<u32>>>>>()
+            .into_iter()
+            .collect()
+    };
+    run_in_pool(num_threads, work)?
+}
+
+/// Each text's ids and offsets ([`Encoder::encode_with_offsets`], after the check of
+/// `disallowed`), in parallel on `num_threads` threads (0: all cores). The error is
+/// that of the first text in order that has one.
+#[cfg(any(feature = "python", test))]
+pub(crate) fn encode_texts_with_offsets(
+    encoder: &Encoder,
+    texts: &[&str],
+    allowed: &Specials,
+    disallowed: Option<&Specials>,
+    trim: Option<Trim>,
+    num_threads: usize,
+) -> Result<Vec<(Vec<u32>, Vec<Span>)>> {
+    let one = |ws: &mut Lease<'_>, text: &str| {
+        encoder.workspaces().refresh_shared(ws);
+        disallowed.map_or(Ok(()), |d| d.refuse_in(text))?;
+        let mut out = Vec::new();
+        out.try_reserve(text.len() / 3 + 1)
+            .map_err(|_| Error::out_of_memory::<u32>("token ids", text.len() / 3))?;
+        encoder.encode_spans(text, allowed, trim, ws, out)
+    };
+    let work = || {
+        let shared = rayon::current_num_threads() > 1;
+        if shared {
+            let total = texts.iter().map(|t| t.len()).sum();
+            encoder.workspaces().size_shared_for(total);
+        }
+        texts
+            .par_iter()
+            .map_init(
+                || lease(encoder, shared),
+                |ws, text| match ws {
+                    Ok(ws) => one(ws, text),
+                    Err(_) => Err(no_workspace()),
+                },
+            )
+            .collect::<Vec<Result<_>>>()
             .into_iter()
             .collect()
     };
@@ -145,6 +189,30 @@ mod tests {
         e.workspaces().size_shared_for(usize::MAX / 2);
         assert_eq!(e.workspaces().shared_cache_lines(), SHORT_LINES.1);
         assert_eq!(encode_batch(&e, &texts, &all, 2).unwrap(), before);
+    }
+
+    #[test]
+    fn offsets_of_a_batch_equal_those_of_each_text() {
+        let e = pattern_encoder("o200k");
+        let all = e.specials().clone();
+        let docs: Vec<String> = (0..30)
+            .map(|i| match i % 3 {
+                0 => format!("the cat {i}\n"),
+                1 => "été 🙃<|eot|> the\n".repeat(i * 30),
+                _ => long_text().chars().take((i * 7919) % 20_000).collect(),
+            })
+            .collect();
+        let texts: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let want: Vec<_> = texts
+            .iter()
+            .map(|t| e.encode_with_offsets(t, &all, None).unwrap())
+            .collect();
+        for threads in [1, 2] {
+            let got = encode_texts_with_offsets(&e, &texts, &all, None, None, threads).unwrap();
+            assert_eq!(got, want);
+        }
+        let err = encode_texts_with_offsets(&e, &texts, &Specials::default(), Some(&all), None, 2);
+        assert!(matches!(err, Err(Error::DisallowedSpecial { .. })));
     }
 
     #[test]
