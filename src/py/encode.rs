@@ -460,9 +460,12 @@ impl PyEncoder {
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
         trim: Option<(bool, usize)>,
-    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, numpy::PyArray2<u64>>)> {
+    ) -> PyResult<(
+        Bound<'py, PyArray1<u32>>,
+        Bound<'py, numpy::PyArray2<usize>>,
+    )> {
         let (ids, spans) = self.spans_of(py, text, allowed, disallowed, trim)?;
-        Ok((ids.into_pyarray(py), offsets_array(py, &spans)?))
+        Ok((ids.into_pyarray(py), offsets_array(py, spans)?))
     }
 
     /// `encode_with_offsets` of each text, in parallel: a list of `(ids, offsets)`.

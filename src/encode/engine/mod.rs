@@ -18,7 +18,7 @@ pub(crate) use leases::{Lease, Workspaces};
 pub(crate) use prefault::Prefault;
 pub use spans::Trim;
 pub(crate) use spans::{
-    char_ceil, char_floor, space_ends, to_chars, token_spans, trim, Span, Spans,
+    char_ceil, char_floor, space_ends, token_spans, trim, Chars, Cut, Span, Spans, TokenLens,
 };
 #[cfg(test)]
 pub(crate) use workspace::SHORT_LINES;
@@ -36,6 +36,8 @@ use batch::Batch;
 pub(crate) struct Engine {
     pub(crate) bpe: Bpe,
     pub(crate) pretok: Pretokenizer,
+    /// The tokens' lengths, for offsets.
+    pub(crate) lens: TokenLens,
 }
 
 impl Engine {
@@ -96,7 +98,7 @@ impl Engine {
     }
 
     /// Appends the ids of `text` (recognising the special tokens in `allowed`) and
-    /// their spans in it, shifted by `base`.
+    /// their character spans in it, which `chars` counts.
     pub(crate) fn encode_spans(
         &self,
         text: &str,
@@ -104,9 +106,8 @@ impl Engine {
         ws: &mut Workspace,
         out: &mut Vec<u32>,
         spans: &mut Vec<Span>,
-        base: usize,
+        chars: &mut Chars<'_>,
     ) -> Result<()> {
-        let bytes = text.as_bytes();
         let none = Specials::default();
         let mut result = Ok(());
         let mut at = 0;
@@ -116,13 +117,13 @@ impl Engine {
             }
             match seg {
                 Segment::Text(t) => {
-                    at = (t.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
+                    at = (t.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
                     let first = out.len();
+                    let base = chars.at(at);
                     result = self.encode_into(t, &none, ws, out).and_then(|()| {
-                        token_spans(&self.bpe, &out[first..], t.len(), spans, |s, e| {
-                            let s = char_floor(bytes, at + s);
-                            let e = char_ceil(bytes, at + e);
-                            (base + s, base + e)
+                        let ids = &out[first..];
+                        token_spans(&self.bpe, &self.lens, ids, t.len(), spans, |c| {
+                            [base + c.first, base + c.last]
                         })
                     });
                     at += t.len();
@@ -130,7 +131,7 @@ impl Engine {
                 Segment::Special(i) => {
                     let len = allowed.matcher.tokens()[i].len();
                     out.push(allowed.ids[i]);
-                    spans.push((base + at, base + at + len));
+                    spans.push(chars.span([at, at + len]));
                     at += len;
                 }
             }

@@ -6,11 +6,14 @@
 //! The rule, `tokenizers`' for byte-level BPE: a token spans the characters its bytes
 //! touch, so two tokens that share a character's bytes both span all of it.
 
+use std::sync::OnceLock;
+
 use crate::encode::vocab::Bpe;
 use crate::error::{Error, Result};
 
-/// A byte (or character) range of the original text.
-pub(crate) type Span = (usize, usize);
+/// A byte (or character) range of the original text, `[start, end]`: an array, so
+/// that a vector of them is one of numbers too, handed to numpy without a copy.
+pub(crate) type Span = [usize; 2];
 
 /// Offsets as they are collected: a span per id, and for the ids whose text is not
 /// their token's bytes (added tokens) the whitespace characters at either end of the
@@ -55,25 +58,121 @@ pub(crate) fn char_ceil(text: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// What offsets read of each token, by id, made on the first offsets asked for: in
+/// a `u16`, its length in bytes (bits 0-6; 127: read the token itself), the characters
+/// that start in it (bits 7-13) and whether it starts inside a character (bit 14);
+/// apart, for `trim_offsets`, the spaces it starts and ends with (a byte each; 255:
+/// read the token).
+///
+/// Why: the vocabulary's 16-byte entries of a 100K-token vocabulary miss the cache,
+/// and reading each id's length there was ~60% of the spans' time (perf, OLMo 2,
+/// en-small documents); counting each span's characters in the text was ~20% more
+/// (o200k_base, ml). Two bytes an id mostly stay in the cache (four missed twice as
+/// often: o200k_base's 200K ids), and the characters come without reading the text.
+#[derive(Debug, Default)]
+pub(crate) struct TokenLens {
+    cuts: OnceLock<Box<[u16]>>,
+    spaces: OnceLock<Box<[[u8; 2]]>>,
+}
+
+/// A token's cut entry, or 127 (read the token) where it is too long.
+fn pack(bytes: &[u8]) -> u16 {
+    if bytes.is_empty() || bytes.len() >= 127 {
+        return 127;
+    }
+    let starts = bytes.iter().filter(|&&b| starts_char(b)).count() as u16;
+    let inside = bytes.first().is_some_and(|&b| !starts_char(b));
+    bytes.len() as u16 | starts << 7 | u16::from(inside) << 14
+}
+
+/// The spaces a token's bytes start and end with.
+fn space_bytes(bytes: &[u8]) -> (usize, usize) {
+    let lead = bytes.iter().take_while(|&&b| b == b' ').count();
+    let trail = bytes.iter().rev().take_while(|&&b| b == b' ').count();
+    (lead, trail)
+}
+
+impl TokenLens {
+    fn cuts<'a>(&'a self, bpe: &Bpe) -> &'a [u16] {
+        self.cuts.get_or_init(|| {
+            (0..bpe.id_limit())
+                .map(|id| bpe.token(id as u32).map_or(127, pack))
+                .collect()
+        })
+    }
+
+    /// Token `id`'s (length, characters starting in it, starts inside a character).
+    #[inline(always)]
+    fn cut(table: &[u16], bpe: &Bpe, id: u32) -> Result<(usize, usize, bool)> {
+        let p = table.get(id as usize).copied().unwrap_or(127);
+        if p & 127 != 127 {
+            let starts = usize::from(p >> 7 & 127);
+            return Ok((usize::from(p & 127), starts, p >> 14 & 1 == 1));
+        }
+        let bytes = bpe.token(id).ok_or(Error::UnknownTokenId { id })?;
+        Ok((
+            bytes.len(),
+            bytes.iter().filter(|&&b| starts_char(b)).count(),
+            bytes.first().is_some_and(|&b| !starts_char(b)),
+        ))
+    }
+
+    /// Token `id`'s leading and trailing spaces.
+    fn spaces(&self, bpe: &Bpe, id: u32) -> (usize, usize) {
+        let table = self.spaces.get_or_init(|| {
+            (0..bpe.id_limit())
+                .map(|id| {
+                    let (l, t) = space_bytes(bpe.token(id as u32).unwrap_or_default());
+                    [l.min(255) as u8, t.min(255) as u8]
+                })
+                .collect()
+        });
+        match table.get(id as usize) {
+            Some(&[l, t]) if l != 255 && t != 255 => (usize::from(l), usize::from(t)),
+            _ => space_bytes(bpe.token(id).unwrap_or_default()),
+        }
+    }
+}
+
+/// A token's place in the text its run of ids spells: its bytes `start..end`, and
+/// the characters it touches, `first..last` (from the one holding byte `start` to the
+/// end of the one holding byte `end - 1`), counted from the text's start.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cut {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) first: usize,
+    pub(crate) last: usize,
+}
+
 /// Pushes onto `spans` the span of each of `ids` in their text, which is `len` bytes
 /// long and spelled by their tokens' bytes one after another, as `map` makes it of
-/// the token's range in that text. A length that does not add up is an error, never a
-/// wrong offset.
+/// the token's [`Cut`]. A length that does not add up is an error, never a wrong
+/// offset.
 pub(crate) fn token_spans(
     bpe: &Bpe,
+    lens: &TokenLens,
     ids: &[u32],
     len: usize,
     spans: &mut Vec<Span>,
-    mut map: impl FnMut(usize, usize) -> Span,
+    mut map: impl FnMut(Cut) -> Span,
 ) -> Result<()> {
     spans
         .try_reserve(ids.len())
         .map_err(|_| Error::out_of_memory::<Span>("offsets", spans.len() + ids.len()))?;
-    let mut at = 0;
+    let table = lens.cuts(bpe);
+    let (mut at, mut chars) = (0, 0);
     for &id in ids {
-        let n = bpe.token(id).ok_or(Error::UnknownTokenId { id })?.len();
-        spans.push(map(at, at + n));
+        let (n, starts, inside) = TokenLens::cut(table, bpe, id)?;
+        let first = chars - usize::from(inside && chars > 0);
+        spans.push(map(Cut {
+            start: at,
+            end: at + n,
+            first,
+            last: chars + starts,
+        }));
         at += n;
+        chars += starts;
     }
     if at != len {
         return Err(Error::invalid(format!(
@@ -83,17 +182,25 @@ pub(crate) fn token_spans(
     Ok(())
 }
 
-/// Byte offsets of `text` -> character offsets, for offsets that mostly go forward:
+/// Byte offsets of a text -> character offsets, for offsets that mostly go forward:
 /// characters are counted from the last offset asked, not from the start.
-struct CharCount<'t> {
+pub(crate) struct Chars<'t> {
     text: &'t [u8],
     byte: usize,
     chars: usize,
 }
 
-impl CharCount<'_> {
+impl<'t> Chars<'t> {
+    pub(crate) fn new(text: &'t str) -> Self {
+        Self {
+            text: text.as_bytes(),
+            byte: 0,
+            chars: 0,
+        }
+    }
+
     /// The characters before byte `b` (a character's first byte, or the end).
-    fn at(&mut self, b: usize) -> usize {
+    pub(crate) fn at(&mut self, b: usize) -> usize {
         let count = |r: &[u8]| r.iter().filter(|&&x| starts_char(x)).count();
         if b >= self.byte {
             self.chars += count(self.text.get(self.byte..b).unwrap_or_default());
@@ -103,20 +210,10 @@ impl CharCount<'_> {
         self.byte = b;
         self.chars
     }
-}
 
-/// `spans`, byte offsets of `text`, made character offsets (code points).
-pub(crate) fn to_chars(text: &str, spans: &mut [Span]) {
-    if text.is_ascii() {
-        return;
-    }
-    let mut count = CharCount {
-        text: text.as_bytes(),
-        byte: 0,
-        chars: 0,
-    };
-    for span in spans {
-        *span = (count.at(span.0), count.at(span.1));
+    /// The character span of byte span `span`.
+    pub(crate) fn span(&mut self, span: Span) -> Span {
+        [self.at(span[0]), self.at(span[1])]
     }
 }
 
@@ -132,27 +229,22 @@ pub(crate) fn space_ends(text: &str) -> (usize, usize) {
 /// `trim_offsets` on character spans: `ByteLevel`'s `process_offsets`, with each
 /// token's spaces counted in its bytes (a byte-level token's `Ġ` is a space byte) or,
 /// for an added token, in the text it matched (`ends`).
-pub(crate) fn trim(bpe: &Bpe, ids: &[u32], spans: &mut Spans, how: Trim) {
+pub(crate) fn trim(bpe: &Bpe, lens: &TokenLens, ids: &[u32], spans: &mut Spans, how: Trim) {
     let mut ends = spans.ends.iter().peekable();
     for (i, (span, &id)) in spans.spans.iter_mut().zip(ids).enumerate() {
         let (mut lead, trail) = match ends.next_if(|e| e.0 == i) {
             Some(&(_, l, t)) => (l, t),
-            None => {
-                let bytes = bpe.token(id).unwrap_or_default();
-                let lead = bytes.iter().take_while(|&&b| b == b' ').count();
-                let trail = bytes.iter().rev().take_while(|&&b| b == b' ').count();
-                (lead, trail)
-            }
+            None => lens.spaces(bpe, id),
         };
         if lead > 0 {
-            let first = i + how.first_index == 0 || span.0 == 0;
+            let first = i + how.first_index == 0 || span[0] == 0;
             if first && how.prefix_space && lead == 1 {
                 lead = 0;
             }
-            span.0 = (span.0 + lead).min(span.1);
+            span[0] = (span[0] + lead).min(span[1]);
         }
-        if trail > 0 && span.1 >= trail {
-            span.1 = (span.1 - trail).max(span.0);
+        if trail > 0 && span[1] >= trail {
+            span[1] = (span[1] - trail).max(span[0]);
         }
     }
 }
@@ -163,10 +255,15 @@ mod tests {
 
     #[test]
     fn characters_are_counted_both_ways() {
-        let text = "aé😀b";
-        let mut spans = vec![(0, 1), (1, 3), (3, 7), (1, 7), (7, 8), (0, 8)];
-        to_chars(text, &mut spans);
-        assert_eq!(spans, [(0, 1), (1, 2), (2, 3), (1, 3), (3, 4), (0, 4)]);
+        let mut chars = Chars::new("aé😀b");
+        let spans = [[0, 1], [1, 3], [3, 7], [1, 7], [7, 8], [0, 8]].map(|s| chars.span(s));
+        assert_eq!(spans, [[0, 1], [1, 2], [2, 3], [1, 3], [3, 4], [0, 4]]);
+        let bytes = "é😀".as_bytes();
+        let (ascii, inside) = (pack(b"  a "), pack(&bytes[1..5]));
+        assert_eq!((ascii & 127, ascii >> 7 & 127, ascii >> 14), (4, 4, 0));
+        assert_eq!((inside & 127, inside >> 7 & 127, inside >> 14), (4, 1, 1));
+        assert_eq!(pack(&[b' '; 130]), 127);
+        assert_eq!(space_bytes(b"  a "), (2, 1));
         assert_eq!(
             (char_floor(b"a\xc3\xa9", 2), char_ceil(b"a\xc3\xa9", 2)),
             (1, 3)
