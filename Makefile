@@ -74,6 +74,7 @@ bench: build corpora
 	$(PY) benchmarks/pretokenize_compare.py
 	$(PY) benchmarks/formats_compare.py
 	$(PY) benchmarks/hf_compare.py
+	$(PY) benchmarks/offsets_compare.py
 	$(PY) benchmarks/peers_compare.py --tokenizers olmo2 neox gpt2-hub
 	$(PY) benchmarks/peers_compare.py --tokenizers sp-llama --corpora en-small --workloads doc batch --threads 1 --slow-max-mb 20
 	$(PY) benchmarks/report.py

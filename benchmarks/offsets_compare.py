@@ -8,7 +8,7 @@ The tokenizers: OLMo 2's ``tokenizer.json`` (bpekit against ``tokenizers``) and
 ``--mb`` MB of ``en-small`` and ``ml``, cut into documents of ~2 KB at blank lines.
 ``1 thread``: each document in turn; ``batch, 2 threads``: one batch call of all. The
 forms: ``encode`` (ids), ``encode_with_offsets`` (ids and a list of ``(start, end)``
-tuples), ``encode_with_offsets_to_numpy`` (arrays). Every configuration runs once a
+tuples), ``encode_to_numpy`` and ``encode_with_offsets_to_numpy`` (arrays). Every configuration runs once a
 round, interleaved; the figure is the median; the offsets are compared with
 ``tokenizers``' once.
 """
@@ -22,7 +22,16 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from _common import RESULTS, command, corpus_prefix, data_dir, encodings_env, time_fields, tool_version, write_result
+from _common import (
+    RESULTS,
+    command,
+    corpus_prefix,
+    data_dir,
+    encodings_env,
+    time_fields,
+    tool_version,
+    write_result,
+)
 
 
 def _documents(name: str, mb: float) -> list[str]:
@@ -77,6 +86,9 @@ def main() -> int:
                 ("bpekit encode_with_offsets", "1 thread"): partial(
                     _each, partial(ours.encode_with_offsets, **kw), docs
                 ),
+                ("bpekit encode_to_numpy", "1 thread"): partial(
+                    _each, partial(ours.encode_to_numpy, **kw), docs
+                ),
                 ("bpekit encode_with_offsets_to_numpy", "1 thread"): partial(
                     _each, partial(ours.encode_with_offsets_to_numpy, **kw), docs
                 ),
@@ -100,10 +112,12 @@ def main() -> int:
                     fn()
                     times[key].append(time.perf_counter() - t0)
             for mode in ("1 thread", "batch, 2 threads"):
-                base = statistics.median(times[("bpekit encode", mode)])
                 for (tool, m), ts in times.items():
                     if m != mode:
                         continue
+                    # The arrays are compared with plain arrays, the rest with lists.
+                    plain = "bpekit encode_to_numpy" if "numpy" in tool else "bpekit encode"
+                    base = statistics.median(times[(plain, mode)])
                     med = statistics.median(ts)
                     rows.append(
                         {
@@ -116,18 +130,20 @@ def main() -> int:
                             "note": f"offsets {same} as tokenizers'" if same and "offsets" in tool else "",
                         }
                     )
-                    print(f"{tok_name:10} {corpus:9} {mode:17} {tool:36} {size / med / 1e6:7.1f} MB/s  x{med / base:.2f}")
+                    rate = size / med / 1e6
+                    print(f"{tok_name:10} {corpus:9} {mode:17} {tool:36} {rate:7.1f} MB/s  x{med / base:.2f}")
     write_result(
         args.results,
         "offsets",
         title="Encoding with offsets",
         description=(
-            "`encode_with_offsets` (ids and a list of `(start, end)` character offsets), its numpy form "
-            "and plain `encode`, and HF `tokenizers`' `encode` (which always computes offsets) on OLMo 2's "
-            f"`tokenizer.json`; `o200k_base` for bpekit alone. The first {args.mb:g} MB of `en-small` and "
-            "`ml` in documents of ~2 KB. `1 thread`: each document in turn; `batch, 2 threads`: one batch "
+            "`encode_with_offsets` (ids and a list of `(start, end)` character offsets) and plain "
+            "`encode`, their numpy forms, and HF `tokenizers`' `encode` (which always computes "
+            "offsets) on OLMo 2's `tokenizer.json`; `o200k_base` for bpekit alone. "
+            f"The first {args.mb:g} MB of `en-small` and `ml` in documents of ~2 KB. "
+            "`1 thread`: each document in turn; `batch, 2 threads`: one batch "
             f"call. Interleaved, {args.rounds} rounds, median. `vs bpekit` is time over bpekit's plain "
-            "`encode` in the same case."
+            "`encode` in the same case (for the numpy rows, `encode_to_numpy`'s)."
         ),
         command=command("offsets_compare.py", [f"--mb={args.mb:g}", f"--rounds={args.rounds}"]),
         corpus={"name": "en-small + ml", "bytes": int(args.mb * 2e6)},

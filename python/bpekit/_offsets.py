@@ -25,7 +25,9 @@ Offsets = list[tuple[int, int]]
 IdsOffsets = tuple[list[int], Offsets]
 
 
-def trim_arg(trim: tuple[bool, bool] | None, prefix: Sequence[int], add_special_tokens: bool) -> tuple[bool, int] | None:
+def trim_arg(
+    trim: tuple[bool, bool] | None, prefix: Sequence[int], add_special_tokens: bool
+) -> tuple[bool, int] | None:
     """The core's ``trim``: ``(add_prefix_space, index of the text's first id)``, or None.
 
     >>> trim_arg((False, True), [1], True), trim_arg((False, False), [1], True), trim_arg(None, [], False)

@@ -271,7 +271,9 @@ class Tokenizer:
         allowed, disallowed, others = self._policy(allowed_special, disallowed_special)
         others.check(text)
         trim = self._trim(add_special_tokens)
-        ids, offsets = _offsets.on_str(self._core.encode_with_offsets_to_numpy, text, allowed, disallowed, trim)
+        ids, offsets = _offsets.on_str(
+            self._core.encode_with_offsets_to_numpy, text, allowed, disallowed, trim
+        )
         if add_special_tokens and self._hf is not None:
             return _offsets.around_arrays(ids, offsets, self._hf.prefix, self._hf.suffix)
         return ids, offsets

@@ -36,6 +36,12 @@ type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)
 /// A text's ids and each one's `(start, end)` in characters.
 type IdsAndSpans<'py> = (Bound<'py, PyList>, Bound<'py, PyList>);
 
+/// The same as arrays: the ids, and an `(n, 2)` array of offsets.
+type IdsAndArray<'py> = (
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, numpy::PyArray2<usize>>,
+);
+
 /// A byte-level BPE encoder; see `bpekit.Tokenizer` for the Python API.
 #[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
 pub struct PyEncoder {
@@ -460,10 +466,7 @@ impl PyEncoder {
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
         trim: Option<(bool, usize)>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<u32>>,
-        Bound<'py, numpy::PyArray2<usize>>,
-    )> {
+    ) -> PyResult<IdsAndArray<'py>> {
         let (ids, spans) = self.spans_of(py, text, allowed, disallowed, trim)?;
         Ok((ids.into_pyarray(py), offsets_array(py, spans)?))
     }

@@ -89,6 +89,7 @@ def test_special_tokens_follow_encodes_policy() -> None:
         ours.encode_batch_with_offsets(["x", "a<|endoftext|>"])
     ids, offsets = ours.encode_with_offsets("a<|endoftext|>", disallowed_special=())
     assert ids == ours.encode("a<|endoftext|>", disallowed_special=()) and len(ids) > 2
+    assert offsets[0] == (0, 1) and offsets[-1][1] == 14
     assert ours.encode_with_offsets("a<|endoftext|>", allowed_special="all")[1] == [(0, 1), (1, 14)]
 
 
@@ -113,7 +114,10 @@ def test_a_cs336_tokenizer_and_add_special_tokens() -> None:
     """Without a ``tokenizer.json`` there is no post-processor: ``add_special_tokens``
     adds nothing, as in ``encode``."""
     tok = _bytes_tokenizer()
-    assert tok.encode_with_offsets("é<|s|>", add_special_tokens=True) == ([195, 169, 256], [(0, 1), (0, 1), (1, 6)])
+    assert tok.encode_with_offsets("é<|s|>", add_special_tokens=True) == (
+        [195, 169, 256],
+        [(0, 1), (0, 1), (1, 6)],
+    )
     assert tok.encode_with_offsets("") == ([], [])
     ids, arr = tok.encode_with_offsets_to_numpy("")
     assert ids.shape == (0,) and arr.shape == (0, 2)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -218,7 +217,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "prepend+nfkc": {"normalizer": _seq({"type": "Prepend", "prepend": "ﬁ"}, {"type": "NFKC"})},
     "prefix space": {"pre_tokenizer": _bytelevel(prefix=True)},
-    "prefix space, trimmed": {"pre_tokenizer": _bytelevel(prefix=True), "post_processor": _bytelevel(prefix=True)},
+    "prefix space, trimmed": {
+        "pre_tokenizer": _bytelevel(prefix=True),
+        "post_processor": _bytelevel(prefix=True),
+    },
     "prefix space, trimmed without it": {
         "pre_tokenizer": _bytelevel(prefix=True),
         "post_processor": _bytelevel(prefix=False),
@@ -262,20 +264,26 @@ def test_each_flag_and_normalizer_gives_tokenizers_offsets(base_json: dict[str, 
 
 
 _ALPHABET = st.sampled_from(
-    list("abcéß İIﬁﬀ\u0301\u0323e东京😀🇺🇸\u200d\n\r\t  .,'0123")
-    + ["<mask>", "</s>", "king", "thou", "Hark", "<b> <c>", "<|endoftext|>", "  ", "the", "ﬁre", "ab"]
+    [
+        *"abcéß İIﬁﬀ\u0301\u0323e东京😀🇺🇸\u200d\n\r\t  .,'0123",
+        *["<mask>", "</s>", "king", "thou", "Hark", "<b> <c>", "<|endoftext|>", "  ", "the", "ﬁre", "ab"],
+    ]
 )
 
 
 @pytest.fixture(scope="module")
-def all_pairs(base_json: dict[str, Any], real: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any, Any]]:
+def all_pairs(
+    base_json: dict[str, Any], real: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, Any, Any]]:
     datas = [(name, _variant(base_json, name)) for name in VARIANTS] + real
     return [(name, _hf(data), _ours(data)) for name, data in datas]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(_ALPHABET, max_size=16))
-def test_hypothesis_texts_give_tokenizers_offsets(all_pairs: list[tuple[str, Any, Any]], parts: list[str]) -> None:
+def test_hypothesis_texts_give_tokenizers_offsets(
+    all_pairs: list[tuple[str, Any, Any]], parts: list[str]
+) -> None:
     text = "".join(parts)
     for name, hf, ours in all_pairs:
         _check(hf, ours, text, name)

@@ -138,7 +138,8 @@ mod tests {
     #[test]
     fn prepend_and_replace_align_as_tokenizers() {
         let mut a = Aligned::new("ab é");
-        a.replace(&[2..3], "\u{2581}");
+        let space = 2..3;
+        a.replace(std::slice::from_ref(&space), "\u{2581}");
         a.prepend("\u{2581}");
         assert_eq!(a.text, "\u{2581}ab\u{2581}é");
         // The prepended mark stands for "a"; the replacement for the space.

@@ -305,6 +305,10 @@ impl Step {
     }
 }
 
+/// A normal form or lowercase as `tokenizers` feeds it to `transform`: each character
+/// of the result with its change.
+type Form = fn(&str) -> Vec<(char, isize)>;
+
 impl Step {
     /// A replace's matches in `text`, in order (none for other steps).
     fn matches(&self, text: &str) -> Result<Vec<Range<usize>>> {
@@ -341,7 +345,7 @@ impl Step {
         let cur = a.as_ref().map_or(text, |a| a.text.as_str());
         let unchanged =
             |check: fn(Chars<'_>) -> IsNormalized| quick(cur, check) == IsNormalized::Yes;
-        let form: Option<fn(&str) -> Vec<(char, isize)>> = match self {
+        let form: Option<Form> = match self {
             Step::Nfc if unchanged(|c| is_nfc_quick(c)) => return Ok(false),
             Step::Nfc => Some(|t| t.nfc().collect()),
             Step::Nfd if unchanged(|c| is_nfd_quick(c)) => return Ok(false),
