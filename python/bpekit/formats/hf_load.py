@@ -158,7 +158,7 @@ def _read_chars(data: dict[str, Any], model: dict[str, Any], name: str) -> Loade
     added, _, special = _added_tokens(data.get("added_tokens", []), vocab, normalizers, "added_tokens")
     # tokenizers decodes an added token's id as its content.
     decode = [(i, content.encode("utf-8", "surrogatepass")) for content, i, *_ in added]
-    prefix, suffix = _post_processor(data.get("post_processor"), "post_processor")
+    prefix, suffix, _ = _post_processor(data.get("post_processor"), "post_processor")
     items = []
     for text, i in vocab.items():
         try:

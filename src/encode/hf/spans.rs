@@ -8,7 +8,7 @@ use super::align::{Align, Aligned};
 use super::Front;
 use crate::encode::engine::{char_ceil, char_floor, space_ends, token_spans};
 use crate::encode::engine::{Chars, Cut, Engine, Span, Spans, Workspace};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::specials::Specials;
 
 /// How the bytes of a normalized text stand for the original text.
@@ -78,6 +78,14 @@ impl Front {
         spans: &mut Spans,
         chars: &mut Chars<'_>,
     ) -> Result<()> {
+        if self.metaspace.is_some() || self.whole_text_lookup || self.decoder.is_some() {
+            // Their tokens' bytes are not the text's (`▁` for a space, whole-text
+            // lookups): refused, never offsets that `tokenizers` would not give.
+            return Err(Error::invalid(
+                "offsets of SentencePiece-style tokenizer.json files (Metaspace, byte_fallback) \
+                 are not supported yet; encode() gives their ids",
+            ));
+        }
         let recognise = |id: u32| allowed.ids.contains(&id);
         let any = !allowed.ids.is_empty();
         let original = text.as_bytes();
