@@ -295,6 +295,23 @@ def test_added_tokens_and_changes_after_loading_are_seen(folders: dict[str, Path
     assert ours(text, return_special_tokens_mask=True) == ref(text, return_special_tokens_mask=True)
 
 
+def test_added_tokens_read_as_the_text_they_matched(folders: dict[str, Path]) -> None:
+    """An added token's string is what it matched: with the spaces lstrip and rstrip
+    took, or the normalized text; not its vocabulary entry."""
+    from tokenizers import AddedToken
+
+    ref = transformers.AutoTokenizer.from_pretrained(str(folders["olmo2"]))
+    with bpekit.transformers_patched():
+        ours = transformers.AutoTokenizer.from_pretrained(str(folders["olmo2"]))
+    for tok in (ref, ours):
+        tok.add_tokens(
+            [AddedToken("[mask]", lstrip=True, rstrip=True), AddedToken("Hi There", normalized=True)]
+        )
+    text = "a [mask] b Hi There"
+    assert ours.tokenize(text) == ref.tokenize(text)
+    assert ours(text).tokens() == ref(text).tokens() and " [mask] " in ref(text).tokens()
+
+
 def test_what_bpekit_lacks_runs_on_tokenizers_with_one_warning(
     pairs: dict[str, tuple[Any, Any]], tmp_path: Path
 ) -> None:

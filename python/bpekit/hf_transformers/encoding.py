@@ -237,15 +237,10 @@ class Encoding:
 
     @property
     def tokens(self) -> list[str]:
-        b = self._batch
-        at = self._around()[0] + (self._pad if b.padding is not None and b.padding.left else 0)
-        seq = self.ids[at : at + self._n]
-        words = [b.id_to_token(i) for i in seq]
-        if b.add_special:
-            pre, suf = b.template.prefix_tokens, b.template.suffix_tokens
-        else:
-            pre = suf = []
-        return self._fields(b.padding.pad_token if b.padding else "", pre, words, suf)
+        # tokenizers' own: an added token's string is the text it matched (with the
+        # spaces lstrip/rstrip took, or normalized), not its vocabulary entry.
+        tokens: list[str] = self._batch.twin(self._index, self._overflow).tokens
+        return tokens
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         # Pickled (a BatchEncoding sent from a DataLoader's worker) as tokenizers' own
