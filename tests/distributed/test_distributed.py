@@ -9,6 +9,7 @@ Ray at a time.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import pickle
 import signal
@@ -162,6 +163,16 @@ def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> N
     assert stats["kept"] == n - 4
     assert saved(counts, tmp_path / "2.wc") == one_machine[0]
     same_stats(stats, one_machine[1])
+    # Records edited by hand are not kept: stats cut short, a partition's end moved
+    # (the file's sha256 still holds); their units are counted again.
+    _, record = unit_files(work, 1)
+    entry = json.loads(record.read_text())
+    record.write_text(json.dumps({**entry, "stats": {"documents": 1}}))
+    _, record = unit_files(work, 2)
+    entry = json.loads(record.read_text())
+    record.write_text(json.dumps({**entry, "ends": [entry["ends"][0] + 7, *entry["ends"][1:]]}))
+    counts = dist.count_pretokens(corpus, [EOT], **options)
+    assert counts.stats["kept"] == n - 2 and saved(counts, tmp_path / "4.wc") == one_machine[0]
     # A rerun with another number of workers splits the counts as the first run did,
     # so it keeps every unit.
     counts = dist.count_pretokens(corpus, [EOT], **{**options, "workers": 1})

@@ -263,6 +263,11 @@ def test_another_runs_work_dir_and_dataset_are_refused(dist_corpus, tmp_path: Pa
         dist.encode_dataset(dist_corpus[:1], tmp_path / "one", "gpt2", backend="local", seed=1)
     with pytest.raises(TypeError, match="not a generator: write its documents to files first"):
         dist.encode_dataset((t for t in ["a"]), tmp_path / "x", "gpt2", backend="local")
+    # The units' folder may not be the dataset's, nor inside it: nothing is made.
+    for work_dir in (tmp_path / "ds2", tmp_path / "ds2" / "units"):
+        with pytest.raises(ValueError, match="is the dataset's folder or inside it"):
+            dist.encode_dataset(dist_corpus[:1], tmp_path / "ds2", "gpt2", backend="local", work_dir=work_dir)
+        assert not (tmp_path / "ds2").exists()
 
 
 def test_a_failure_replaying_shards_stops_the_encoding(dist_corpus, tmp_path: Path, monkeypatch) -> None:

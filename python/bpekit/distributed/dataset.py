@@ -173,6 +173,11 @@ def write_dataset(
         raise ValueError("num_threads must be a positive int (each task's threads), not None")
     target, root = store_or_folder(out_dir)
     check_output_folder(root, inputs)
+    if spread.work_dir is not None and _within(Path(os.fspath(spread.work_dir)), root):
+        raise ValueError(
+            f"work_dir {os.fspath(spread.work_dir)}: is the dataset's folder or inside it; "
+            "give the units a folder of their own"
+        )
     files = resolve_files(inputs, format=read.format)
     check_output_folder(root, inputs, [_name(path) for path, _ in files])
     sources = _sources(files, read.text_field)
@@ -197,6 +202,12 @@ def write_dataset(
     if target is not None:
         remove_staging(root)
     return written
+
+
+def _within(folder: Path, root: Path) -> bool:
+    """Whether ``folder`` is ``root`` or inside it."""
+    folder, root = folder.resolve(), root.resolve()
+    return folder == root or root in folder.parents
 
 
 def _write(

@@ -117,12 +117,20 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
     result, record = unit_files(work_dir, index, suffix)
     try:
         entry = json.loads(record.read_bytes())
-        if entry["unit"] != index or result.stat().st_size != entry["size"]:
+        if entry["unit"] != index or result.stat().st_size != entry["size"] or not _whole_stats(entry):
             return None
         return entry if sha256_of(result) == entry["sha256"] else None
     # RecursionError: JSON nested ~1,000 deep, which is no record of bpekit's either.
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
+
+
+def _whole_stats(entry: dict[str, Any]) -> bool:
+    """Whether a record's ``stats`` hold what ``Plan.stats`` adds up (a record edited
+    or cut by hand is not kept: its unit is done again)."""
+    stats = entry["stats"]
+    numbers = all(type(stats.get(k)) is int for k in ("documents", "skipped", "bytes"))
+    return numbers and isinstance(stats.get("skipped_examples"), list)
 
 
 def count_unit(unit: Unit, spec: CountSpec) -> UnitCounts:
@@ -154,6 +162,10 @@ def count_unit_kept(unit: Unit, spec: CountSpec) -> tuple[UnitCounts, list[bytes
     return result, parts
 
 
+# The first bytes of a saved WordCounts (docs/wordcounts.md).
+_COUNTS_MAGIC = b"BPEKITWC"
+
+
 def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None:
     """Unit ``index``'s counts from an earlier run, if its record is there and its
     ``.parts`` file has the size and sha256 the record gives; else None."""
@@ -164,8 +176,15 @@ def kept_unit(work_dir: str | os.PathLike[str], index: int) -> UnitCounts | None
         ends = [int(e) for e in entry["ends"]]
         if any(b < a for a, b in itertools.pairwise([0, *ends])) or ends[-1:] != [entry["size"]]:
             return None
+        # Each partition starts with a counts file's magic: ends edited by hand, which
+        # the file's sha256 cannot catch, are not kept.
+        with open(unit_files(work_dir, index, ".parts")[0], "rb") as f:
+            for start in [0, *ends[:-1]]:
+                f.seek(start)
+                if f.read(len(_COUNTS_MAGIC)) != _COUNTS_MAGIC:
+                    return None
         return UnitCounts(index, None, ends, dict(entry["stats"]))
-    except (KeyError, TypeError, ValueError):
+    except (OSError, KeyError, TypeError, ValueError):
         return None
 
 
