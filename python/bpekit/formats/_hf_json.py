@@ -12,6 +12,7 @@ bpekit.formats._hf_json._Bad: model.type: expected a string, found 1
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Iterator
 from typing import Any
 
 
@@ -88,3 +89,23 @@ def _pattern(obj: dict[str, Any], path: str) -> tuple[str, bool]:
     if len(pattern) == 1 and "Regex" in pattern:
         return _str(pattern["Regex"], f"{path}.pattern.Regex"), False
     raise _Bad(f"{path}.pattern", 'expected {"String": ...} or {"Regex": ...}')
+
+
+def _merge_lines(model: dict[str, Any], path: str, known: Container[str]) -> Iterator[tuple[str, str]]:
+    """Each line of ``model.merges`` (``"a b"`` or ``["a", "b"]``) as ``(a, b)``, in
+    file order; each part and their join must be in ``known``."""
+    for k, m in enumerate(_list(model.get("merges", []), f"{path}.merges")):
+        at = f"{path}.merges[{k}]"
+        if isinstance(m, str):
+            parts = m.split(" ")
+            if len(parts) != 2:
+                raise _Bad(at, f"{m!r} is not two tokens separated by one space")
+        elif isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m):
+            parts = m
+        else:
+            raise _Bad(at, f'expected "a b" or ["a", "b"], found {_show(m)}')
+        left, right = parts
+        for part in (left, right, left + right):
+            if part not in known:
+                raise _Bad(at, f"{part!r} is not in the vocab")
+        yield left, right

@@ -23,7 +23,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from bpekit.formats._hf_json import _Bad, _bool, _list, _object, _pattern, _show, _str, _type, _unsupported
+from bpekit.formats._hf_json import (
+    _Bad,
+    _bool,
+    _list,
+    _merge_lines,
+    _object,
+    _pattern,
+    _show,
+    _str,
+    _type,
+    _unsupported,
+)
 
 __all__ = ["CharModel", "char_decoder", "char_model", "char_words", "is_char_model"]
 
@@ -72,20 +83,7 @@ def char_model(
         texts[i] = text
     # tokenizers ranks a pair by its last line (a later line overwrites an earlier one).
     by_last_line: dict[tuple[str, str], None] = {}
-    for k, m in enumerate(_list(model.get("merges", []), f"{path}.merges")):
-        at = f"{path}.merges[{k}]"
-        if isinstance(m, str):
-            parts = m.split(" ")
-            if len(parts) != 2:
-                raise _Bad(at, f"{m!r} is not two tokens separated by one space")
-        elif isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m):
-            parts = m
-        else:
-            raise _Bad(at, f'expected "a b" or ["a", "b"], found {_show(m)}')
-        left, right = parts
-        for part in (left, right, left + right):
-            if part not in vocab:
-                raise _Bad(at, f"{part!r} is not in the vocab")
+    for left, right in _merge_lines(model, path, vocab):
         by_last_line.pop((left, right), None)
         by_last_line[(left, right)] = None
     merges = [(a.encode("utf-8"), b.encode("utf-8")) for a, b in by_last_line]

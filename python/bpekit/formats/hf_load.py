@@ -41,6 +41,7 @@ from bpekit.formats._hf_json import (
     _bool,
     _deeper_than,
     _list,
+    _merge_lines,
     _object,
     _pattern,
     _show,
@@ -349,20 +350,7 @@ def _bpe(
     # tokenizers ranks a pair by its last line (it builds its merge map line by line, a
     # later line overwriting an earlier one); the core ranks by order in the list.
     by_last_line: dict[tuple[bytes, bytes], None] = {}
-    for k, m in enumerate(_list(model.get("merges", []), f"{path}.merges")):
-        at = f"{path}.merges[{k}]"
-        if isinstance(m, str):
-            parts = m.split(" ")
-            if len(parts) != 2:
-                raise _Bad(at, f"{m!r} is not two tokens separated by one space")
-        elif isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m):
-            parts = m
-        else:
-            raise _Bad(at, f'expected "a b" or ["a", "b"], found {_show(m)}')
-        left, right = parts
-        for part in (left, right, left + right):
-            if part not in by_text:
-                raise _Bad(at, f"{part!r} is not in the vocab")
+    for left, right in _merge_lines(model, path, by_text):
         pair = (by_text[left], by_text[right])
         by_last_line.pop(pair, None)
         by_last_line[pair] = None
