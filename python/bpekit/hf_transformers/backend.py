@@ -12,7 +12,7 @@ warning per reason naming the file's JSON path or the argument:
 - pairs of sequences (``text_pair``) and pre-tokenized input (``is_split_into_words``);
 - ``truncation`` with ``only_second``, a ``stride`` not below the room left, or a
   ``max_length`` below what the template adds (``tokenizers`` raises or wraps there);
-- offsets (``return_offsets_mapping``) while bpekit's core has no encoder of them.
+- offsets of a SentencePiece-style file, which bpekit's core does not give yet;
 
 bpekit's tokenizer is made from ``tokenizers``' state when first needed, and again
 when that state changes (``plan.state_key``, checked at each call).
@@ -269,7 +269,7 @@ class Backend:
             add_special,
             padding,
             hf.id_to_token,
-            _no_offsets,
+            lambda: _offsets_of(plan.tok, texts, allowed, add_special),
             lambda: self._twins(texts, add_special, settings),
         )
         return encodings(seqs, batch, truncation)
@@ -316,9 +316,19 @@ def _restored(hf: Any, token: str | None) -> Backend:
     return backend
 
 
-def _no_offsets() -> None:
-    """bpekit's core has no offsets yet: they come from tokenizers' encodings."""
-    warn_once("offsets (return_offsets_mapping=True)")
+def _offsets_of(tok: Any, texts: list[str], allowed: list[str] | None, add_special: bool) -> list[Any] | None:
+    """Each text's offsets, of its own ids (the template's come from the encoding), as
+    ``Tokenizer.encode_batch_with_offsets`` makes them, with the call's special-token
+    rule; None where bpekit has none (SentencePiece-style files: tokenizers' then)."""
+    from bpekit import _offsets
+
+    trim = tok._trim(add_special)
+    try:
+        found = _offsets.on_texts(tok._core.encode_batch_with_offsets, texts, allowed, [], _threads(), trim)
+    except ValueError:
+        warn_once("offsets (return_offsets_mapping=True) of a SentencePiece-style tokenizer.json")
+        return None
+    return [offsets for _, offsets in found]
 
 
 def _configure(hf: Any, trunc: dict[str, Any] | None, pad: dict[str, Any] | None, split: bool) -> None:
