@@ -268,7 +268,6 @@ class Backend:
             plan.template,
             add_special,
             padding,
-            hf.id_to_token,
             lambda: _offsets_of(plan.tok, texts, allowed, add_special),
             lambda: self._twins(texts, add_special, settings),
         )

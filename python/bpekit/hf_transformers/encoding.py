@@ -109,7 +109,6 @@ class Batch:
         "_twins",
         "_twins_of",
         "add_special",
-        "id_to_token",
         "padding",
         "template",
     )
@@ -119,14 +118,12 @@ class Batch:
         template: Template,
         add_special: bool,
         padding: Padding | None,
-        id_to_token: Any,
         offsets_of: Any,
         twins_of: Any,
     ) -> None:
         self.template = template
         self.add_special = add_special
         self.padding = padding
-        self.id_to_token = id_to_token
         self._offsets_of = offsets_of
         self._offsets: list[list[tuple[int, int]]] | None = None
         self._twins_of = twins_of
