@@ -64,7 +64,8 @@ def on_str(encode: Callable[..., tuple[Any, Any]], text: str, *args: Any) -> tup
     """``encode(text, *args)``, made again on the text as tiktoken reads it when it has
     lone surrogates, its offsets mapped back to ``text``.
 
-    >>> on_str(lambda t: (list(t), [(i, i + 1) for i in range(len(t))]), "a\\ud83d\\ude00b")[1]
+    >>> per_char = lambda t: (t.encode("utf-8"), [(i, i + 1) for i in range(len(t))])
+    >>> on_str(per_char, "a\\ud83d\\ude00b")[1]  # a pair of surrogates: one character
     [(0, 1), (1, 3), (3, 4)]
     """
     try:
