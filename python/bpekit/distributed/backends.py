@@ -218,7 +218,9 @@ class RayBackend:
                 options["num_cpus"] = workers or os.cpu_count() or 1
             ray.init(address=address, **options)
             self.started = True
-        self.workers = max(int(self.ray.available_resources().get("CPU", 1)), 1)
+        # The cluster's CPUs, not those free now: a run just ended may still hold some,
+        # and the number of partitions follows this.
+        self.workers = max(int(self.ray.cluster_resources().get("CPU", 1)), 1)
         self.keeps_objects = True
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
