@@ -56,7 +56,11 @@ $(TF5)/bin/python:
 tf5-test: build $(TF5)/bin/python
 	PYTHONPATH=python $(TF5)/bin/python -m pytest tests/transformers -q -p no:cacheprovider -o addopts=""
 
-test: build lint rust-test py-test tf5-test
+# The transformers 5 venv is made (from PyPI: waiting on the network, ~60 s) while
+# the main tests run.
+test: build lint rust-test
+	$(MAKE) -j2 py-test $(TF5)/bin/python
+	$(MAKE) tf5-test
 
 # The benchmark corpora, from $BPEKIT_DATA (default ../shared/data) into $BPEKIT_BENCH_DIR
 # (default /tmp/bpekit_bench).
