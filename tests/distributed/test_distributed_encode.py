@@ -292,17 +292,17 @@ def test_a_failure_writing_shards_stops_the_run(dist_corpus, tmp_path: Path, mon
     naming the shard, and the units are kept for a rerun, which finishes the dataset."""
     from bpekit.distributed import dataset, shardwrite
 
-    real = os.pread
+    real = shardwrite._Whole.write
 
-    def full_disk(*args: Any) -> bytes:
+    def full_disk(*args: Any) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(dataset, "open_backend", lambda *a: Serial())
-    monkeypatch.setattr(shardwrite.os, "pread", full_disk)
+    monkeypatch.setattr(shardwrite._Whole, "write", full_disk)
     with pytest.raises(OSError, match=r"No space left on device.*train/00000\.npy"):
         dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", backend="local", unit_bytes=UNIT_BYTES)
     assert not [p for p in (tmp_path / "ds/train").iterdir() if p.name.endswith(".tmp")]
-    monkeypatch.setattr(shardwrite.os, "pread", real)
+    monkeypatch.setattr(shardwrite._Whole, "write", real)
     written = dist.dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL)
     assert written.stats["kept"] == written.stats["units"]
     assert not (tmp_path / ".ds.units").exists()
@@ -551,3 +551,18 @@ def test_replay_and_workers_write_the_same_dataset(
     same_dataset(tmp_path / "ds-True", tmp_path / "ds-False")
     if fmt == "npy":
         same_dataset(one_machine, tmp_path / "ds-False")
+
+
+@pytest.mark.parametrize("left", [0, 40])
+def test_a_unit_file_cut_short_under_a_shard_writer_is_named(tmp_path: Path, left: int) -> None:
+    """A unit file shorter than its shard's pieces say (changed during the run): an error
+    naming it, and neither the shard nor a temporary file is left."""
+    from bpekit.distributed.shardwrite import ShardTask, write_shard
+
+    unit = tmp_path / "unit-000000.ids"
+    unit.write_bytes(bytes(left))
+    (tmp_path / "train").mkdir()
+    task = ShardTask(str(tmp_path), "train", 0, "npy", 2, "gpt2", True, 8, [0], [(0, 32, 8)], {0: str(unit)})
+    with pytest.raises(ValueError, match=r"unit-000000\.ids: ends before byte 48; the unit file changed"):
+        write_shard(task)
+    assert list((tmp_path / "train").iterdir()) == []

@@ -228,7 +228,7 @@ class RayBackend:
 
     def submit(
         self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]], keep: int = 0
-    ) -> tuple[Iterator[tuple[int, Any]], list[list[Any]]]:
+    ) -> tuple[_Results, list[list[Any]]]:
         """Starts the tasks now; returns what ``run`` yields, and for each task the
         handles of the ``keep`` results it keeps: with ``keep``, ``fn`` returns
         ``(result, [keep blobs])``, and the blobs stay in Ray's object store (made again
@@ -246,23 +246,45 @@ class RayBackend:
             firsts, kept = [remote.remote(*args) for args in tasks], [[] for _ in tasks]
         return self._results(firsts), kept
 
-    def _results(self, firsts: list[Any]) -> Iterator[tuple[int, Any]]:
-        ray = self.ray
-        refs = {ref: i for i, ref in enumerate(firsts)}
-        try:
-            while refs:
-                done, _ = ray.wait(list(refs), num_returns=1)
-                for ref in done:
-                    i = refs.pop(ref)
-                    yield i, _ray_get(ray, ref)
-        finally:
-            for ref in refs:
-                ray.cancel(ref, force=True)
+    def _results(self, firsts: list[Any]) -> _Results:
+        return _Results(self.ray, firsts)
 
     def close(self) -> None:
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+class _Results:
+    """``(index, result)`` of Ray tasks as each finishes; ``close`` (or dropping the
+    iterator) cancels the tasks still running, whether or not any was taken."""
+
+    def __init__(self, ray: Any, firsts: list[Any]) -> None:
+        self.ray = ray
+        self.refs = {ref: i for i, ref in enumerate(firsts)}
+
+    def __iter__(self) -> _Results:
+        return self
+
+    def __next__(self) -> tuple[int, Any]:
+        if not self.refs:
+            raise StopIteration
+        try:
+            done, _ = self.ray.wait(list(self.refs), num_returns=1)
+            i = self.refs.pop(done[0])
+            return i, _ray_get(self.ray, done[0])
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        refs, self.refs = self.refs, {}
+        for ref in refs:
+            self.ray.cancel(ref, force=True)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # Ray may be shut down already
+            self.close()
 
 
 def _kept_apart(fn: Callable[..., Any], *args: Any) -> tuple[Any, ...]:

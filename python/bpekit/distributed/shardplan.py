@@ -268,6 +268,16 @@ class ShardPlanner:
         self.ended = 0
         self.started = False
         self.place = (0, 0)
+        self.given = [0 for _ in splits]
+
+    def closed(self) -> list[ShardPlan]:
+        """The shards finished since the last call: nothing added later changes them,
+        so they can be written while later units are still being encoded."""
+        out: list[ShardPlan] = []
+        for i, split in enumerate(self.splits):
+            out += split.done[self.given[i] :]
+            self.given[i] = len(split.done)
+        return out
 
     def _split_of(self, n: int) -> int:
         if self.val_fraction <= 0.0:

@@ -9,10 +9,13 @@ machine's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import mmap
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from bpekit.dataset.spec import LLMC_HEADERS, MEGATRON_MAGIC, NPY_HEADER_BYTES, 
 
 __all__ = ["ShardTask", "header", "side_files", "write_shard"]
 
-# Bytes copied from a unit file at a time: large enough that a call costs little.
+# Bytes hashed and written at a time: large enough that a call costs little.
 _CHUNK = 8 << 20
 
 
@@ -139,13 +142,12 @@ class _Whole:
         Path(self.tmp).unlink(missing_ok=True)
 
 
-def _write_file(path: Path, hash: bool, parts: Any) -> tuple[int, str | None]:
-    """Writes the bytes ``parts`` yields to ``path``, whole or not at all; errors name it."""
+def _write_file(path: Path, hash: bool, fill: Callable[[_Whole], None]) -> tuple[int, str | None]:
+    """Writes what ``fill`` writes to ``path``, whole or not at all; errors name it."""
     out = None
     try:
         out = _Whole(path, hash)
-        for data in parts:
-            out.write(data)
+        fill(out)
         return out.commit()
     except OSError as e:
         if out is not None:
@@ -157,28 +159,50 @@ def _write_file(path: Path, hash: bool, parts: Any) -> tuple[int, str | None]:
         raise
 
 
-def _ids(task: ShardTask) -> Any:
-    """The shard's ids, as bytes, from its pieces."""
-    files: dict[int, int] = {}
+class _Units:
+    """The unit files a shard's pieces name, mapped once each (``units``: path by unit).
+
+    Their ids are hashed and written straight from the mapping: reading them in
+    chunks of new ``bytes`` copied each byte once more and faulted in a fresh buffer
+    per chunk (2 GB unit file to a hashed shard, one run here: 310-500 MB/s read in
+    chunks, 930 MB/s from the mapping)."""
+
+    def __init__(self, units: dict[int, str]) -> None:
+        self.paths = units
+        self.maps: dict[int, mmap.mmap] = {}
+
+    def view(self, unit: int, offset: int, size: int) -> memoryview:
+        mapped = self.maps.get(unit)
+        if mapped is None:
+            with open(self.paths[unit], "rb") as f:
+                if os.fstat(f.fileno()).st_size > 0:  # an empty file cannot be mapped
+                    mapped = self.maps[unit] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if mapped is None or offset + size > len(mapped):
+            raise ValueError(f"{self.paths[unit]}: ends before byte {offset + size}; the unit file changed")
+        return memoryview(mapped)[offset : offset + size]
+
+    def close(self) -> None:
+        for mapped in self.maps.values():
+            mapped.close()
+
+
+def _fill(task: ShardTask, out: _Whole) -> None:
+    """Writes the shard's header and ids, from its pieces, to ``out``."""
+    out.write(header(task.format, task.width, task.tokens))
+    units = _Units(task.units)
     try:
         for unit, offset, n in task.pieces:
             if unit < 0:
-                yield offset.to_bytes(task.width, "little")
+                out.write(offset.to_bytes(task.width, "little"))
                 continue
-            fd = files.get(unit)
-            if fd is None:
-                fd = files[unit] = os.open(task.units[unit], os.O_RDONLY)
-            left, at = n * task.width, offset
-            while left > 0:
-                data = os.pread(fd, min(left, _CHUNK), at)
-                if not data:
-                    raise ValueError(f"{task.units[unit]}: ends before byte {at}; the unit file changed")
-                yield data
-                left -= len(data)
-                at += len(data)
+            view = units.view(unit, offset, n * task.width)
+            try:
+                for at in range(0, len(view), _CHUNK):
+                    out.write(view[at : at + _CHUNK])
+            finally:
+                view.release()  # the mapping closes only once no view is left
     finally:
-        for fd in files.values():
-            os.close(fd)
+        units.close()
 
 
 def write_shard(task: ShardTask) -> dict[str, Any]:
@@ -186,17 +210,17 @@ def write_shard(task: ShardTask) -> dict[str, Any]:
     their sizes and sha256 (None unless ``task.checksums``)."""
     root = Path(task.root)
     name = shard_name(task.split, task.k, task.format)
-    head = header(task.format, task.width, task.tokens)
-    size, sha = _write_file(root / name, task.checksums, (x for part in ([head], _ids(task)) for x in part))
-    if size != len(head) + task.tokens * task.width:
+    head = len(header(task.format, task.width, task.tokens))
+    size, sha = _write_file(root / name, task.checksums, lambda out: _fill(task, out))
+    if size != head + task.tokens * task.width:
         raise RuntimeError(f"{root / name}: {size} bytes written, not the planned; please report this")
     index = index_name(task.split, task.k)
     starts = [*task.starts, task.tokens]
     data = npy_header("<u8", len(starts)) + b"".join(s.to_bytes(8, "little") for s in starts)
-    _, index_sha = _write_file(root / index, task.checksums, [data])
+    _, index_sha = _write_file(root / index, task.checksums, functools.partial(_Whole.write, data=data))
     side = []
     for suffix, data in side_files(task.format, task.width, task.starts, task.tokens, task.tokenizer):
         file = f"{task.split}/{task.k:05d}.{suffix}"
-        n, h = _write_file(root / file, task.checksums, [data])
+        n, h = _write_file(root / file, task.checksums, functools.partial(_Whole.write, data=data))
         side.append({"file": file, "size": n, "sha256": h})
     return {"size": size, "sha256": sha, "index_sha256": index_sha, "trainer_files": side}
