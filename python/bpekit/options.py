@@ -245,11 +245,12 @@ class DistributedOptions:
         "failure keeps the units done",
         metavar="DIR",
     )
-    unit_bytes: int = _option(
-        DEFAULT_UNIT_BYTES,
+    unit_bytes: int | None = _option(
+        None,
         "--unit-bytes",
-        "about this much input per unit, one task's share (default 256 MiB); plain files are "
-        "cut into units, a compressed file is one",
+        "about this much input per unit, one task's share (default 256 MiB; a count on Ray "
+        "with no work_dir: four units per worker, from 256 MiB to 1 GiB each); plain files "
+        "are cut into units, a compressed file is one",
         metavar="BYTES",
     )
 
@@ -262,7 +263,7 @@ class DistributedOptions:
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
             raise ValueError(f"workers must be a positive int or None (one per core), not {workers!r}")
         unit = self.unit_bytes
-        if not isinstance(unit, int) or isinstance(unit, bool) or unit < 1:
+        if unit is not None and (not isinstance(unit, int) or isinstance(unit, bool) or unit < 1):
             raise ValueError(f"unit_bytes must be a positive number of bytes, not {unit!r}")
 
 

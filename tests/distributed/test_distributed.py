@@ -92,6 +92,35 @@ def test_ray_counts_and_training_equal_one_machine(
     assert dist.train_bpe(corpus, 600, [EOT], unit_bytes=UNIT_BYTES) == bpekit.train_bpe(corpus, 600, [EOT])
 
 
+def test_a_count_on_ray_without_work_dir_takes_four_units_per_worker(
+    corpus, one_machine, ray_local, tmp_path: Path, monkeypatch
+) -> None:
+    """unit_bytes left out: a count on Ray with no work_dir is planned again in four
+    units per worker (within the default and the largest size); given, or with a
+    work_dir, the size is the one asked for."""
+    from bpekit.distributed import count
+
+    assert count.larger_units(12 << 30, 2) == count.MAX_KEPT_UNIT
+    assert count.larger_units(1 << 30, 64) == count.DEFAULT_UNIT_BYTES
+    assert count.larger_units(6 << 30, 4) == 384 << 20
+    total = sum(u.size for u in plan_units(corpus, special_tokens=[EOT]).units)
+    # Sizes scaled down to this corpus: units of total / 8 (2 CPUs), between the two.
+    monkeypatch.setattr(count, "DEFAULT_UNIT_BYTES", total // 20)
+    monkeypatch.setattr(count, "MAX_KEPT_UNIT", total // 5)
+    counts = dist.count_pretokens(corpus, [EOT])
+    planned = {
+        n: len(plan_units(corpus, special_tokens=[EOT], unit_bytes=n).units)
+        for n in (-(-total // 8), total // 20)
+    }
+    assert planned[-(-total // 8)] < planned[total // 20]
+    assert counts.stats["units"] == planned[-(-total // 8)]
+    assert saved(counts, tmp_path / "d.wc") == one_machine[0]
+    asked = dist.count_pretokens(corpus, [EOT], unit_bytes=UNIT_BYTES).stats["units"]
+    assert asked == len(plan_units(corpus, special_tokens=[EOT], unit_bytes=UNIT_BYTES).units)
+    kept = dist.count_pretokens(corpus, [EOT], work_dir=tmp_path / "w").stats["units"]
+    assert kept == planned[total // 20]
+
+
 def test_on_ray_the_driver_receives_the_final_table_not_the_units(
     corpus, one_machine, ray_local, tmp_path: Path, monkeypatch
 ) -> None:

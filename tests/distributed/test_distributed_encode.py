@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import filecmp
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -50,7 +50,7 @@ def train_bpe(
     backend: str = DistributedOptions.backend,
     workers: int | None = DistributedOptions.workers,
     work_dir: str | os.PathLike[str] | None = DistributedOptions.work_dir,
-    unit_bytes: int = DistributedOptions.unit_bytes,
+    unit_bytes: int | None = DistributedOptions.unit_bytes,
     pattern: str = "gpt2",
     num_threads: int = 1,
     errors: str = ReadOptions.errors,

@@ -81,7 +81,7 @@ def encode_dataset(
     backend: str = DistributedOptions.backend,
     workers: int | None = DistributedOptions.workers,
     work_dir: str | os.PathLike[str] | None = DistributedOptions.work_dir,
-    unit_bytes: int = DistributedOptions.unit_bytes,
+    unit_bytes: int | None = DistributedOptions.unit_bytes,
     shard_tokens: int = Layout.shard_tokens,
     shard_format: str = Layout.shard_format,
     val_fraction: float = Layout.val_fraction,

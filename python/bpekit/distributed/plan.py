@@ -106,12 +106,14 @@ def plan_units(
     special_in_text: str | None = None,
     format: str | None = None,
     text_field: str = "text",
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    unit_bytes: int | None = DEFAULT_UNIT_BYTES,
 ) -> Plan:
-    """The units of about ``unit_bytes`` that ``inputs`` (paths, directories, globs: see
-    ``bpekit.sources.resolve_files``) are read in. Text files are cut before the
-    special tokens that are special in their text (none under
+    """The units of about ``unit_bytes`` (None: ``DEFAULT_UNIT_BYTES``) that ``inputs``
+    (paths, directories, globs: see ``bpekit.sources.resolve_files``) are read in. Text
+    files are cut before the special tokens that are special in their text (none under
     ``special_in_text="text"``) or at safe line ends of ``pattern``."""
+    if unit_bytes is None:
+        unit_bytes = DEFAULT_UNIT_BYTES
     if not isinstance(unit_bytes, int) or unit_bytes < 1:
         raise ValueError(f"unit_bytes must be a positive number of bytes, not {unit_bytes!r}")
     units: list[Unit] = []
