@@ -22,19 +22,17 @@ three jobs run, each in a fresh process, so that each peak RSS (the process's
   one process   ``bpekit.count_pretokens(path, ["<|endoftext|>"])`` (bpekit's default
                 threads: one per core), timed, then ``bpekit.train_from_counts(counts,
                 V, ["<|endoftext|>"])``, timed; V = 32,000 for owt, 10,000 for ts.
-  Ray local     ``ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)``
-                (timed apart: "Ray start" in the notes), then
-                ``bpekit.distributed.count_with_stats(path, ["<|endoftext|>"])`` (Ray
-                tasks of one CPU and one thread each over units of ``--unit-bytes``,
-                default the library's 256 MiB), timed, then ``train_from_counts`` on the
-                driver, timed. The counts must equal the one-process counts (distinct
-                pre-tokens, occurrences and the 100 most common, compared here); the
-                script exits with status 1 when they differ. The counting time includes
-                the first tasks' cold start (Ray's workers start and import bpekit).
-                Then, on the same Ray, ``bpekit.distributed.encode_dataset(path, out,
-                "gpt2")`` (a dataset folder with the default layout: tasks encode units
-                into unit files, then tasks write the shards from them), timed; its
-                manifest (every shard's sha256 among it) must equal the one process's.
+  Ray local     ``ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)`` (timed apart: "Ray
+                start" in the notes), then ``bpekit.distributed.count_with_stats(path, ["<|endoftext|>"])``
+                (Ray tasks of one CPU and one thread each over units of ``--unit-bytes``, default the
+                library's: four per CPU from 256 MiB to 1 GiB), timed, then ``train_from_counts`` on the
+                driver, timed. The counts must equal the one-process counts (distinct pre-tokens, occurrences
+                and the 100 most common, compared here); the script exits with status 1 when they differ. The
+                counting time includes the first tasks' cold start (Ray's workers start and import bpekit).
+                Then, on the same Ray, ``bpekit.distributed.encode_dataset(path, out, "gpt2")`` (a dataset
+                folder with the default layout: tasks encode units into unit files, and a task writes each
+                shard from them as soon as the driver has planned it), timed; its manifest (every shard's
+                sha256 among it) must equal the one process's.
   encode        ``bpekit.encode_dataset(path, out, bpekit.get_encoding("gpt2"))``
                 (default threads), timed, the tokenizer loaded before. The datasets
                 are written into the bench folder's ``scale-out/`` and removed.
@@ -213,7 +211,7 @@ COLUMNS = columns(
 
 
 def save(
-    results: Path, rows: list[dict[str, Any]], cmd_args: list[str], quick: bool, unit_bytes: int
+    results: Path, rows: list[dict[str, Any]], cmd_args: list[str], quick: bool, unit_bytes: int | None
 ) -> None:
     threads = os.cpu_count()
     text = (
@@ -221,9 +219,16 @@ def save(
         f"`train_from_counts` ({threads} threads, bpekit's default); Ray local: `ray.init(num_cpus="
         f"{RAY_CPUS})` (its start timed apart: in the notes), `bpekit.distributed.count_with_stats` (tasks "
         "of one CPU over units of "
-        f"{unit_bytes / MiB:,.0f} MiB), then `train_from_counts` on the driver; encode: `encode_dataset` "
+        + (
+            f"{unit_bytes / MiB:,.0f} MiB"
+            if unit_bytes
+            else "the library's default size for a count on Ray: four per CPU, from 256 MiB to 1 GiB"
+        )
+        + "), then `train_from_counts` on the driver; encode: `encode_dataset` "
         "with gpt2 into a dataset folder (one process: default threads; Ray: "
-        "`bpekit.distributed.encode_dataset`, the same units, then the shards written by the workers). "
+        "`bpekit.distributed.encode_dataset`, units of "
+        + (f"{unit_bytes / MiB:,.0f} MiB" if unit_bytes else "256 MiB")
+        + ", each shard written by a worker once planned, while later units encode). "
         "count MB/s: "
         "the file's MB per second of counting. peak RSS: the job's process (the encode's in the notes; "
         "Ray: the driver's, its workers in the notes, each worker's VmHWM and the largest sum of all "
@@ -277,10 +282,6 @@ def main() -> int:
     p.add_argument("--results", type=Path, default=None, help="folder for scale.json (benchmarks/results)")
     args = p.parse_args()
     names = args.corpus or (QUICK_CORPORA if args.quick else DEFAULT_CORPORA)
-    if args.unit_bytes is None:
-        from bpekit.distributed.plan import DEFAULT_UNIT_BYTES
-
-        args.unit_bytes = DEFAULT_UNIT_BYTES
     env = encodings_env(args.data)
     env["BPEKIT_SCALE_T0"] = str(T0)
     make_big = make_big_script(args.make_big, args.data)
