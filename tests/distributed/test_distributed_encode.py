@@ -565,3 +565,17 @@ def test_a_unit_file_cut_short_under_a_shard_writer_is_named(tmp_path: Path, lef
     with pytest.raises(ValueError, match=r"unit-000000\.ids: ends before byte 48; the unit file changed"):
         write_shard(task)
     assert list((tmp_path / "train").iterdir()) == []
+
+
+def test_a_shard_writer_s_temporary_name_is_one_a_rerun_removes(tmp_path: Path) -> None:
+    """A worker killed mid-write leaves its temporary file: named as the core's writers
+    name theirs, so that a rerun knows it as the dataset's own."""
+    from bpekit.dataset import folder
+    from bpekit.distributed.shardwrite import _Whole
+
+    out = _Whole(tmp_path / "00000.npy", hash=False)
+    try:
+        assert folder._OURS.fullmatch(Path(out.tmp).name)
+    finally:
+        out.abandon()
+    assert list(tmp_path.iterdir()) == []

@@ -14,7 +14,7 @@ import hashlib
 import math
 import mmap
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,7 +117,11 @@ class _Whole:
 
     def __init__(self, path: Path, hash: bool) -> None:
         self.path = path
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # The temporary name the core's writers give (".00000.npy.<16 hex>.tmp"), which a
+        # rerun knows as this dataset's own and removes: a worker killed mid-write
+        # (a run that failed cancels its shards' tasks) leaves it behind.
+        self.tmp = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.fchmod(fd, _mode_for(path))
         self.file = os.fdopen(fd, "wb", buffering=0)
         self.sha = hashlib.sha256() if hash else None
