@@ -12,5 +12,5 @@ mod short;
 mod store;
 
 pub(crate) use line::SHORT_IDS;
-pub(crate) use long::LongCache;
+pub(crate) use long::{hash as long_hash, LongCache};
 pub(crate) use short::ShortCache;

@@ -13,7 +13,7 @@
 
 use super::miss::encode_slow;
 use super::workspace::Workspace;
-use crate::encode::cache::{ShortCache, SHORT_IDS};
+use crate::encode::cache::{long_hash, LongCache, ShortCache, SHORT_IDS};
 use crate::encode::vocab::Bpe;
 use crate::error::{Error, Result};
 use crate::piecekey;
@@ -33,6 +33,8 @@ pub(super) struct Batch {
     spans: [(usize, usize); BATCH],
     keys: [u128; BATCH],
     hashes: [u64; BATCH],
+    /// The `long_hash` of each long piece (others' are stale).
+    long_hashes: [u64; BATCH],
     len: usize,
 }
 
@@ -45,6 +47,7 @@ impl Default for Batch {
             spans: [(0, 0); BATCH],
             keys: [0; BATCH],
             hashes: [0; BATCH],
+            long_hashes: [0; BATCH],
             len: 0,
         }
     }
@@ -99,9 +102,12 @@ fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
 }
 
 impl Batch {
-    /// Keys piece `i` and prefetches its table line.
+    /// Keys piece `i` and prefetches its table line; a long piece's, too, in the
+    /// long cache. The branch costs little: on the multilingual corpus, where 7% of
+    /// the pieces are long, a long-cache hit waited on memory for 12% of a warm
+    /// encode before its slot was prefetched.
     #[inline(always)]
-    fn key(&mut self, i: usize, bytes: &[u8], short: &ShortCache) {
+    fn key(&mut self, i: usize, bytes: &[u8], short: &ShortCache, long: &LongCache) {
         let (start, end) = self.spans[i];
         let len = end.wrapping_sub(start);
         // Away from the end of the text the key is one load and a mask.
@@ -113,6 +119,11 @@ impl Batch {
         };
         let hash = piecekey::hash(key);
         short.prefetch(hash);
+        if key & LONG_KEY != 0 {
+            let h = long_hash(bytes.get(start..end).unwrap_or_default());
+            long.prefetch(h);
+            self.long_hashes[i] = h;
+        }
         self.keys[i] = key;
         self.hashes[i] = hash;
     }
@@ -174,8 +185,11 @@ fn emit_piece(
         } else if key & SPECIAL_KEY != 0 {
             out.push(end as u32);
         } else {
-            let key = if key & LONG_KEY != 0 { 0 } else { key };
-            encode_slow(bpe, &bytes[start..end], key, batch.hashes[i], ws, out);
+            let (key, hash) = match key & LONG_KEY {
+                0 => (key, batch.hashes[i]),
+                _ => (0, batch.long_hashes[i]),
+            };
+            encode_slow(bpe, &bytes[start..end], key, hash, ws, out);
         }
         *emit = Emit::open(out, batch.len - i - 1);
     }
@@ -207,11 +221,11 @@ pub(super) fn step(
     let both = n_new.min(n_old);
     let mut emit = Emit::open(out, n_old);
     for i in 0..both {
-        next.key(i, bytes, &ws.short);
+        next.key(i, bytes, &ws.short, &ws.long);
         emit_piece(bpe, ready, i, bytes, ws, out, &mut emit);
     }
     for i in both..n_new {
-        next.key(i, bytes, &ws.short);
+        next.key(i, bytes, &ws.short, &ws.long);
     }
     for i in both..n_old {
         emit_piece(bpe, ready, i, bytes, ws, out, &mut emit);

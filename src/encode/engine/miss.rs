@@ -3,12 +3,13 @@
 //! is cached.
 
 use super::workspace::Workspace;
-use crate::encode::cache::SHORT_IDS;
+use crate::encode::cache::{long_hash, SHORT_IDS};
 use crate::encode::vocab::{merge_piece, Bpe};
 use crate::ids::NONE;
 
 /// A piece the emit loop's probe did not settle (found past its home line, with
-/// spilled ids, long, or new), or any piece outside that loop.
+/// spilled ids, long, or new), or any piece outside that loop. `hash` is the short
+/// key's `piecekey::hash`, or for a long piece (`key` 0) its `long_hash`.
 #[inline(never)]
 pub(super) fn encode_slow(
     bpe: &Bpe,
@@ -41,11 +42,14 @@ fn encode_miss(
     ws: &mut Workspace,
     out: &mut Vec<u32>,
 ) {
-    if key == 0 || ws.long_holds_short {
-        if let Some(ids) = ws.long.get(piece) {
-            out.extend_from_slice(ids);
-            return;
-        }
+    // A short piece's place in the long cache is by the hash of its bytes.
+    let in_long = match key {
+        0 => Some(hash),
+        _ if ws.long_holds_short => Some(long_hash(piece)),
+        _ => None,
+    };
+    if in_long.is_some_and(|h| ws.long.extend(piece, h, out)) {
+        return;
     }
     let start = out.len();
     match piece {
@@ -73,6 +77,7 @@ fn encode_miss(
     let ids = &out[start..];
     if key == 0 || ids.is_empty() || !ws.short.insert(key, hash, ids) {
         ws.long_holds_short |= key != 0;
-        ws.long.insert(piece, ids);
+        let h = in_long.unwrap_or_else(|| long_hash(piece));
+        ws.long.insert(piece, h, ids);
     }
 }

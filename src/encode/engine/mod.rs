@@ -24,6 +24,7 @@ pub(crate) use spans::{
 pub(crate) use workspace::SHORT_LINES;
 pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
 
+use crate::encode::cache::long_hash;
 use crate::encode::vocab::Bpe;
 use crate::error::{Error, Result};
 use crate::piecekey;
@@ -44,7 +45,11 @@ impl Engine {
     /// Appends the ids of one pre-token (outside the batched loop: for profiling).
     pub(crate) fn encode_piece(&self, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) {
         let key = piecekey::key_of(piece);
-        miss::encode_slow(&self.bpe, piece, key, piecekey::hash(key), ws, out);
+        let hash = match key {
+            0 => long_hash(piece),
+            _ => piecekey::hash(key),
+        };
+        miss::encode_slow(&self.bpe, piece, key, hash, ws, out);
     }
 
     /// Appends the ids of `text`, recognising the special tokens in `allowed`.
