@@ -2,8 +2,11 @@
 //!
 //! Each merge touches only the words that hold the chosen pair (found through
 //! postings) and only the pair counts that actually change; the best pair comes
-//! from a max-queue with lazy invalidation (see `queue`).
+//! from a max-queue with lazy invalidation (see `queue`). Large merges run on the
+//! pool's threads: the words in runs (`words`), the counts' changes a shard per
+//! thread (`pairs`).
 
+mod pairs;
 mod queue;
 mod words;
 
@@ -13,8 +16,9 @@ use crate::ids::unpack;
 use crate::ids::MAX_IDS;
 use crate::progress::Progress;
 use crate::specials::SpecialMatcher;
+use pairs::{Deltas, PairCounts};
 use queue::{Candidate, PairQueue, Tokens};
-use words::{Deltas, Merge, Words};
+use words::{Merge, Words};
 
 /// A trained vocabulary. `vocab[id]` is the token's bytes: ids 0..256 are the
 /// bytes by value, then the special tokens in the order given, then the merges in
@@ -128,23 +132,19 @@ fn train_here(
     for b in 0..=255u8 {
         tokens.push(vec![b]);
     }
+    let threads = rayon::current_num_threads();
     let mut words = Words::new(counts.iter());
-    let mut pairs = words.count_pairs();
+    let mut pairs = words.count_pairs(pairs::shards_for(threads));
     let entries = pairs
-        .iter()
-        .map(|(&pair, s)| Candidate {
-            count: s.count,
-            pair,
-        })
+        .counts()
+        .map(|(pair, count)| Candidate { count, pair })
         .collect();
     let mut queue = PairQueue::from_candidates(entries, &tokens);
     // The loop may stop long before `wanted` (no pair left), so the list grows.
     let mut merges: Vec<(u32, u32)> = Vec::with_capacity(wanted.min(1 << 16));
     let mut grown = Vec::new();
     // One per thread, kept between merges for their tables' capacity.
-    let mut deltas: Vec<Deltas> = (0..rayon::current_num_threads())
-        .map(|_| Deltas::default())
-        .collect();
+    let mut deltas: Vec<Deltas> = (0..threads).map(|_| Deltas::default()).collect();
 
     while merges.len() < wanted {
         let Some(best) = pop_best(&mut queue, &pairs, &tokens) else {
@@ -156,7 +156,7 @@ fn train_here(
         bytes.extend_from_slice(tokens.get(b));
         tokens.push(bytes);
         merges.push((a, b));
-        let postings = pairs.remove(&best).map(|s| s.postings).unwrap_or_default();
+        let postings = pairs.remove(best).map(|s| s.postings).unwrap_or_default();
         grown.clear();
         let no = merges.len() as u32;
         words.merge(
@@ -169,7 +169,7 @@ fn train_here(
         grown.sort_unstable();
         grown.dedup();
         for &p in &grown {
-            if let Some(s) = pairs.get(&p) {
+            if let Some(s) = pairs.get(p) {
                 queue.push(
                     Candidate {
                         count: s.count,
@@ -204,11 +204,11 @@ fn train_here(
 /// whose count has fallen since they were pushed.
 fn pop_best(
     queue: &mut PairQueue,
-    pairs: &crate::count::FxMap<crate::ids::Pair, words::PairStats>,
+    pairs: &PairCounts,
     tokens: &Tokens,
 ) -> Option<crate::ids::Pair> {
     while let Some(e) = queue.pop(tokens) {
-        match pairs.get(&e.pair) {
+        match pairs.get(e.pair) {
             None => continue,
             Some(s) if s.count == e.count => return Some(e.pair),
             Some(s) => queue.push(
@@ -294,6 +294,41 @@ mod tests {
         let t = train(&counts, 258, &[], 0, &Progress::new()).unwrap();
         assert_eq!(t.vocab[256], b"aa");
         assert_eq!(t.vocab[257], b"aaaa");
+    }
+
+    /// Words over a few letters, so that the early merges each touch thousands of
+    /// words (the threads share those merges) and counts tie often.
+    fn many_words(n: usize, seed: u64) -> WordCounts {
+        let mut x = seed;
+        let mut next = move |m: u64| {
+            // xorshift64: a fixed sequence, the same on every machine.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut words = std::collections::BTreeMap::new();
+        while words.len() < n {
+            let len = 2 + next(11) as usize;
+            let word: Vec<u8> = (0..len)
+                .map(|_| b"abcde\xc3\xa9"[next(7) as usize])
+                .collect();
+            words.insert(word, [1, 1, 2, 3, 7, 40][next(6) as usize]);
+        }
+        WordCounts::from_pairs(words, "t").unwrap()
+    }
+
+    #[test]
+    fn threads_do_not_change_the_result() {
+        // 70K words: more than one run of words when counting pairs and filling the
+        // arena, and merges of up to tens of thousands of words.
+        let counts = many_words(70_000, 0x2545_f491_4f6c_dd1d);
+        let one = train(&counts, 256 + 300, &[], 1, &Progress::new()).unwrap();
+        assert_eq!(one.merges.len(), 300);
+        for threads in [2, 3, 4, 8] {
+            let t = train(&counts, 256 + 300, &[], threads, &Progress::new()).unwrap();
+            assert_eq!(t, one, "{threads} threads");
+        }
     }
 
     #[test]

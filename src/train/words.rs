@@ -5,31 +5,15 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
 
 use rayon::prelude::*;
-use smallvec::SmallVec;
 
-use crate::count::FxMap;
+use super::pairs::{shard_of, Deltas, PairCounts, PairStats, Shard};
 use crate::ids::{pack, Pair};
-
-/// Words that hold a pair. Most pairs are rare (of the 12 GB corpus's 2.4 M pairs,
-/// most are in a few words): up to 4 words are held inline, in the space a `Vec`
-/// takes, so those pairs cost no allocation to make, grow or free.
-pub(crate) type Postings = SmallVec<[u32; 4]>;
-const _: () = assert!(std::mem::size_of::<Postings>() == std::mem::size_of::<Vec<u32>>());
-
-/// What the merge loop knows about a pair.
-#[derive(Default)]
-pub(crate) struct PairStats {
-    pub(crate) count: u64,
-    /// Words that held the pair when it was last seen; may hold stale or
-    /// repeated entries, which the merge skips.
-    pub(crate) postings: Postings,
-}
 
 /// One word's place in the arena and its count. Kept together because a merge
 /// reads all of them for each posting: one cache miss instead of four. `len` and
-/// `stamp` are atomics, read and written with plain loads and stores, because the
-/// threads of a large merge share the slice: each writes only the words of its own
-/// range of ids.
+/// `stamp` are atomics because the threads of a large merge share the slice: the
+/// thread that swaps a word's stamp to the merge's number owns the word for that
+/// merge (postings may name a word twice, in two threads' runs).
 struct WordMeta {
     count: u64,
     start: u32,
@@ -44,139 +28,119 @@ pub(crate) struct Words {
     meta: Vec<WordMeta>,
 }
 
-/// What one merge changes in the pair counts, gathered apart from the shared map and
-/// added to it once per pair ([`Deltas::apply`]). A merge's words hold few distinct
-/// pairs many times over (the first merges of a 12 GB corpus touch millions of words
-/// and a few thousand pairs): counted in a small table that stays in cache, the
-/// shared map is looked up once per pair rather than once per occurrence.
-#[derive(Default)]
-pub(crate) struct Deltas {
-    /// Pairs that lose occurrences (none holds the new token), and how many.
-    dec: FxMap<Pair, u64>,
-    /// Pairs that gain occurrences (all hold the new token, so none existed before):
-    /// how many, and the words that now hold them.
-    inc: FxMap<Pair, (u64, Postings)>,
-    /// The words a thread merges (kept between merges for its capacity).
-    words: Vec<u32>,
-}
-
-impl Deltas {
-    /// Adds the changes to `pairs`; the pairs that grew go to `grown`.
-    fn apply(&mut self, pairs: &mut FxMap<Pair, PairStats>, grown: &mut Vec<Pair>) {
-        for (p, c) in self.dec.drain() {
-            if let Some(e) = pairs.get_mut(&p) {
-                e.count -= c;
-                if e.count == 0 {
-                    // Only pairs with the new token ever grow, so this pair is gone for good.
-                    pairs.remove(&p);
-                }
-            }
-        }
-        for (p, (c, words)) in self.inc.drain() {
-            let e = pairs.entry(p).or_default();
-            e.count += c;
-            if e.postings.is_empty() {
-                e.postings = words;
-            } else {
-                e.postings.extend_from_slice(&words);
-            }
-            grown.push(p);
-        }
-    }
-}
-
 /// Postings a merge splits among threads from this many on: below it, a fork-join
 /// costs about what it saves. On the 12 GB corpus (32K merges), the 31K merges below
 /// 16K postings took 2-3 s on one thread; below 2K, 0.7 s.
 const PARALLEL_POSTINGS: usize = 2 << 10;
 
 /// The arena and the words' places, shared by the threads of one large merge. Each
-/// word is written by the one thread whose range of ids holds it, and words
-/// do not overlap in the arena.
+/// word is written by the one thread that claimed it (its stamp), and words do not
+/// overlap in the arena.
 struct SharedArena {
     syms: *mut u32,
     len: usize,
 }
 
-// SAFETY: threads write only the words of their own ids, which are disjoint ranges.
+// SAFETY: a thread writes only the words it claimed, and each word is claimed by one
+// thread per merge (an atomic swap of its stamp).
 unsafe impl Sync for SharedArena {}
 
 impl Words {
     /// Words of one byte never form a pair, so they are left out.
     pub(crate) fn new<'a>(words: impl Iterator<Item = (&'a [u8], u64)>) -> Self {
-        let mut w = Words {
-            syms: Vec::new(),
-            meta: Vec::new(),
-        };
         let mut list: Vec<(&[u8], u64)> = words.filter(|(b, _)| b.len() >= 2).collect();
         // Sorted so that words sharing a prefix, and so most of their pairs, sit side
         // by side: a merge's postings then walk the arena nearly in order (measured:
         // 25-40% faster merging than map order on en/en-small).
         list.par_sort_unstable();
-        for (bytes, c) in list {
-            w.meta.push(WordMeta {
-                count: c,
-                start: w.syms.len() as u32,
+        // The places are a prefix sum; the arena is filled a run of words per task
+        // (the caller checked that the words' bytes fit in a u32).
+        let mut starts: Vec<u32> = Vec::with_capacity(list.len());
+        let mut total = 0usize;
+        for (bytes, _) in &list {
+            starts.push(total as u32);
+            total += bytes.len();
+        }
+        let meta: Vec<WordMeta> = list
+            .par_iter()
+            .zip(starts.par_iter())
+            .map(|(&(bytes, count), &start)| WordMeta {
+                count,
+                start,
                 len: AtomicU32::new(bytes.len() as u32),
                 stamp: AtomicU32::new(u32::MAX),
-            });
-            w.syms.extend(bytes.iter().map(|&b| u32::from(b)));
+            })
+            .collect();
+        let mut syms = vec![0u32; total];
+        let per = list
+            .len()
+            .div_ceil(4 * rayon::current_num_threads())
+            .max(1 << 14);
+        let mut runs = Vec::with_capacity(list.len().div_ceil(per));
+        let mut rest = syms.as_mut_slice();
+        for run in list.chunks(per) {
+            let n: usize = run.iter().map(|(b, _)| b.len()).sum();
+            let (here, after) = rest.split_at_mut(n);
+            runs.push((run, here));
+            rest = after;
         }
-        w
+        runs.into_par_iter().for_each(|(run, mut out)| {
+            for (bytes, _) in run {
+                let (here, after) = out.split_at_mut(bytes.len());
+                for (o, &b) in here.iter_mut().zip(bytes.iter()) {
+                    *o = u32::from(b);
+                }
+                out = after;
+            }
+        });
+        Words { syms, meta }
     }
 
     /// Every pair's count and the words that hold it (each word once, in word
-    /// order). Counted over consecutive runs of words in parallel, then added up in
-    /// order, so each pair's postings stay in word order.
-    pub(crate) fn count_pairs(&self) -> FxMap<Pair, PairStats> {
+    /// order), in `n_shards` shards. Counted over consecutive runs of words in
+    /// parallel, then each shard added up in order, so each pair's postings stay in
+    /// word order.
+    pub(crate) fn count_pairs(&self, n_shards: usize) -> PairCounts {
         let per = self
             .meta
             .len()
             .div_ceil(rayon::current_num_threads())
             .max(1 << 16);
-        let mut parts: Vec<FxMap<Pair, PairStats>> = self
+        let parts: Vec<Vec<Shard>> = self
             .meta
             .par_chunks(per)
             .enumerate()
-            .map(|(k, chunk)| self.count_pairs_of(k * per, chunk))
+            .map(|(k, chunk)| self.count_pairs_of(k * per, chunk, n_shards))
             .collect();
-        let mut pairs = match parts.is_empty() {
-            true => return FxMap::default(),
-            false => parts.remove(0),
-        };
-        for part in parts {
-            for (p, s) in part {
-                let e = pairs.entry(p).or_default();
-                e.count += s.count;
-                e.postings.extend_from_slice(&s.postings);
-            }
-        }
-        pairs
+        PairCounts::from_parts(parts, n_shards)
     }
 
     /// [`Words::count_pairs`] of the words `first..` whose places are `meta`.
-    fn count_pairs_of(&self, first: usize, meta: &[WordMeta]) -> FxMap<Pair, PairStats> {
-        let mut pairs: FxMap<Pair, PairStats> = FxMap::default();
+    fn count_pairs_of(&self, first: usize, meta: &[WordMeta], n_shards: usize) -> Vec<Shard> {
+        let mut shards: Vec<Shard> = (0..n_shards).map(|_| Shard::default()).collect();
+        let mask = n_shards - 1;
         for (k, m) in meta.iter().enumerate() {
             let w = (first + k) as u32;
             let len = m.len.load(Relaxed);
             let s = &self.syms[m.start as usize..(m.start + len) as usize];
             for p in s.windows(2) {
-                let e = pairs.entry(pack(p[0], p[1])).or_default();
+                let p = pack(p[0], p[1]);
+                let e: &mut PairStats = shards[shard_of(p, mask)].entry(p).or_default();
                 e.count += m.count;
                 if e.postings.last() != Some(&w) {
                     e.postings.push(w);
                 }
             }
         }
-        pairs
+        shards
     }
 
     /// Replaces every `(a, b)` in the words of `postings` by `new`, left to right,
     /// updating only the pair counts that change. Afterwards `pairs` holds no `(a, b)`.
     /// Pairs that gain count (all contain `new`) are appended to `grown`. A merge of
-    /// [`PARALLEL_POSTINGS`] words or more is split among the pool's threads; the
-    /// counts are sums, so the result is the same.
+    /// [`PARALLEL_POSTINGS`] words or more is split among the pool's threads, and its
+    /// changes are added to the counts a shard per thread; the counts are sums, so the
+    /// result is the same.
     pub(crate) fn merge(
         &mut self,
         postings: &[u32],
@@ -186,7 +150,7 @@ impl Words {
             new,
             no: merge_no,
         }: Merge,
-        pairs: &mut FxMap<Pair, PairStats>,
+        pairs: &mut PairCounts,
         deltas: &mut [Deltas],
         grown: &mut Vec<Pair>,
     ) {
@@ -199,39 +163,27 @@ impl Words {
         let ids = (a, b, new);
         if threads < 2 || postings.len() < PARALLEL_POSTINGS {
             // SAFETY: `&mut self`: no other thread touches the words.
-            unsafe { merge_words(meta, &arena, postings, ids, merge_no, &mut deltas[0]) };
-            deltas[0].apply(pairs, grown);
+            unsafe { merge_words::<false>(meta, &arena, postings, ids, merge_no, &mut deltas[0]) };
+            pairs.apply(&mut deltas[0], grown);
             return;
         }
-        // Each thread takes the words of one range of ids, so no two threads ever
-        // touch one word (postings may name a word twice). The ranges split a sample
-        // of the postings evenly.
-        let step = (postings.len() / 256).max(1);
-        let mut sample: Vec<u32> = postings.iter().step_by(step).copied().collect();
-        sample.sort_unstable();
-        let bounds: Vec<u32> = (0..=threads)
-            .map(|t| match t {
-                0 => 0,
-                t if t == threads => u32::MAX,
-                t => sample[t * sample.len() / threads],
-            })
-            .collect();
+        // Each thread takes one run of the postings and merges the words it claims
+        // (a word named in two runs is merged by the thread that claims it first).
+        // Runs rather than ranges of word ids: no thread reads every posting to find
+        // its own, and the postings, mostly in word order, give each thread nearby
+        // words.
+        let n_shards = pairs.n_shards();
+        let per = postings.len().div_ceil(threads);
         deltas[..threads]
             .par_iter_mut()
-            .enumerate()
-            .for_each(|(t, d)| {
-                let (lo, hi) = (bounds[t], bounds[t + 1]);
-                let mut mine = std::mem::take(&mut d.words);
-                mine.clear();
-                mine.extend(postings.iter().copied().filter(|&w| (lo..hi).contains(&w)));
-                // SAFETY: this thread alone merges the words of ids lo..hi; `&mut self`
-                // is held for the whole of the parallel section.
-                unsafe { merge_words(meta, &arena, &mine, ids, merge_no, d) };
-                d.words = mine;
+            .zip(postings.par_chunks(per))
+            .for_each(|(d, run)| {
+                // SAFETY: this thread merges only the words it claims; `&mut self` is
+                // held for the whole of the parallel section.
+                unsafe { merge_words::<true>(meta, &arena, run, ids, merge_no, d) };
+                d.split(n_shards);
             });
-        for d in &mut deltas[..threads] {
-            d.apply(pairs, grown);
-        }
+        pairs.apply_split(&mut deltas[..threads], grown);
     }
 }
 
@@ -255,7 +207,7 @@ const AHEAD: usize = 8;
 ///
 /// # Safety
 /// As [`merge_word`], for every word of `postings`.
-unsafe fn merge_words(
+unsafe fn merge_words<const SHARED: bool>(
     meta: &[WordMeta],
     arena: &SharedArena,
     postings: &[u32],
@@ -274,7 +226,7 @@ unsafe fn merge_words(
             }
         }
         // SAFETY: the caller's.
-        unsafe { merge_word(meta, arena, w, ids, merge_no, d) };
+        unsafe { merge_word::<SHARED>(meta, arena, w, ids, merge_no, d) };
     }
 }
 
@@ -290,12 +242,15 @@ fn prefetch<T>(p: *const T) {
 }
 
 /// Merges `(a, b)` into `new` in word `w`, unless another posting of this merge did
-/// already, adding the changes of its pairs to `d`.
+/// already, adding the changes of its pairs to `d`. `SHARED`: other threads merge
+/// words of the same merge, so the word is claimed by an atomic swap of its stamp
+/// (alone, a plain load and store do, which cost less).
 ///
 /// # Safety
-/// `arena` points at the words' symbols, `meta` their places; no other thread may
-/// touch word `w` while this runs (each thread of a merge owns a range of ids).
-unsafe fn merge_word(
+/// `arena` points at the words' symbols, `meta` their places. Without `SHARED`, no
+/// other thread may touch any word while this runs; with it, other threads may touch
+/// only the words they claim through their stamps in the same way.
+unsafe fn merge_word<const SHARED: bool>(
     meta: &[WordMeta],
     arena: &SharedArena,
     w: u32,
@@ -304,16 +259,24 @@ unsafe fn merge_word(
     d: &mut Deltas,
 ) {
     let meta = &meta[w as usize];
-    if meta.stamp.load(Relaxed) == merge_no {
-        return;
+    if SHARED {
+        // One swap per word and merge: exactly one thread sees the old stamp.
+        if meta.stamp.swap(merge_no, Relaxed) == merge_no {
+            return;
+        }
+    } else {
+        if meta.stamp.load(Relaxed) == merge_no {
+            return;
+        }
+        meta.stamp.store(merge_no, Relaxed);
     }
-    meta.stamp.store(merge_no, Relaxed);
     let c = meta.count;
     let start = meta.start as usize;
     let n = meta.len.load(Relaxed) as usize;
     let merged = pack(a, b);
     assert!(start + n <= arena.len);
-    // SAFETY: this thread owns word `w` (above), whose symbols are this range.
+    // SAFETY: this thread owns word `w` (its stamp, above), whose symbols are this
+    // range.
     let s = unsafe { std::slice::from_raw_parts_mut(arena.syms.add(start), n) };
     let Deltas {
         dec: decs,
