@@ -164,7 +164,7 @@ impl PairCounts {
 }
 
 /// `c` fewer of pair `p`, which holds no new token.
-#[inline]
+#[inline(always)]
 fn sub(shard: &mut Shard, p: Pair, c: u64) {
     if let Some(e) = shard.get_mut(&p) {
         e.count -= c;
@@ -176,7 +176,7 @@ fn sub(shard: &mut Shard, p: Pair, c: u64) {
 }
 
 /// `c` more of pair `p`, which holds the new token, in `words`.
-#[inline]
+#[inline(always)]
 fn add(shard: &mut Shard, p: Pair, c: u64, words: Postings) {
     let e = shard.entry(p).or_default();
     e.count += c;

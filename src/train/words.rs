@@ -118,21 +118,38 @@ impl Words {
     /// [`Words::count_pairs`] of the words `first..` whose places are `meta`.
     fn count_pairs_of(&self, first: usize, meta: &[WordMeta], n_shards: usize) -> Vec<Shard> {
         let mut shards: Vec<Shard> = (0..n_shards).map(|_| Shard::default()).collect();
-        let mask = n_shards - 1;
+        // One thread: the plain map, without a shard to pick per pair.
+        match n_shards {
+            1 => self.add_pairs::<false>(first, meta, &mut shards),
+            _ => self.add_pairs::<true>(first, meta, &mut shards),
+        }
+        shards
+    }
+
+    /// Adds the pairs of the words `first..` whose places are `meta` to `shards`
+    /// (without `SHARDED`, all to the first).
+    #[inline(always)]
+    fn add_pairs<const SHARDED: bool>(
+        &self,
+        first: usize,
+        meta: &[WordMeta],
+        shards: &mut [Shard],
+    ) {
+        let mask = shards.len() - 1;
         for (k, m) in meta.iter().enumerate() {
             let w = (first + k) as u32;
             let len = m.len.load(Relaxed);
             let s = &self.syms[m.start as usize..(m.start + len) as usize];
             for p in s.windows(2) {
                 let p = pack(p[0], p[1]);
-                let e: &mut PairStats = shards[shard_of(p, mask)].entry(p).or_default();
+                let shard = if SHARDED { shard_of(p, mask) } else { 0 };
+                let e: &mut PairStats = shards[shard].entry(p).or_default();
                 e.count += m.count;
                 if e.postings.last() != Some(&w) {
                     e.postings.push(w);
                 }
             }
         }
-        shards
     }
 
     /// Replaces every `(a, b)` in the words of `postings` by `new`, left to right,
