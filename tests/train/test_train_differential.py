@@ -111,7 +111,7 @@ def test_other_patterns_match_reference(tmp_path: Path, pattern: str) -> None:
 
 
 def test_large_merges_shared_by_threads_match_reference() -> None:
-    """Merges of thousands of words are split among threads by ranges of word ids: the
+    """Merges of thousands of words are split among threads in runs of their words: the
     merges equal the reference's, whatever the threads. Words over a five-letter
     alphabet make every early pair a posting of thousands of words (the native
     trainer splits merges of 2,048 words or more), ties included."""
