@@ -31,6 +31,7 @@ GROUPS = [
     "torch",
     "dataset",
     "scale",
+    "threads",
     "pretokenize",
 ]
 
