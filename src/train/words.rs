@@ -118,32 +118,24 @@ impl Words {
     /// [`Words::count_pairs`] of the words `first..` whose places are `meta`.
     fn count_pairs_of(&self, first: usize, meta: &[WordMeta], n_shards: usize) -> Vec<Shard> {
         let mut shards: Vec<Shard> = (0..n_shards).map(|_| Shard::default()).collect();
-        // One thread: the plain map, without a shard to pick per pair.
-        match n_shards {
-            1 => self.add_pairs::<false>(first, meta, &mut shards),
-            _ => self.add_pairs::<true>(first, meta, &mut shards),
+        match shards.as_mut_slice() {
+            // One thread: the plain map, without a shard to pick per pair.
+            [one] => self.add_pairs(first, meta, One(one)),
+            many => self.add_pairs(first, meta, Many(many)),
         }
         shards
     }
 
-    /// Adds the pairs of the words `first..` whose places are `meta` to `shards`
-    /// (without `SHARDED`, all to the first).
+    /// Adds the pairs of the words `first..` whose places are `meta` to the shards.
     #[inline(always)]
-    fn add_pairs<const SHARDED: bool>(
-        &self,
-        first: usize,
-        meta: &[WordMeta],
-        shards: &mut [Shard],
-    ) {
-        let mask = shards.len() - 1;
+    fn add_pairs(&self, first: usize, meta: &[WordMeta], mut shards: impl PickShard) {
         for (k, m) in meta.iter().enumerate() {
             let w = (first + k) as u32;
             let len = m.len.load(Relaxed);
             let s = &self.syms[m.start as usize..(m.start + len) as usize];
             for p in s.windows(2) {
                 let p = pack(p[0], p[1]);
-                let shard = if SHARDED { shard_of(p, mask) } else { 0 };
-                let e: &mut PairStats = shards[shard].entry(p).or_default();
+                let e: &mut PairStats = shards.pick(p).entry(p).or_default();
                 e.count += m.count;
                 if e.postings.last() != Some(&w) {
                     e.postings.push(w);
@@ -201,6 +193,30 @@ impl Words {
                 d.split(n_shards);
             });
         pairs.apply_split(&mut deltas[..threads], grown);
+    }
+}
+
+/// The shard a pair is counted in: the one map, or one of many.
+trait PickShard {
+    fn pick(&mut self, p: Pair) -> &mut Shard;
+}
+
+struct One<'a>(&'a mut Shard);
+
+impl PickShard for One<'_> {
+    #[inline(always)]
+    fn pick(&mut self, _: Pair) -> &mut Shard {
+        self.0
+    }
+}
+
+struct Many<'a>(&'a mut [Shard]);
+
+impl PickShard for Many<'_> {
+    #[inline(always)]
+    fn pick(&mut self, p: Pair) -> &mut Shard {
+        let mask = self.0.len() - 1;
+        &mut self.0[shard_of(p, mask)]
     }
 }
 
