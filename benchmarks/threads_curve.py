@@ -75,6 +75,16 @@ def _encode(spec: dict[str, Any]) -> dict[str, Any]:
 
 WORKERS = {"count": _count, "merge": _merge, "encode": _encode}
 
+DESCRIPTION = (
+    "Each figure is one fresh process, the thread counts in a new order each round: "
+    '`count_pretokens(corpus, ["<|endoftext|>"], num_threads=T)`; `train_from_counts(counts, V, '
+    '["<|endoftext|>"], num_threads=T)` on counts saved beforehand (loading untimed; every thread count '
+    "must give the same merges); `encode_file(corpus, out.npy, gpt2, num_threads=T)` (the tokenizer "
+    "loaded untimed). Figures: the median of each call's seconds over the rounds, the speed-up over one "
+    "thread, and the merge process's peak RSS (the counts loaded included). Thread counts are capped at "
+    "the machine's cores; `--note` adds what the run should be read with."
+)
+
 COLUMNS = c.columns(
     ("threads", "threads", "int"),
     ("count_s", "count s", "num"),
@@ -111,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="results into the bench folder, not benchmarks/results"
     )
+    ap.add_argument("--note", default="", help="a sentence for the table (the machine's load, say)")
     args = ap.parse_args(argv)
 
     bench = c.bench_dir(args.bench_dir)
@@ -164,11 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         f"`{name}`, {corpus.stat().st_size / 1e6:,.0f} MB, {first['distinct']:,} distinct pre-tokens; "
         f"merge to {args.vocab_size:,} tokens. Speed-up: {threads[0]} thread's median time over this row's."
     )
+    if max(args.threads) > cores:
+        text += f" This machine has {cores} cores: the curve beyond them is still to be measured."
+    if args.note:
+        text += " " + args.note
     c.write_result(
         c.results_dir(args.results, args.quick, bench),
         f"threads-{name}",
         title=f"Threads: counting, merging and encoding {name} at {', '.join(map(str, threads))} threads",
-        description=(__doc__ or "").split("\n\n", 2)[2].strip(),
+        description=DESCRIPTION,
         command=c.command(HERE.name, (argv if argv is not None else sys.argv[1:])),
         corpus={"name": name, "bytes": corpus.stat().st_size},
         runs=args.rounds,
