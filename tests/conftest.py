@@ -1,7 +1,8 @@
 """Shared test setup: the helpers of ``_shared_data`` (the offline data, tiktoken built
 from it), and ``$BPEKIT_ENCODINGS`` pointing at the shared rank files, set here at
 import so that every test and every subprocess a test starts finds the encodings; the
-distributed tests' corpus and their Ray, started once for the test session."""
+distributed tests' corpus and their Ray, started once for the test session; the
+SentencePiece-style ``tokenizer.json`` files built once (``_sp_models``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,17 @@ from _shared_data import (
 __all__ = ["DATA", "ROOT", "bpekit_encoding", "data_path", "read_text_file", "tiktoken_encoding"]
 
 use_shared_encodings()
+
+
+@pytest.fixture(scope="session")
+def sp_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The SentencePiece-style files of ``_sp_models``, by name (skipped without
+    ``sentencepiece``, ``tokenizers`` or ``transformers``)."""
+    for module in ("sentencepiece", "tokenizers", "transformers"):
+        pytest.importorskip(module)
+    from _sp_models import build
+
+    return build(tmp_path_factory.mktemp("sp_models"))
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _shared_data import DATA
-from _sp_models import NAMES, build
+from _sp_models import NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,11 +28,6 @@ tokenizers = pytest.importorskip("tokenizers")
 Pairs = dict[str, tuple[Any, bpekit.Tokenizer]]
 pytest.importorskip("sentencepiece")
 pytest.importorskip("transformers")
-
-
-@pytest.fixture(scope="session")
-def sp_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build(tmp_path_factory.mktemp("sp_models"))
 
 
 @pytest.fixture(scope="session")
@@ -246,12 +241,3 @@ def test_lone_surrogates_read_as_replacement_characters(pairs: Pairs) -> None:
     want = hf.encode("a\ufffdb \ufffd", add_special_tokens=False).ids
     assert bp.encode("a\ud800b \udfff") == want
     assert "<0xEF>" in [hf.id_to_token(i) for i in want]
-
-
-def test_offsets_of_sentencepiece_style_files_are_refused_in_words(pairs: Pairs) -> None:
-    """Their tokens' bytes are not the text's (``▁`` for a space): no offsets yet, and
-    never wrong ones."""
-    for _, ours in pairs.values():
-        with pytest.raises(ValueError, match=r"offsets of SentencePiece-style tokenizer\.json files") as e:
-            ours.encode_with_offsets("Hello world")
-        assert "\n" not in str(e.value)

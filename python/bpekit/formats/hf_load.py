@@ -159,7 +159,7 @@ def _read_chars(data: dict[str, Any], model: dict[str, Any], name: str) -> Loade
     added, _, special = _added_tokens(data.get("added_tokens", []), vocab, normalizers, "added_tokens")
     # tokenizers decodes an added token's id as its content.
     decode = [(i, content.encode("utf-8", "surrogatepass")) for content, i, *_ in added]
-    prefix, suffix, _ = _post_processor(data.get("post_processor"), "post_processor")
+    prefix, suffix, trim = _post_processor(data.get("post_processor"), "post_processor")
     items = []
     for text, i in vocab.items():
         try:
@@ -172,7 +172,7 @@ def _read_chars(data: dict[str, Any], model: dict[str, Any], name: str) -> Loade
         core = _core.Encoder.from_hf(items, merges, ignore_merges, steps, front, chars)
     except ValueError as e:
         raise _Bad("$", str(e)) from None
-    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special))
+    return Loaded(core, name, "all", HfExtras(data, prefix, suffix, special, trim))
 
 
 # ---- the parts ----------------------------------------------------------------------

@@ -12,7 +12,8 @@ warning per reason naming the file's JSON path or the argument:
 - pairs of sequences (``text_pair``) and pre-tokenized input (``is_split_into_words``);
 - ``truncation`` with ``only_second``, a ``stride`` not below the room left, or a
   ``max_length`` below what the template adds (``tokenizers`` raises or wraps there);
-- offsets of a SentencePiece-style file, which bpekit's core does not give yet;
+- offsets the core refuses (a file whose merges use byte or unknown tokens, so that a
+  token stands for text of no one length: no real file has one);
 
 bpekit's tokenizer is made from ``tokenizers``' state when first needed, and again
 when that state changes (``plan.state_key``, checked at each call).
@@ -318,14 +319,14 @@ def _restored(hf: Any, token: str | None) -> Backend:
 def _offsets_of(tok: Any, texts: list[str], allowed: list[str] | None, add_special: bool) -> list[Any] | None:
     """Each text's offsets, of its own ids (the template's come from the encoding), as
     ``Tokenizer.encode_batch_with_offsets`` makes them, with the call's special-token
-    rule; None where bpekit has none (SentencePiece-style files: tokenizers' then)."""
+    rule; None where the core refuses them (tokenizers' then, with its reason)."""
     from bpekit import _offsets
 
     trim = tok._trim(add_special)
     try:
         found = _offsets.on_texts(tok._core.encode_batch_with_offsets, texts, allowed, [], _threads(), trim)
-    except ValueError:
-        warn_once("offsets (return_offsets_mapping=True) of a SentencePiece-style tokenizer.json")
+    except ValueError as e:
+        warn_once(f"offsets (return_offsets_mapping=True): {e}")
         return None
     return [offsets for _, offsets in found]
 

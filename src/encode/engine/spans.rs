@@ -85,6 +85,17 @@ fn pack(bytes: &[u8]) -> u16 {
     bytes.len() as u16 | starts << 7 | u16::from(inside) << 14
 }
 
+/// The spaces `trim_offsets` counts at the ends of token `id`: its bytes' spaces (a
+/// byte-level token's `Ġ`), or in a vocabulary of characters the whitespace
+/// characters of its text, as `tokenizers` counts them in the token's string.
+fn token_spaces(bpe: &Bpe, id: u32) -> (usize, usize) {
+    let bytes = bpe.token(id).unwrap_or_default();
+    match bpe.chars() {
+        Some(_) => space_ends(&String::from_utf8_lossy(bytes)),
+        None => space_bytes(bytes),
+    }
+}
+
 /// The spaces a token's bytes start and end with.
 fn space_bytes(bytes: &[u8]) -> (usize, usize) {
     let lead = bytes.iter().take_while(|&&b| b == b' ').count();
@@ -122,14 +133,14 @@ impl TokenLens {
         let table = self.spaces.get_or_init(|| {
             (0..bpe.id_limit())
                 .map(|id| {
-                    let (l, t) = space_bytes(bpe.token(id as u32).unwrap_or_default());
+                    let (l, t) = token_spaces(bpe, id as u32);
                     [l.min(255) as u8, t.min(255) as u8]
                 })
                 .collect()
         });
         match table.get(id as usize) {
             Some(&[l, t]) if l != 255 && t != 255 => (usize::from(l), usize::from(t)),
-            _ => space_bytes(bpe.token(id).unwrap_or_default()),
+            _ => token_spaces(bpe, id),
         }
     }
 }

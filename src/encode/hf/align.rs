@@ -121,6 +121,26 @@ impl Aligned {
         (self.text, self.align) = (text, align);
     }
 
+    /// Bytes `range` of the normalized text, with their alignments: a text between
+    /// added tokens, which `tokenizers` changes further (`Metaspace`) as a slice.
+    pub(crate) fn sub(&self, range: Range<usize>) -> Self {
+        Self {
+            text: self.text[range.clone()].to_owned(),
+            align: self.align[range].to_vec(),
+            original_len: self.original_len,
+        }
+    }
+
+    /// The original range of normalized bytes `start..end` (not empty) as
+    /// `tokenizers`' `convert_offsets` makes it: the first byte's start to the last
+    /// byte's end (`expand_alignments`).
+    pub(crate) fn expand(&self, start: usize, end: usize) -> (usize, usize) {
+        match (self.align.get(start), self.align.get(end.wrapping_sub(1))) {
+            (Some(first), Some(last)) if start < end => (first.0, last.1),
+            _ => (0, 0),
+        }
+    }
+
     /// The original range of normalized bytes `start..end` (not empty): from the
     /// lowest start of their alignments to the highest end (`convert_offsets`).
     pub(crate) fn original(align: &[Align], start: usize, end: usize) -> (usize, usize) {

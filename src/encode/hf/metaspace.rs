@@ -4,13 +4,13 @@
 //! (`prepend_scheme: "always"`), on the text that starts the input (`"first"`), or on
 //! none (`"never"`).
 //!
-//! Offsets: [`Metaspace::apply_mapped`] also gives, for each byte of the new text, the
-//! byte range of the input it comes from (a `▁` for a space: the space; the prepended
-//! `▁`: the text's first character, as `tokenizers` aligns a prepended string), so that
-//! a token's span in the new text maps back to the input's (`normalize::ByteMap`, the
-//! normalizers' map, composes with it).
+//! Offsets: [`Metaspace::apply_aligned`] makes the same change to a text aligned with
+//! the input (`align`), so that a token's span in the new text maps back to the input.
 
 use std::borrow::Cow;
+use std::ops::Range;
+
+use super::align::Aligned;
 
 /// When the replacement goes before a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,31 +60,18 @@ impl Metaspace {
         Cow::Owned(out)
     }
 
-    /// [`Metaspace::apply`], and in `map` (cleared first) the input byte range each
-    /// byte of the result comes from, offset by `base` (where `text` starts in the input).
-    #[allow(dead_code)] // the offsets' driver reads it
-    pub(crate) fn apply_mapped(
-        &self,
-        text: &str,
-        first: bool,
-        base: usize,
-        map: &mut Vec<(usize, usize)>,
-    ) -> String {
-        map.clear();
-        let out = self.apply(text, first).into_owned();
-        map.reserve(out.len());
-        let rep_len = self.replacement.len_utf8();
-        if self.prepends(text, first) {
-            let first_len = text.chars().next().map_or(0, char::len_utf8);
-            map.extend(std::iter::repeat_n((base, base + first_len), rep_len));
+    /// [`Metaspace::apply`] on an aligned text, its alignments changed as
+    /// `tokenizers`' `NormalizedString` changes them: a `▁` for a space stands for the
+    /// space, a prepended `▁` for the text's first character.
+    pub(crate) fn apply_aligned(&self, a: &mut Aligned, first: bool) {
+        let prepend = self.prepends(&a.text, first);
+        let spaces: Vec<Range<usize>> = a.text.match_indices(' ').map(|(i, _)| i..i + 1).collect();
+        let mut buf = [0u8; 4];
+        let rep = self.replacement.encode_utf8(&mut buf);
+        a.replace(&spaces, rep);
+        if prepend {
+            a.prepend(rep);
         }
-        for (i, c) in text.char_indices() {
-            let range = (base + i, base + i + c.len_utf8());
-            let n = if c == ' ' { rep_len } else { c.len_utf8() };
-            map.extend(std::iter::repeat_n(range, n));
-        }
-        debug_assert_eq!(map.len(), out.len());
-        out
     }
 }
 
@@ -104,10 +91,10 @@ mod tests {
         assert_eq!(m(Prepend::First).apply("a b", false), "a▁b");
         assert_eq!(m(Prepend::First).apply("a b", true), "▁a▁b");
         assert_eq!(m(Prepend::Never).apply("a  b", true), "a▁▁b");
-        let mut map = Vec::new();
-        let out = m(Prepend::Always).apply_mapped("a b", false, 10, &mut map);
-        assert_eq!(out, "▁a▁b");
-        assert_eq!(&map[..4], &[(10, 11); 4]);
-        assert_eq!(&map[4..], &[(11, 12), (11, 12), (11, 12), (12, 13)]);
+        let mut a = Aligned::new("a b");
+        m(Prepend::Always).apply_aligned(&mut a, false);
+        assert_eq!(a.text, "▁a▁b");
+        assert_eq!(&a.align[..4], &[(0, 1); 4]);
+        assert_eq!(&a.align[4..], &[(1, 2), (1, 2), (1, 2), (2, 3)]);
     }
 }

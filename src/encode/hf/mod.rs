@@ -21,6 +21,7 @@ mod align;
 mod decode;
 mod metaspace;
 mod normalize;
+mod sp_spans;
 mod spans;
 
 pub use added::AddedToken;
@@ -69,6 +70,9 @@ pub(crate) struct Front {
     whole_text_lookup: bool,
     decoder: Option<TextDecoder>,
     none: Specials,
+    /// The bytes of text each id of a SentencePiece-style file stands for, made on the
+    /// first offsets asked for (`sp_spans`).
+    char_lens: std::sync::OnceLock<Box<[u32]>>,
     /// The spec, spelled out: part of the encoder's fingerprint.
     description: String,
 }
@@ -92,6 +96,7 @@ impl Front {
             whole_text_lookup: spec.whole_text_lookup,
             decoder: spec.decoder.map(TextDecoder::new).transpose()?,
             none: Specials::default(),
+            char_lens: std::sync::OnceLock::new(),
             description,
         })
     }

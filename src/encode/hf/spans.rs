@@ -8,7 +8,7 @@ use super::align::{Align, Aligned};
 use super::Front;
 use crate::encode::engine::{char_ceil, char_floor, space_ends, token_spans};
 use crate::encode::engine::{Chars, Cut, Engine, Span, Spans, Workspace};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::specials::Specials;
 
 /// How the bytes of a normalized text stand for the original text.
@@ -37,13 +37,13 @@ impl Map<'_> {
 }
 
 /// Where `part`, a slice of `whole`, starts in it.
-fn offset_in(whole: &str, part: &str) -> usize {
+pub(super) fn offset_in(whole: &str, part: &str) -> usize {
     (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
 }
 
 /// Records an added token that matched `value` (its text in the text it was found in)
 /// and spans `span` of the original, in characters.
-fn push_added(id: u32, value: &str, span: Span, out: &mut Vec<u32>, spans: &mut Spans) {
+pub(super) fn push_added(id: u32, value: &str, span: Span, out: &mut Vec<u32>, spans: &mut Spans) {
     let (lead, trail) = space_ends(value);
     spans.ends.push((out.len(), lead, trail));
     spans.spans.push(span);
@@ -78,13 +78,8 @@ impl Front {
         spans: &mut Spans,
         chars: &mut Chars<'_>,
     ) -> Result<()> {
-        if self.metaspace.is_some() || self.whole_text_lookup || self.decoder.is_some() {
-            // Their tokens' bytes are not the text's (`▁` for a space, whole-text
-            // lookups): refused, never offsets that `tokenizers` would not give.
-            return Err(Error::invalid(
-                "offsets of SentencePiece-style tokenizer.json files (Metaspace, byte_fallback) \
-                 are not supported yet; encode() gives their ids",
-            ));
+        if engine.bpe.chars().is_some() {
+            return self.char_spans(engine, text, allowed, ws, out, spans, chars);
         }
         let recognise = |id: u32| allowed.ids.contains(&id);
         let any = !allowed.ids.is_empty();

@@ -106,13 +106,24 @@ impl CharModel {
 
     /// Appends the first parts of `piece` (UTF-8 text) to `parts`.
     pub fn first_parts(&self, piece: &[u8], parts: &mut Vec<u32>) -> Result<()> {
+        self.for_each_part(piece, |id, _| parts.push(id))
+    }
+
+    /// Calls `emit(id, len)` for each first part of `piece` (UTF-8 text), in order,
+    /// `len` being the bytes of the piece that `tokenizers`' `Word` gives the part
+    /// (its offsets are these lengths added up): a character's, 1 for a byte token,
+    /// the run of characters an unknown token stands for.
+    pub fn for_each_part(&self, piece: &[u8], mut emit: impl FnMut(u32, usize)) -> Result<()> {
         let text = std::str::from_utf8(piece)
             .map_err(|e| Error::invalid(format!("a piece is not UTF-8 text: {e}")))?;
-        let mut waiting: Option<u32> = None;
+        let mut waiting: Option<(u32, usize)> = None;
         for c in text.chars() {
+            let n = c.len_utf8();
             if let Some(id) = self.char_id(c) {
-                parts.extend(waiting.take());
-                parts.push(id);
+                if let Some((unk, len)) = waiting.take() {
+                    emit(unk, len);
+                }
+                emit(id, n);
                 continue;
             }
             let mut buf = [0u8; 4];
@@ -121,7 +132,9 @@ impl CharModel {
                 .iter()
                 .all(|&b| self.byte_tokens[usize::from(b)] != NONE)
             {
-                parts.extend(bytes.iter().map(|&b| self.byte_tokens[usize::from(b)]));
+                for &b in bytes.iter() {
+                    emit(self.byte_tokens[usize::from(b)], 1);
+                }
                 continue;
             }
             if let Some(unk) = self.unk {
@@ -130,18 +143,26 @@ impl CharModel {
                         "{c:?} has no token, and the unk_token is not in the vocab"
                     )));
                 }
-                match waiting {
-                    Some(_) if self.fuse_unk => {}
-                    Some(prev) => {
-                        parts.push(prev);
-                        waiting = Some(unk);
+                waiting = match waiting {
+                    Some((prev, len)) if self.fuse_unk => Some((prev, len + n)),
+                    Some((prev, len)) => {
+                        emit(prev, len);
+                        Some((unk, n))
                     }
-                    None => waiting = Some(unk),
-                }
+                    None => Some((unk, n)),
+                };
             }
         }
-        parts.extend(waiting);
+        if let Some((unk, len)) = waiting {
+            emit(unk, len);
+        }
         Ok(())
+    }
+
+    /// Whether a character may have no part at all (no token, no byte tokens, no
+    /// `unk_token`), so that parts' lengths add up to less than their piece.
+    pub fn drops_chars(&self) -> bool {
+        self.unk.is_none()
     }
 
     /// A description for the encoder's fingerprint.
@@ -222,5 +243,11 @@ mod tests {
         let m = model(&tokens, &spec);
         assert_eq!(parts(&m, "中\u{e9}a"), vec![2, 3, 0, 1]);
         assert_eq!(parts(&m, "中\u{e9}"), vec![2, 3, 0]);
+        // Lengths follow the parts' order: the byte tokens of "é" first, then the
+        // unknown "中中" (6 bytes) they were waiting behind.
+        let mut lens = Vec::new();
+        m.for_each_part("中中\u{e9}a".as_bytes(), |id, n| lens.push((id, n)))
+            .unwrap();
+        assert_eq!(lens, vec![(2, 1), (3, 1), (0, 6), (1, 1)]);
     }
 }

@@ -1,0 +1,221 @@
+//! Offsets of a SentencePiece-style file (a vocabulary of characters), as `tokenizers`
+//! gives them. Each text between added tokens is normalized and changed by
+//! `Metaspace` with its alignments (`align`: every byte of the model's text stands for
+//! a range of the input; a `▁` for a space stands for the space, a prepended `▁` for
+//! the text's first character), encoded as plain `encode` encodes it, and its ids'
+//! spans in the model's text are walked from their lengths: `tokenizers`' `Word` gives
+//! a part the bytes of its character, 1 to a byte token (so the tokens of one
+//! character's bytes all span the character), the run of characters to an unknown
+//! token, and a merged token its parts' sum; a token spans the input from the start
+//! of its first byte's range to the end of its last's (`expand_alignments`).
+//!
+//! The lengths come from a table by id made on the first offsets asked for; only an
+//! unknown token's depends on the text, and texts that hold one are walked again by
+//! piece for them.
+
+use super::added::Part;
+use super::align::Aligned;
+use super::spans::{offset_in, push_added};
+use super::Front;
+use crate::encode::engine::{Chars, Engine, Span, Spans, Workspace};
+use crate::encode::vocab::{recover_merges, Bpe};
+use crate::error::{Error, Result};
+use crate::specials::Specials;
+
+/// A length that depends on the text (an unknown token), or that merges give two
+/// ways.
+const VARIES: u32 = u32::MAX;
+
+/// The bytes of the model's text each id stands for, where it does not depend on the
+/// text ([`VARIES`] otherwise). A token's text, but 1 for a byte token and the sum of
+/// a merge's parts for a token merged from byte or unknown tokens (whose texts are not
+/// the text they stand for).
+pub(super) fn char_lens(bpe: &Bpe) -> Result<Box<[u32]>> {
+    let Some(model) = bpe.chars() else {
+        return Err(Error::invalid("offsets: not a vocabulary of characters"));
+    };
+    let mut lens: Vec<u32> = (0..bpe.id_limit())
+        .map(|id| bpe.token(id as u32).map_or(VARIES, |t| t.len() as u32))
+        .collect();
+    for id in model.byte_token_ids() {
+        lens[id as usize] = 1;
+    }
+    if let Some(unk) = model.unk().and_then(|u| lens.get_mut(u as usize)) {
+        *unk = VARIES;
+    }
+    let mut merged = vec![false; lens.len()];
+    for (left, right) in recover_merges(bpe)? {
+        let Some((_, id)) = bpe.pair(left, right) else {
+            continue;
+        };
+        let part = |i: u32| lens.get(i as usize).copied().unwrap_or(VARIES);
+        let sum = match (part(left), part(right)) {
+            (VARIES, _) | (_, VARIES) => VARIES,
+            (l, r) => l.saturating_add(r),
+        };
+        let i = id as usize;
+        if let (Some(len), Some(seen)) = (lens.get(i).copied(), merged.get_mut(i)) {
+            lens[i] = if *seen && len != sum { VARIES } else { sum };
+            *seen = true;
+        }
+    }
+    Ok(lens.into_boxed_slice())
+}
+
+/// The lengths of the unknown tokens of `text` (a model's text), in order: its pieces'
+/// first parts, as the engine merges them (a piece that is a token whole has none).
+fn unknown_lens(engine: &Engine, text: &str) -> Result<Vec<usize>> {
+    let (bpe, mut lens, mut failed) = (&engine.bpe, Vec::new(), None);
+    let Some(model) = bpe.chars() else {
+        return Ok(lens);
+    };
+    let unk = model.unk();
+    engine.pretok.for_each_span(text, |s, e| {
+        let piece = &text.as_bytes()[s..e];
+        if failed.is_some() || (bpe.whole_piece_lookup() && bpe.id_of(piece).is_some()) {
+            return;
+        }
+        let parts = model.for_each_part(piece, |id, n| {
+            if Some(id) == unk {
+                lens.push(n);
+            }
+        });
+        failed = parts.err();
+    })?;
+    failed.map_or(Ok(lens), Err)
+}
+
+impl Front {
+    /// [`Front::encode_spans`] of a SentencePiece-style file.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn char_spans(
+        &self,
+        engine: &Engine,
+        text: &str,
+        allowed: &Specials,
+        ws: &mut Workspace,
+        out: &mut Vec<u32>,
+        spans: &mut Spans,
+        chars: &mut Chars<'_>,
+    ) -> Result<()> {
+        let lens = match self.char_lens.get() {
+            Some(lens) => lens,
+            None => {
+                let lens = char_lens(&engine.bpe)?;
+                self.char_lens.get_or_init(|| lens)
+            }
+        };
+        let recognise = |id: u32| allowed.ids.contains(&id);
+        let any = !allowed.ids.is_empty();
+        // Whether the next part starts the input, as `normalized_part` keeps it.
+        let mut first = true;
+        self.raw.split(text, recognise, |part| match part {
+            Part::Token(id, r) => {
+                first = false;
+                push_added(
+                    id,
+                    &text[r.clone()],
+                    chars.span([r.start, r.end]),
+                    out,
+                    spans,
+                );
+                Ok(())
+            }
+            Part::Text(t) => {
+                let base = offset_in(text, t);
+                let a = match self.normalizer.apply_aligned(t)? {
+                    Some(a) => a,
+                    None => Aligned::new(t),
+                };
+                let mut span = |a: &Aligned, s: usize, e: usize| {
+                    let (s, e) = a.expand(s, e);
+                    chars.span([base + s, base + e])
+                };
+                self.normalized.split(
+                    &a.text,
+                    |_| any,
+                    |sub| {
+                        let starts = std::mem::replace(&mut first, false);
+                        match sub {
+                            Part::Token(id, r) => {
+                                let at = span(&a, r.start, r.end);
+                                push_added(id, &a.text[r], at, out, spans);
+                                Ok(())
+                            }
+                            Part::Text(t) => {
+                                let at = offset_in(&a.text, t);
+                                let mut m = a.sub(at..at + t.len());
+                                if let Some(meta) = &self.metaspace {
+                                    meta.apply_aligned(&mut m, starts);
+                                }
+                                let from = out.len();
+                                let whole = match self.whole_text_lookup {
+                                    true => engine.bpe.id_of(m.text.as_bytes()),
+                                    false => None,
+                                };
+                                match whole {
+                                    Some(id) => {
+                                        out.push(id);
+                                        spans.spans.push(span(&m, 0, m.text.len()));
+                                        return Ok(());
+                                    }
+                                    None => engine.encode_into(&m.text, &self.none, ws, out)?,
+                                }
+                                let ids = &out[from..];
+                                walk(engine, lens, &m.text, ids, &mut spans.spans, |s, e| {
+                                    span(&m, s, e)
+                                })
+                            }
+                        }
+                    },
+                )
+            }
+        })
+    }
+}
+
+/// Pushes the span of each of `ids`, the ids of the model's text `text`, as `map`
+/// makes it of the token's bytes in `text`. Lengths that do not add up are an error,
+/// never a wrong offset.
+fn walk(
+    engine: &Engine,
+    lens: &[u32],
+    text: &str,
+    ids: &[u32],
+    spans: &mut Vec<Span>,
+    mut map: impl FnMut(usize, usize) -> Span,
+) -> Result<()> {
+    spans
+        .try_reserve(ids.len())
+        .map_err(|_| Error::out_of_memory::<Span>("offsets", spans.len() + ids.len()))?;
+    let model = engine.bpe.chars();
+    let unk = model.and_then(|m| m.unk());
+    let mut unknown = match unk.is_some_and(|u| ids.contains(&u)) {
+        true => unknown_lens(engine, text)?.into_iter(),
+        false => Vec::new().into_iter(),
+    };
+    let mut at = 0;
+    for &id in ids {
+        let n = match lens.get(id as usize).copied() {
+            _ if Some(id) == unk => unknown.next(),
+            Some(VARIES) | None => None,
+            Some(n) => Some(n as usize),
+        };
+        let n = n.ok_or_else(|| {
+            Error::invalid(format!(
+                "offsets: how much text token id {id} stands for is not known (merges \
+                 that use byte or unknown tokens make it two ways); encode() gives its ids"
+            ))
+        })?;
+        spans.push(map(at, at + n));
+        at += n;
+    }
+    let drops = model.is_some_and(|m| m.drops_chars());
+    if at > text.len() || (at < text.len() && !drops) {
+        return Err(Error::invalid(format!(
+            "offsets: the tokens stand for {at} bytes, the text has {}",
+            text.len()
+        )));
+    }
+    Ok(())
+}
