@@ -29,7 +29,7 @@ pub struct Metaspace {
 
 impl Metaspace {
     /// Whether `text` gets the replacement before it; `first`: it starts the input.
-    fn prepends(&self, text: &str, first: bool) -> bool {
+    pub(crate) fn prepends(&self, text: &str, first: bool) -> bool {
         let wanted = match self.prepend {
             Prepend::Always => true,
             Prepend::First => first,
@@ -37,6 +37,11 @@ impl Metaspace {
         };
         // The replacement of a leading space counts as starting with it.
         wanted && !text.starts_with([' ', self.replacement])
+    }
+
+    /// The bytes of the replacement.
+    pub(crate) fn rep_len(&self) -> usize {
+        self.replacement.len_utf8()
     }
 
     /// `text` changed; `first`: it starts the input.

@@ -22,6 +22,7 @@ mod decode;
 mod metaspace;
 mod normalize;
 mod sp_spans;
+mod space_map;
 mod spans;
 
 pub use added::AddedToken;

@@ -104,6 +104,32 @@ impl Normalizer {
         })
     }
 
+    /// `(prefix, rep)` where these steps only put `rep` for each space and `prefix`
+    /// before a text that is not empty (Llama's old `Prepend("▁")` and `Replace(" ",
+    /// "▁")`, Gemma's `Replace`), in either order: each byte of the result then stands
+    /// for one character of the text, read forward ([`super::space_map`]).
+    pub(crate) fn space_marks(&self) -> Option<(&str, &str)> {
+        let (mut prefix, mut rep) = (None, None);
+        for step in &self.steps {
+            match step {
+                Step::Prepend(p) if prefix.is_none() && !p.contains(' ') => prefix = Some(p),
+                Step::Replace {
+                    regex: None,
+                    literal,
+                    content,
+                } if rep.is_none()
+                    && literal == " "
+                    && !content.is_empty()
+                    && !content.contains(' ') =>
+                {
+                    rep = Some(content)
+                }
+                _ => return None,
+            }
+        }
+        Some((prefix.map_or("", String::as_str), rep?.as_str()))
+    }
+
     /// `text` normalized; borrowed where no step changes it (checked quickly: ASCII is
     /// in every normal form).
     pub(crate) fn apply<'t>(&self, text: &'t str) -> Result<Cow<'t, str>> {

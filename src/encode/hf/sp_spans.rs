@@ -15,8 +15,9 @@
 
 use super::added::Part;
 use super::align::Aligned;
+use super::space_map::SpaceMap;
 use super::spans::{offset_in, push_added};
-use super::Front;
+use super::{Front, Metaspace};
 use crate::encode::engine::{Chars, Engine, Span, Spans, Workspace};
 use crate::encode::vocab::{recover_merges, Bpe};
 use crate::error::{Error, Result};
@@ -85,7 +86,34 @@ fn unknown_lens(engine: &Engine, text: &str) -> Result<Vec<usize>> {
     failed.map_or(Ok(lens), Err)
 }
 
+/// How a text part's bytes after the normalizers and `Metaspace` stand for the
+/// original: a forward cursor where the only changes are a mark for each space and a
+/// prefix ([`SpaceMap`]), else every byte's alignment ([`Aligned`]).
+enum Way<'a> {
+    /// The normalizers change nothing; `Metaspace` changes each text between added
+    /// tokens.
+    Metaspace(&'a Metaspace),
+    /// The normalizers put `rep` for each space and `prefix` before the text; no
+    /// `Metaspace`.
+    Marks {
+        prefix: usize,
+        rep: usize,
+    },
+    Aligned,
+}
+
 impl Front {
+    fn way(&self) -> Way<'_> {
+        match (&self.metaspace, self.normalizer.space_marks()) {
+            (Some(m), _) if self.normalizer.is_empty() => Way::Metaspace(m),
+            (None, Some((prefix, rep))) => Way::Marks {
+                prefix: prefix.len(),
+                rep: rep.len(),
+            },
+            _ => Way::Aligned,
+        }
+    }
+
     /// [`Front::encode_spans`] of a SentencePiece-style file.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn char_spans(
@@ -98,7 +126,7 @@ impl Front {
         spans: &mut Spans,
         chars: &mut Chars<'_>,
     ) -> Result<()> {
-        let lens = match self.char_lens.get() {
+        let lens: &[u32] = match self.char_lens.get() {
             Some(lens) => lens,
             None => {
                 let lens = char_lens(&engine.bpe)?;
@@ -107,72 +135,157 @@ impl Front {
         };
         let recognise = |id: u32| allowed.ids.contains(&id);
         let any = !allowed.ids.is_empty();
+        let way = self.way();
         // Whether the next part starts the input, as `normalized_part` keeps it.
         let mut first = true;
-        self.raw.split(text, recognise, |part| match part {
-            Part::Token(id, r) => {
-                first = false;
-                push_added(
-                    id,
-                    &text[r.clone()],
-                    chars.span([r.start, r.end]),
-                    out,
-                    spans,
-                );
-                Ok(())
-            }
-            Part::Text(t) => {
-                let base = offset_in(text, t);
-                let a = match self.normalizer.apply_aligned(t)? {
-                    Some(a) => a,
-                    None => Aligned::new(t),
-                };
-                let mut span = |a: &Aligned, s: usize, e: usize| {
-                    let (s, e) = a.expand(s, e);
-                    chars.span([base + s, base + e])
-                };
-                self.normalized.split(
-                    &a.text,
+        let mut ctx = (engine, lens, ws, out, spans, chars);
+        self.raw.split(text, recognise, |part| {
+            let (_, _, _, out, spans, chars) = &mut ctx;
+            let t = match part {
+                Part::Token(id, r) => {
+                    first = false;
+                    let at = chars.span([r.start, r.end]);
+                    push_added(id, &text[r], at, out, spans);
+                    return Ok(());
+                }
+                Part::Text(t) => t,
+            };
+            let base = offset_in(text, t);
+            match way {
+                Way::Metaspace(meta) => self.normalized.split(
+                    t,
                     |_| any,
                     |sub| {
                         let starts = std::mem::replace(&mut first, false);
-                        match sub {
+                        let (_, _, _, out, spans, chars) = &mut ctx;
+                        let part = match sub {
                             Part::Token(id, r) => {
-                                let at = span(&a, r.start, r.end);
-                                push_added(id, &a.text[r], at, out, spans);
-                                Ok(())
+                                let at = chars.span([base + r.start, base + r.end]);
+                                push_added(id, &t[r], at, out, spans);
+                                return Ok(());
                             }
-                            Part::Text(t) => {
-                                let at = offset_in(&a.text, t);
-                                let mut m = a.sub(at..at + t.len());
-                                if let Some(meta) = &self.metaspace {
-                                    meta.apply_aligned(&mut m, starts);
-                                }
-                                let from = out.len();
-                                let whole = match self.whole_text_lookup {
-                                    true => engine.bpe.id_of(m.text.as_bytes()),
-                                    false => None,
-                                };
-                                match whole {
-                                    Some(id) => {
-                                        out.push(id);
-                                        spans.spans.push(span(&m, 0, m.text.len()));
-                                        return Ok(());
-                                    }
-                                    None => engine.encode_into(&m.text, &self.none, ws, out)?,
-                                }
-                                let ids = &out[from..];
-                                walk(engine, lens, &m.text, ids, &mut spans.spans, |s, e| {
-                                    span(&m, s, e)
-                                })
-                            }
-                        }
+                            Part::Text(part) => part,
+                        };
+                        let base = chars.at(base + offset_in(t, part));
+                        let model = meta.apply(part, starts);
+                        let prefix = match meta.prepends(part, starts) {
+                            true => meta.rep_len(),
+                            false => 0,
+                        };
+                        let mut map = SpaceMap::new(part, prefix, meta.rep_len());
+                        self.model_spans(&mut ctx, &model, |_, s, e| {
+                            let (s, e) = map.span(s, e);
+                            [base + s, base + e]
+                        })
                     },
-                )
+                ),
+                Way::Marks { prefix, rep } => {
+                    let normalized = self.normalizer.apply(t)?;
+                    let mut map = SpaceMap::new(t, prefix, rep);
+                    let base = chars.at(base);
+                    self.normalized.split(
+                        &normalized,
+                        |_| any,
+                        |sub| {
+                            first = false;
+                            let (_, _, _, out, spans, _) = &mut ctx;
+                            let (at, model) = match sub {
+                                Part::Token(id, r) => {
+                                    let (s, e) = map.span(r.start, r.end);
+                                    push_added(
+                                        id,
+                                        &normalized[r],
+                                        [base + s, base + e],
+                                        out,
+                                        spans,
+                                    );
+                                    return Ok(());
+                                }
+                                Part::Text(sub) => (offset_in(&normalized, sub), sub),
+                            };
+                            self.model_spans(&mut ctx, model, |_, s, e| {
+                                let (s, e) = map.span(at + s, at + e);
+                                [base + s, base + e]
+                            })
+                        },
+                    )
+                }
+                Way::Aligned => {
+                    let a = match self.normalizer.apply_aligned(t)? {
+                        Some(a) => a,
+                        None => Aligned::new(t),
+                    };
+                    self.normalized.split(
+                        &a.text,
+                        |_| any,
+                        |sub| {
+                            let starts = std::mem::replace(&mut first, false);
+                            let (_, _, _, out, spans, chars) = &mut ctx;
+                            let sub = match sub {
+                                Part::Token(id, r) => {
+                                    let (s, e) = a.expand(r.start, r.end);
+                                    let at = chars.span([base + s, base + e]);
+                                    push_added(id, &a.text[r], at, out, spans);
+                                    return Ok(());
+                                }
+                                Part::Text(sub) => sub,
+                            };
+                            let at = offset_in(&a.text, sub);
+                            let mut m = a.sub(at..at + sub.len());
+                            if let Some(meta) = &self.metaspace {
+                                meta.apply_aligned(&mut m, starts);
+                            }
+                            self.model_spans(&mut ctx, &m.text, |chars, s, e| {
+                                let (s, e) = m.expand(s, e);
+                                chars.span([base + s, base + e])
+                            })
+                        },
+                    )
+                }
             }
         })
     }
+
+    /// The ids of `model`, a text as the BPE model gets it, and their spans, which
+    /// `map` makes of their byte ranges in `model`.
+    fn model_spans(
+        &self,
+        ctx: &mut Ctx<'_, '_>,
+        model: &str,
+        mut map: impl FnMut(&mut Chars<'_>, usize, usize) -> Span,
+    ) -> Result<()> {
+        let (engine, lens, ws, out, spans, chars) = ctx;
+        let from = out.len();
+        if let Some(id) = self
+            .whole_text_lookup
+            .then(|| engine.bpe.id_of(model.as_bytes()))
+            .flatten()
+        {
+            out.push(id);
+            spans.spans.push(map(chars, 0, model.len()));
+            return Ok(());
+        }
+        engine.encode_into(model, &self.none, ws, out)?;
+        walk(
+            engine,
+            lens,
+            model,
+            &out[from..],
+            &mut spans.spans,
+            |s, e| map(chars, s, e),
+        )
+    }
 }
+
+/// What encoding a text part with offsets works with.
+type Ctx<'e, 'c> = (
+    &'e Engine,
+    &'e [u32],
+    &'e mut Workspace,
+    &'e mut Vec<u32>,
+    &'e mut Spans,
+    &'e mut Chars<'c>,
+);
 
 /// Pushes the span of each of `ids`, the ids of the model's text `text`, as `map`
 /// makes it of the token's bytes in `text`. Lengths that do not add up are an error,
