@@ -130,3 +130,31 @@ def build(folder: Path) -> dict[str, Path]:
     added.add_special_tokens([AddedToken("<|im_start|>", special=True)])
     added.save(str(out["added"]))
     return out
+
+
+# Texts that every SentencePiece-style test runs: spaces at either end and in runs,
+# marks already in the text, added tokens, characters missing from the vocab (byte
+# fallback, unknown tokens), scripts, emoji, planes past the BMP.
+HARD = [
+    "",
+    " ",
+    "   ",
+    "a",
+    " a",
+    "  leading and trailing  ",
+    "Hello world",
+    "tab\tnew\nline\r\nend\n\n",
+    "中文测试，日本語のテキスト。한국어",
+    "emoji 😀👍🏽🇫🇷 and ZWJ 👩‍👩‍👧",
+    "\x00\x01\x1f\x7f control",
+    "ŉ ǅ ß ﬁ Å e\u0301 \u0301x İstanbul",
+    "▁already ▁▁marked",
+    "<s>hi</s> there <s>",
+    "</s>",
+    "x" * 500,
+    "1234567 89 0.5",
+    "the end of the cat, [mask] concat cat <|im_start|>x",
+    "  [mask]  the end  <|im_start|>  ",
+    "\U0010fffd\U0001d11e rare planes 龘鬱é龘 x龘",
+    "Once upon a time, there was a little girl named Lily.",
+]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _shared_data import DATA
-from _sp_models import NAMES
+from _sp_models import HARD, NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,30 +36,6 @@ def pairs(sp_files: dict[str, Path]) -> Pairs:
         name: (tokenizers.Tokenizer.from_file(str(p)), bpekit.Tokenizer.from_hf(p))
         for name, p in sp_files.items()
     }
-
-
-HARD = [
-    "",
-    " ",
-    "   ",
-    "a",
-    " a",
-    "  leading and trailing  ",
-    "Hello world",
-    "tab\tnew\nline\r\nend\n\n",
-    "中文测试，日本語のテキスト。한국어",
-    "emoji 😀👍🏽🇫🇷 and ZWJ 👩‍👩‍👧",
-    "\x00\x01\x1f\x7f control",
-    "ŉ ǅ ß ﬁ Å e\u0301",
-    "▁already ▁▁marked",
-    "<s>hi</s> there <s>",
-    "</s>",
-    "x" * 500,
-    "1234567 89 0.5",
-    "the end of the cat, [mask] concat cat <|im_start|>x",
-    "Once upon a time, there was a little girl named Lily.",
-    "\U0010fffd\U0001d11e rare planes",
-]
 
 
 def _same(pair: tuple[Any, bpekit.Tokenizer], text: str) -> None:

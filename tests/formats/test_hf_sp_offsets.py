@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _shared_data import DATA
-from _sp_models import NAMES
+from _sp_models import HARD, NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,29 +76,6 @@ def pairs(sp_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
 
 
 ALL = [*NAMES, *VARIANTS]
-
-HARD = [
-    "",
-    " ",
-    "   ",
-    "a",
-    " a",
-    "  leading and trailing  ",
-    "Hello world",
-    "tab\tnew\nline\r\nend\n\n",
-    "中文测试，日本語のテキスト。한국어",
-    "emoji 😀👍🏽🇫🇷 and ZWJ 👩‍👩‍👧",
-    "\x00\x01\x1f\x7f control",
-    "ŉ ǅ ß ﬁ Å e\u0301 \u0301x İstanbul",
-    "▁already ▁▁marked",
-    "<s>hi</s> there <s>",
-    "x" * 300,
-    "1234567 89 0.5",
-    "the end of the cat, [mask] concat cat <|im_start|>x",
-    "  [mask]  the end  <|im_start|>  ",
-    "\U0010fffd\U0001d11e rare planes 龘鬱é龘 x龘",
-    "Once upon a time, there was a little girl named Lily.",
-]
 
 
 def _check(pair: Pair, text: str, where: str) -> None:
