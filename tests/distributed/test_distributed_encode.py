@@ -579,3 +579,53 @@ def test_a_shard_writer_s_temporary_name_is_one_a_rerun_removes(tmp_path: Path) 
     finally:
         out.abandon()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_write_failing_mid_copy_names_the_shard_and_a_pool_writes_all_at_once(
+    dist_corpus, tmp_path: Path, monkeypatch
+) -> None:
+    """A write that fails while a chunk of a mapped unit file is in hand (its view alive
+    in the traceback) raises the OSError naming the shard, not the mapping's BufferError;
+    a backend without ``submit`` gets every shard in one ``run``."""
+    from bpekit.distributed import dataset, shardwrite
+
+    real = shardwrite._Whole.write
+    calls: list[str] = []
+
+    class Counting(Serial):
+        def run(self, fn: Any, tasks: Any) -> Any:
+            calls.append(fn.__name__)
+            return super().run(fn, tasks)
+
+    def full_after_the_header(self: Any, data: Any) -> None:
+        if self.size > 0:  # past the header: ``data`` is a view of a unit file
+            raise OSError(28, "No space left on device")
+        real(self, data)
+
+    monkeypatch.setattr(dataset, "open_backend", lambda *a: Counting())
+    monkeypatch.setattr(shardwrite._Whole, "write", full_after_the_header)
+    with pytest.raises(OSError, match=r"No space left on device.*train/00000\.npy"):
+        dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", backend="local", unit_bytes=UNIT_BYTES)
+    assert not [p for p in (tmp_path / "ds/train").iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(shardwrite._Whole, "write", real)
+    calls.clear()
+    options = {"backend": "local", "unit_bytes": UNIT_BYTES, **LAYOUT}
+    dist.encode_dataset(dist_corpus, tmp_path / "ds2", "gpt2", **options)
+    assert calls == ["unit_items", "write_shard"]
+
+
+def test_closing_ray_results_after_ray_is_shut_down_starts_no_ray() -> None:
+    """Cancelling calls Ray; on a Ray shut down meanwhile they would start a new one."""
+    from bpekit.distributed.backends import _Results
+
+    class Down:
+        def is_initialized(self) -> bool:
+            return False
+
+        def cancel(self, *a: Any, **k: Any) -> None:
+            raise AssertionError("a Ray call after shutdown")
+
+    results = _Results(Down(), ["ref"])
+    results.close()
+    assert results.refs == {}
+    del results

@@ -277,10 +277,27 @@ class _Results:
             self.close()
             raise
 
+    def finished(self) -> list[tuple[int, Any]]:
+        """The results of the tasks done by now, without waiting; raises the first
+        error among them, as ``next`` would."""
+        if not self.refs:
+            return []
+        try:
+            done, _ = self.ray.wait(list(self.refs), num_returns=len(self.refs), timeout=0)
+            return [(self.refs.pop(ref), _ray_get(self.ray, ref)) for ref in done]
+        except BaseException:
+            self.close()
+            raise
+
     def close(self) -> None:
-        refs, self.refs = self.refs, {}
+        """Cancels the tasks still running and waits (up to a minute) for them to end."""
+        refs, self.refs = list(self.refs), {}
+        # Ray calls on a Ray shut down meanwhile would start a new one.
+        if not refs or not self.ray.is_initialized():
+            return
         for ref in refs:
             self.ray.cancel(ref, force=True)
+        self.ray.wait(refs, num_returns=len(refs), timeout=60)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # Ray may be shut down already

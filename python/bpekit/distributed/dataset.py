@@ -528,6 +528,7 @@ def _write_by_workers(
                         planner.add(plan.units[planned].index, waiting.pop(planned))
                         planned += 1
                     writes.start(planner.closed())
+                    writes.check()
                     done_bytes += plan.units[k].size
                     if bar is not None:
                         bar(done_bytes, size)
@@ -572,8 +573,10 @@ class _ShardWrites:
     def __init__(self, runner: Any, root: Path, job: Job, width: int, paths: dict[int, str]) -> None:
         self.runner, self.root, self.job, self.width, self.paths = runner, root, job, width, paths
         self.now = hasattr(runner, "submit")  # Ray's: tasks started while others run
-        # (the first shard's place in ``shards``, its Ray tasks' results or its tasks)
+        # Ray's: (the first shard's place in ``shards``, its tasks' results), as started.
         self.started: list[tuple[int, Any]] = []
+        self.later: list[tuple[ShardTask]] = []  # a local pool's, written after the units
+        self.out: dict[tuple[str, int], dict[str, Any]] = {}
         self.shards: list[ShardPlan] = []
 
     def start(self, shards: list[ShardPlan]) -> None:
@@ -598,25 +601,35 @@ class _ShardWrites:
             )
             for s in shards
         ]
-        started = self.runner.submit(write_shard, tasks)[0] if self.now else tasks
-        self.started.append((len(self.shards), started))
+        if self.now:
+            self.started.append((len(self.shards), self.runner.submit(write_shard, tasks)[0]))
+        else:
+            self.later += tasks
         self.shards += shards
 
-    def results(self) -> dict[tuple[str, int], dict[str, Any]]:
-        out = {}
+    def check(self) -> None:
+        """Takes the shards written by now, raising the first failure at once (a full
+        disk stops the encoding rather than waiting for its end)."""
         for first, started in self.started:
-            results = self.runner.run(write_shard, started) if isinstance(started, list) else started
-            for k, written in results:
-                s = self.shards[first + k]
-                out[s.split, s.k] = written
-        return out
+            self._take(first, started.finished())
+
+    def results(self) -> dict[tuple[str, int], dict[str, Any]]:
+        for first, started in self.started:
+            self._take(first, started)
+        if self.later:
+            self._take(len(self.shards) - len(self.later), self.runner.run(write_shard, self.later))
+        return self.out
+
+    def _take(self, first: int, results: Iterable[tuple[int, dict[str, Any]]]) -> None:
+        for k, written in results:
+            s = self.shards[first + k]
+            self.out[s.split, s.k] = written
 
     def cancel(self) -> None:
-        """Stops the shards still being written (the run failed): none is left writing
-        into the dataset's folder once the run has returned."""
+        """Stops the shards still being written (the run failed) and waits for their
+        tasks to end: none is left writing into the dataset's folder."""
         for _, started in self.started:
-            if not isinstance(started, list):
-                started.close()
+            started.close()
 
 
 def _entry(s: ShardPlan, shard_format: str, written: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ machine's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -122,8 +123,13 @@ class _Whole:
         # (a run that failed cancels its shards' tasks) leaves it behind.
         self.tmp = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        os.fchmod(fd, _mode_for(path))
-        self.file = os.fdopen(fd, "wb", buffering=0)
+        try:
+            os.fchmod(fd, _mode_for(path))
+            self.file = os.fdopen(fd, "wb", buffering=0)
+        except BaseException:
+            os.close(fd)
+            os.unlink(self.tmp)
+            raise
         self.sha = hashlib.sha256() if hash else None
         self.size = 0
 
@@ -187,7 +193,11 @@ class _Units:
 
     def close(self) -> None:
         for mapped in self.maps.values():
-            mapped.close()
+            # A write that failed keeps its chunk's view alive in its traceback: the
+            # mapping then closes with that view, and the write's OSError is what rises.
+            with contextlib.suppress(BufferError):
+                mapped.close()
+        self.maps.clear()
 
 
 def _fill(task: ShardTask, out: _Whole) -> None:
