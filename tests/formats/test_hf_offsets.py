@@ -19,8 +19,8 @@ import copy
 import json
 from typing import Any
 
-import numpy as np
 import pytest
+from _offsets_check import check_offsets
 from conftest import data_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,23 +85,6 @@ def _ours(data: dict[str, Any]) -> bpekit.Tokenizer:
     return bpekit.Tokenizer._from_parts(read_hf_data(copy.deepcopy(data)))
 
 
-def _check(hf: Any, ours: bpekit.Tokenizer, text: str, where: str) -> None:
-    for add in (False, True):
-        want = hf.encode(text, add_special_tokens=add)
-        ids, offsets = ours.encode_with_offsets(text, add_special_tokens=add)
-        assert ids == want.ids, f"{where}: ids of {text[:60]!r}"
-        if offsets != want.offsets:
-            k = next(i for i, (a, b) in enumerate(zip(offsets, want.offsets, strict=False)) if a != b)
-            raise AssertionError(
-                f"{where} (add_special_tokens={add}): offsets differ at {k} ({want.tokens[k]!r}): "
-                f"tokenizers {want.offsets[max(0, k - 2) : k + 3]}, bpekit {offsets[max(0, k - 2) : k + 3]} "
-                f"(text {text[:60]!r})"
-            )
-        arr_ids, arr = ours.encode_with_offsets_to_numpy(text, add_special_tokens=add)
-        assert arr_ids.tolist() == ids and arr.shape == (len(ids), 2) and arr.dtype == np.uint64
-        assert [tuple(p) for p in arr.tolist()] == offsets, where
-
-
 @pytest.fixture(scope="module")
 def gpt2_data() -> dict[str, Any]:
     """The Hub's GPT-2 as ``tokenizers`` builds it from GPT-2's files: ``ByteLevel``
@@ -135,7 +118,7 @@ def test_real_tokenizers_give_tokenizers_offsets(real: list[tuple[str, dict[str,
     for name, data in real:
         hf, ours = _hf(data), _ours(data)
         for text in texts:
-            _check(hf, ours, text, name)
+            check_offsets(hf, ours, text, name)
 
 
 def test_batch_equals_each_text(real: list[tuple[str, dict[str, Any]]]) -> None:
@@ -260,7 +243,7 @@ def test_each_flag_and_normalizer_gives_tokenizers_offsets(base_json: dict[str, 
     data = _variant(base_json, name)
     hf, ours = _hf(data), _ours(data)
     for text in [*HARD, *_corpus_slices()[:3]]:
-        _check(hf, ours, text, name)
+        check_offsets(hf, ours, text, name)
 
 
 _ALPHABET = st.sampled_from(
@@ -286,7 +269,7 @@ def test_hypothesis_texts_give_tokenizers_offsets(
 ) -> None:
     text = "".join(parts)
     for name, hf, ours in all_pairs:
-        _check(hf, ours, text, name)
+        check_offsets(hf, ours, text, name)
 
 
 def test_offsets_of_a_split_character_and_trimmed_spaces() -> None:

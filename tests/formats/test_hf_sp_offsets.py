@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from _offsets_check import check_offsets
 from _shared_data import DATA
 from _sp_models import HARD, NAMES
 from hypothesis import HealthCheck, given, settings
@@ -79,21 +79,7 @@ ALL = [*NAMES, *VARIANTS]
 
 
 def _check(pair: Pair, text: str, where: str) -> None:
-    hf, ours = pair
-    for add in (False, True):
-        want = hf.encode(text, add_special_tokens=add)
-        ids, offsets = ours.encode_with_offsets(text, add_special_tokens=add)
-        assert ids == want.ids, f"{where}: ids of {text[:60]!r}"
-        if offsets != want.offsets:
-            k = next(i for i, (a, b) in enumerate(zip(offsets, want.offsets, strict=False)) if a != b)
-            raise AssertionError(
-                f"{where} (add_special_tokens={add}): offsets differ at {k} ({want.tokens[k]!r}): "
-                f"tokenizers {want.offsets[max(0, k - 2) : k + 3]}, bpekit {offsets[max(0, k - 2) : k + 3]} "
-                f"(text {text[:60]!r})"
-            )
-        arr_ids, arr = ours.encode_with_offsets_to_numpy(text, add_special_tokens=add)
-        assert arr_ids.tolist() == ids and arr.shape == (len(ids), 2) and arr.dtype == np.uint64
-        assert [tuple(p) for p in arr.tolist()] == offsets, where
+    check_offsets(*pair, text, where)
 
 
 def _corpus_texts() -> list[str]:
