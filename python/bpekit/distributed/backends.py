@@ -79,6 +79,26 @@ def open_backend(address: str | None, backend: str, workers: int | None) -> Back
     raise ValueError(f'backend must be "ray" or "local", not {backend!r}')
 
 
+def workers_are_here(backend: str, address: str | None) -> bool:
+    """Whether every worker of ``open_backend(address, backend, ...)`` runs on this
+    machine, and so sees its files: the local pool; a Ray this call starts; a Ray this
+    process joined beforehand (``ray.init(address=...)``) only where each of its live
+    nodes has this machine's address (a Ray client's never does)."""
+    if backend == "local":
+        return True
+    if address is not None:
+        return False
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return True
+    try:
+        me = ray.util.get_node_ip_address()
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # a client or a cluster that cannot say: its files are not ours
+        return False
+    return bool(nodes) and all(n.get("NodeManagerAddress") == me for n in nodes)
+
+
 class LocalBackend:
     """Worker processes on this machine (``bpekit.distributed._worker``), one task at a
     time each, kept for the backend's life. Each is fed by a thread of the driver; a
@@ -237,14 +257,19 @@ class RayBackend:
         cancels the tasks still running."""
         ray = self.ray
         options = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        remote = ray.remote(_kept_apart if keep else fn).options(num_returns=keep + 1, **options)
+        refs: list[Any] = []
+        try:
+            for args in tasks:
+                refs.append(remote.remote(fn, *args) if keep else remote.remote(*args))
+        except BaseException:
+            # Ctrl-C (or a failed submission) part way: the tasks already started would
+            # run on, on a Ray the caller keeps, with nobody to take their results.
+            _Results(ray, [r[0] if keep else r for r in refs]).close()
+            raise
         if keep:
-            remote = ray.remote(_kept_apart).options(num_returns=keep + 1, **options)
-            refs = [remote.remote(fn, *args) for args in tasks]
-            firsts, kept = [r[0] for r in refs], [list(r[1:]) for r in refs]
-        else:
-            remote = ray.remote(fn).options(**options)
-            firsts, kept = [remote.remote(*args) for args in tasks], [[] for _ in tasks]
-        return self._results(firsts), kept
+            return self._results([r[0] for r in refs]), [list(r[1:]) for r in refs]
+        return self._results(refs), [[] for _ in tasks]
 
     def _results(self, firsts: list[Any]) -> _Results:
         return _Results(self.ray, firsts)

@@ -47,7 +47,7 @@ from bpekit.dataset.shards import Shards, finish_manifest, write_shards
 from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
-from bpekit.distributed.backends import open_backend
+from bpekit.distributed.backends import open_backend, workers_are_here
 from bpekit.distributed.plan import Plan, plan_units
 from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
 from bpekit.distributed.shardwrite import ShardTask, write_shard
@@ -246,7 +246,7 @@ def _write(
     # Workers on this machine (the local pool, a Ray started here) write the unit files
     # into the folder themselves: sending them back through a pipe or Ray's object
     # store, for the driver to write and hash, made the driver the bottleneck.
-    here = spread.backend == "local" or spread.address is None
+    here = workers_are_here(spread.backend, spread.address)
     spec = EncodeSpec(
         tokenizer=pickle.dumps(tok),
         fingerprint=fingerprint(tok),

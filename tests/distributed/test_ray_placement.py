@@ -1,0 +1,137 @@
+"""Where the Ray workers are, and what a run leaves on a Ray the caller keeps.
+
+A dataset's workers write unit files and shards straight into the dataset's folder
+only when every worker runs on this machine; a Ray the caller joined beforehand with
+nodes elsewhere must take the path whose ids come back to the driver, or the shards
+would land on other machines' disks. A submission cut short (Ctrl-C) must not leave
+its tasks running on the caller's Ray.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bpekit
+import bpekit.distributed as dist
+from bpekit.distributed import backends
+from bpekit.distributed import dataset as dist_dataset
+
+EOT = "<|endoftext|>"
+
+
+def _fake_ray(me: str, nodes: list[dict[str, Any]] | Exception, initialized: bool = True) -> Any:
+    def listed() -> list[dict[str, Any]]:
+        if isinstance(nodes, Exception):
+            raise nodes
+        return nodes
+
+    return types.SimpleNamespace(
+        is_initialized=lambda: initialized,
+        nodes=listed,
+        util=types.SimpleNamespace(get_node_ip_address=lambda: me),
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "address", "ray", "here"),
+    [
+        ("local", None, None, True),
+        ("ray", "ray://head:10001", None, False),
+        ("ray", None, None, True),  # bpekit starts a Ray of its own here
+        ("ray", None, _fake_ray("10.0.0.1", [], initialized=False), True),
+        ("ray", None, _fake_ray("10.0.0.1", [{"Alive": True, "NodeManagerAddress": "10.0.0.1"}] * 4), True),
+        (
+            "ray",
+            None,
+            _fake_ray(
+                "10.0.0.1",
+                [
+                    {"Alive": True, "NodeManagerAddress": "10.0.0.1"},
+                    {"Alive": True, "NodeManagerAddress": "10.0.0.2"},
+                ],
+            ),
+            False,
+        ),
+        # A node gone is no worker.
+        (
+            "ray",
+            None,
+            _fake_ray(
+                "10.0.0.1",
+                [
+                    {"Alive": True, "NodeManagerAddress": "10.0.0.1"},
+                    {"Alive": False, "NodeManagerAddress": "10.0.0.2"},
+                ],
+            ),
+            True,
+        ),
+        ("ray", None, _fake_ray("10.0.0.1", RuntimeError("client mode")), False),
+    ],
+)
+def test_workers_are_here_only_where_every_live_node_is_this_machine(
+    monkeypatch, backend: str, address: str | None, ray: Any, here: bool
+) -> None:
+    if ray is None:
+        monkeypatch.delitem(sys.modules, "ray", raising=False)
+    else:
+        monkeypatch.setitem(sys.modules, "ray", ray)
+    assert backends.workers_are_here(backend, address) is here
+
+
+def test_a_ray_joined_with_a_node_elsewhere_sends_the_ids_to_the_driver(
+    dist_corpus: list[Path], ray_local: Any, tmp_path: Path, monkeypatch
+) -> None:
+    """On the caller's Ray with a node of another address, no worker writes into the
+    dataset's folder: the units' ids come back, and the dataset is one machine's."""
+    one = tmp_path / "one"
+    bpekit.encode_dataset(dist_corpus, one, "gpt2", shard_tokens=9000)
+    real = ray_local.nodes
+    far = {"Alive": True, "NodeManagerAddress": "192.0.2.7", "NodeID": "f" * 56}
+    monkeypatch.setattr(ray_local, "nodes", lambda: [*real(), far])
+    monkeypatch.setattr(dist_dataset, "_write_by_workers", lambda *a, **k: pytest.fail("workers wrote"))
+    out = tmp_path / "ds"
+    dist.encode_dataset(dist_corpus, out, "gpt2", shard_tokens=9000, unit_bytes=24_000)
+    got = sorted((p.relative_to(out), p.read_bytes()) for p in out.rglob("*") if p.is_file())
+    want = sorted((p.relative_to(one), p.read_bytes()) for p in one.rglob("*") if p.is_file())
+    assert got == want and len(got) > 2
+
+
+def test_a_submission_cut_short_cancels_the_tasks_it_started(ray_local: Any, monkeypatch) -> None:
+    """Ctrl-C while tasks are being submitted: those already started are cancelled, on
+    a Ray the caller keeps running."""
+    runner = backends.RayBackend(None, None)
+    started: list[Any] = []
+    real_remote = ray_local.remote
+
+    def remote(fn: Any) -> Any:
+        made = real_remote(fn)
+
+        class Options:
+            def __init__(self, **options: Any) -> None:
+                self.task = made.options(**options)
+
+            def remote(self, *args: Any) -> Any:
+                if len(started) == 3:
+                    raise KeyboardInterrupt
+                ref = self.task.remote(*args)
+                started.append(ref)
+                return ref
+
+        return types.SimpleNamespace(options=lambda **o: Options(**o))
+
+    monkeypatch.setattr(ray_local, "remote", remote)
+    with pytest.raises(KeyboardInterrupt):
+        runner.submit(subprocess.call, [(["sleep", "30"],)] * 8)
+    monkeypatch.undo()
+    assert len(started) == 3
+    ready, pending = ray_local.wait(started, num_returns=3, timeout=20)
+    assert not pending
+    for ref in ready:
+        with pytest.raises(ray_local.exceptions.TaskCancelledError):
+            ray_local.get(ref)
