@@ -119,3 +119,29 @@ fn fill_list<'py>(
         Ok(list.cast_into_unchecked())
     }
 }
+
+/// `list` itself, untracked by the cyclic collector as the id lists are, where each of
+/// its items is an `int` (else as it is): the masks and token types that transformers'
+/// fast tokenizers read, a list of each per text, and ids with a template's around
+/// them. Tracked, each collection walked every item of those kept: with them
+/// untracked, a patched tokenizer's call over en-small took ~0.3 s where it took
+/// ~0.45 s (cProfile).
+#[pyfunction]
+fn _untracked(list: Bound<'_, PyList>) -> Bound<'_, PyList> {
+    // SAFETY: reads of a list's items with the GIL held; the list cannot change while
+    // this runs, and untracking an object the collector does not track does nothing.
+    unsafe {
+        let n = ffi::PyList_GET_SIZE(list.as_ptr());
+        for i in 0..n {
+            if ffi::PyLong_CheckExact(ffi::PyList_GET_ITEM(list.as_ptr(), i)) == 0 {
+                return list;
+            }
+        }
+        ffi::PyObject_GC_UnTrack(list.as_ptr().cast());
+    }
+    list
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_untracked, m)?)
+}

@@ -28,5 +28,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     train::register(m)?;
     encode::register(m)?;
     dataset::register(m)?;
+    ints::register(m)?;
     Ok(())
 }

@@ -25,6 +25,7 @@ import copy
 import os
 import threading
 import warnings
+import weakref
 from typing import Any
 
 from bpekit.hf_transformers.encoding import Batch, Encoding, Padding, Truncation, encodings
@@ -58,7 +59,7 @@ class Backend:
     """A ``tokenizers.Tokenizer`` whose encode and decode run on bpekit."""
 
     # Names kept on the wrapper itself; every other attribute is the wrapped tokenizer's.
-    _OWN = frozenset({"_hf", "_plan", "_why", "_key"})
+    _OWN = frozenset({"_hf", "_plan", "_why", "_key", "_json"})
 
     def __init__(self, hf: Any) -> None:
         self._hf = hf
@@ -66,6 +67,8 @@ class Backend:
         self._why = ""
         # None makes the next call build the plan again (a new model, new tokens).
         self._key: tuple[Any, ...] | None = None
+        # The wrapped tokenizer's JSON for pickling, with the settings it was made in.
+        self._json: tuple[Any, str] | None = None
 
     # ---- the wrapped tokenizer ------------------------------------------------------
 
@@ -79,7 +82,7 @@ class Backend:
             object.__setattr__(self, name, value)
         else:
             setattr(self._hf, name, value)
-            object.__setattr__(self, "_key", None)
+            self._changed()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The wrapped tokenizer pickles as its JSON (one string): datasets hashes the
@@ -87,8 +90,19 @@ class Backend:
         # (a dict of 100k tokens) took 4 s of a 3 s map to hash. The plan's token (made
         # here if need be: the map's workers are forked after the hash) lets a forked
         # worker take the plan from PLANS; on 2 processes that saved each ~1 s a map.
+        # The JSON is kept while the state lasts (a map pickles its function once to
+        # hash it and once per job: 0.1 s each for OLMo 2), and a worker forked from
+        # this process takes the backend it inherited rather than parse the JSON
+        # (0.5 s of OLMo 2's, of a map of ~2 s on 2 processes).
         plan = self._current()
-        return (_restored, (self._hf, plan.token if plan is not None else None))
+        state = _settings(self._hf)
+        if self._json is None or self._json[0] != state:
+            object.__setattr__(self, "_json", (state, self._hf.to_str()))
+        assert self._json is not None
+        token = plan.token if plan is not None else None
+        if token is not None:
+            _LIVE[token] = (os.getpid(), weakref.ref(self))
+        return (_restored, (self._json[1], token))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
         new = Backend(copy.deepcopy(self._hf, memo))
@@ -103,6 +117,7 @@ class Backend:
 
     def _changed(self) -> None:
         object.__setattr__(self, "_key", None)
+        object.__setattr__(self, "_json", None)
 
     # Setting a component, adding tokens or training changes what bpekit must run.
 
@@ -307,8 +322,36 @@ class Backend:
         return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in sequences]
 
 
-def _restored(hf: Any, token: str | None) -> Backend:
-    """A backend unpickled: with the plan of ``token`` where this process has it."""
+#: The backend last pickled in this process for each plan's token, with the process's
+#: id: a child forked afterwards finds there the backend it inherited (``_restored``).
+#: Nothing of this goes into the pickle, which stays the same in every process (datasets
+#: names a map's cache by it).
+_LIVE: dict[str, tuple[int, weakref.ref[Backend]]] = {}
+
+
+def _settings(hf: Any) -> tuple[Any, ...]:
+    """All of ``hf``'s state that its JSON holds, cheaply: ``state_key`` and the
+    truncation, padding and special-token settings that transformers sets per call."""
+    return (state_key(hf), repr(hf.truncation), repr(hf.padding), bool(hf.encode_special_tokens))
+
+
+def _restored(data: str, token: str | None) -> Backend:
+    """A backend unpickled: in a process forked from one that pickled it, the first
+    time, the backend it inherited (this process's own copy, which nothing else here
+    uses) where it pickles to this same JSON; else one made from the JSON, with the
+    plan of ``token`` where this process has it."""
+    import tokenizers  # type: ignore[import-untyped]
+
+    entry = _LIVE.get(token) if token is not None else None
+    if token is not None and entry is not None and entry[0] != os.getpid():
+        del _LIVE[token]  # taken: a second copy here is made from the JSON
+        inherited = entry[1]()
+        kept = inherited._json if inherited is not None else None
+        if kept is not None and kept[1] == data:
+            assert inherited is not None
+            if kept[0] == _settings(inherited._hf):
+                return inherited
+    hf = tokenizers.Tokenizer.from_str(data)
     backend = Backend(hf)
     plan = PLANS.get(token) if token is not None else None
     if plan is not None:

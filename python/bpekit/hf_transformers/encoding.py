@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bpekit._core import _untracked
+
 __all__ = ["NO_TEMPLATE", "Batch", "Encoding", "Padding", "Template", "Truncation", "encodings", "windows"]
 
 
@@ -202,14 +204,14 @@ class Encoding:
     @property
     def attention_mask(self) -> list[int]:
         if not self._pad:
-            return [1] * len(self.ids)
+            return _untracked([1] * len(self.ids))
         pre, suf = self._around()
-        return self._fields(0, [], [1] * (pre + self._n + suf), [])
+        return _untracked(self._fields(0, [], [1] * (pre + self._n + suf), []))
 
     @property
     def special_tokens_mask(self) -> list[int]:
         pre, suf = self._around()
-        return self._fields(1, [1] * pre, [0] * self._n, [1] * suf)
+        return _untracked(self._fields(1, [1] * pre, [0] * self._n, [1] * suf))
 
     @property
     def type_ids(self) -> list[int]:
@@ -220,8 +222,8 @@ class Encoding:
         else:
             pre = suf = []
         if self._type == pad_type == 0 and not any(pre) and not any(suf):
-            return [0] * len(self.ids)
-        return self._fields(pad_type, pre, [self._type] * self._n, suf)
+            return _untracked([0] * len(self.ids))
+        return _untracked(self._fields(pad_type, pre, [self._type] * self._n, suf))
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
@@ -266,7 +268,8 @@ def encodings(seqs: list[list[int]], batch: Batch, truncation: Truncation | None
     if truncation is None and batch.padding is None:
         if around:
             return [
-                Encoding(pre + s + suf, batch, i, 0, 0, len(s), t.seq_type, 0) for i, s in enumerate(seqs)
+                Encoding(_untracked(pre + s + suf), batch, i, 0, 0, len(s), t.seq_type, 0)
+                for i, s in enumerate(seqs)
             ]
         return [Encoding(s, batch, i, 0, 0, len(s), t.seq_type, 0) for i, s in enumerate(seqs)]
     out: list[Encoding] = []
@@ -276,13 +279,13 @@ def encodings(seqs: list[list[int]], batch: Batch, truncation: Truncation | None
         for i, s in enumerate(seqs):
             cuts = windows(len(s), room, truncation.stride, truncation.left)
             a, b = cuts[0]
-            enc = Encoding(pre + s[a:b] + suf, batch, i, 0, a, b - a, t.seq_type, 0)
+            enc = Encoding(_untracked(pre + s[a:b] + suf), batch, i, 0, a, b - a, t.seq_type, 0)
             for k, (a, b) in enumerate(cuts[1:], 1):
-                enc.overflowing.append(Encoding(pre + s[a:b] + suf, batch, i, k, a, b - a, 0, 0))
+                enc.overflowing.append(Encoding(_untracked(pre + s[a:b] + suf), batch, i, k, a, b - a, 0, 0))
             out.append(enc)
     else:
         out = [
-            Encoding(pre + s + suf if around else s, batch, i, 0, 0, len(s), t.seq_type, 0)
+            Encoding(_untracked(pre + s + suf) if around else s, batch, i, 0, 0, len(s), t.seq_type, 0)
             for i, s in enumerate(seqs)
         ]
     padding = batch.padding
@@ -297,5 +300,5 @@ def encodings(seqs: list[list[int]], batch: Batch, truncation: Truncation | None
                 if short > 0:
                     e._pad = short
                     pads = [padding.pad_id] * short
-                    e.ids = pads + e.ids if padding.left else e.ids + pads
+                    e.ids = _untracked(pads + e.ids if padding.left else e.ids + pads)
     return out
