@@ -73,7 +73,9 @@ def ray_local() -> Iterator[Any]:
     ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # "local": a Ray of its own even while another test's cluster runs on this
+        # machine (the tests run in two processes; a bare init would join that one).
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()

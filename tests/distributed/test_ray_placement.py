@@ -135,3 +135,25 @@ def test_a_submission_cut_short_cancels_the_tasks_it_started(ray_local: Any, mon
     for ref in ready:
         with pytest.raises(ray_local.exceptions.TaskCancelledError):
             ray_local.get(ref)
+
+
+def test_tasks_that_write_here_stay_on_this_node(ray_local: Any, monkeypatch) -> None:
+    """A backend for tasks that write into this machine's folders pins them to the
+    driver's node (not soft): a node joining the caller's Ray later gets none."""
+    seen: list[dict[str, Any]] = []
+    real_remote = ray_local.remote
+
+    def remote(fn: Any) -> Any:
+        made = real_remote(fn)
+        return types.SimpleNamespace(options=lambda **o: seen.append(o) or made.options(**o))
+
+    monkeypatch.setattr(ray_local, "remote", remote)
+    here = backends.RayBackend(None, None, here=True)
+    results, _ = here.submit(subprocess.call, [(["true"],)])
+    assert [r for _, r in results] == [0]
+    strategy = seen[-1]["scheduling_strategy"]
+    assert strategy.node_id == ray_local.get_runtime_context().get_node_id() and strategy.soft is False
+    anywhere = backends.RayBackend(None, None)
+    results, _ = anywhere.submit(subprocess.call, [(["true"],)])
+    assert [r for _, r in results] == [0]
+    assert "scheduling_strategy" not in seen[-1]

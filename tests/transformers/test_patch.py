@@ -429,29 +429,32 @@ def _in_a_fork(fn: Any, before: Any = None) -> Any:
 
 def test_a_forked_worker_takes_the_backend_it_inherited(folders: dict[str, Path]) -> None:
     """A worker forked after the tokenizer was pickled (``datasets.map(num_proc=N)``)
-    takes its own inherited copy of the backend rather than parse the JSON again; a
-    second copy there is made from the JSON, as is one whose state changed since the
-    fork; every copy encodes as transformers does. The pickle is the same bytes in every
-    process (datasets names a map's cache by it)."""
+    takes the ``tokenizers.Tokenizer`` its inherited backend holds rather than parse the
+    JSON again, and the inherited backend makes its own again if used there: the two
+    share nothing, as copies. A second copy there is made from the JSON, as is one whose
+    state changed since the fork; every copy encodes as transformers does. The pickle is
+    the same bytes in every process (datasets names a map's cache by it)."""
     path = str(folders["olmo2"])
     ref = transformers.AutoTokenizer.from_pretrained(path)
     with bpekit.transformers_patched():
         ours = transformers.AutoTokenizer.from_pretrained(path)
     texts = ["Hello   world", "é zzqx <|endoftext|>"]
     data = pickle.dumps(ours)
+    inner = ours.backend_tokenizer._hf
 
     def twice(_: Any) -> Any:
         a, b = pickle.loads(data), pickle.loads(data)
-        return (
-            a.backend_tokenizer is ours.backend_tokenizer,
-            b.backend_tokenizer is ours.backend_tokenizer,
-            dict(a(texts)),
-            dict(b(texts)),
-        )
+        taken = a.backend_tokenizer._hf is inner and b.backend_tokenizer._hf is not inner
+        lent = isinstance(ours.backend_tokenizer.__dict__["_hf_now"], str)
+        a_out, b_out = dict(a(texts)), dict(b(texts))
+        a.add_tokens(["zzqx"])
+        a.backend_tokenizer.enable_truncation(3)
+        # The inherited tokenizer is untouched by the copy's changes.
+        return taken, lent, a_out, b_out, dict(ours(texts)), dict(a(texts))
 
-    a_inherited, b_inherited, a_out, b_out = _in_a_fork(twice)
-    assert a_inherited and not b_inherited
-    assert a_out == b_out == dict(ref(texts))
+    taken, lent, a_out, b_out, inherited_out, changed_out = _in_a_fork(twice)
+    assert taken and lent
+    assert a_out == b_out == inherited_out == dict(ref(texts)) != changed_out
 
     def after_a_change() -> bytes:
         ours.add_tokens(["zzqx"])
@@ -459,7 +462,7 @@ def test_a_forked_worker_takes_the_backend_it_inherited(folders: dict[str, Path]
 
     def once(changed: bytes) -> Any:
         c = pickle.loads(changed)
-        return c.backend_tokenizer is ours.backend_tokenizer, dict(c(texts))
+        return c.backend_tokenizer._hf is inner, dict(c(texts))
 
     c_inherited, c_out = _in_a_fork(once, after_a_change)
     ref.add_tokens(["zzqx"])
@@ -475,6 +478,16 @@ def test_a_forked_worker_takes_the_backend_it_inherited(folders: dict[str, Path]
         fresh = transformers.AutoTokenizer.from_pretrained(path)
     fresh("a b")
     assert pickle.dumps(fresh) == there
+    # The registry of pickled backends lets go of those freed.
+    import gc
+
+    from bpekit.hf_transformers import backend as backend_module
+
+    token = fresh.backend_tokenizer._plan.token
+    assert token in backend_module._LIVE
+    del fresh
+    gc.collect()
+    assert token not in backend_module._LIVE
 
 
 def test_datasets_map_on_two_processes(pairs: dict[str, tuple[Any, Any]]) -> None:

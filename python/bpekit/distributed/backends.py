@@ -66,12 +66,13 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def open_backend(address: str | None, backend: str, workers: int | None) -> Backend:
+def open_backend(address: str | None, backend: str, workers: int | None, here: bool = False) -> Backend:
     """``backend="ray"``: Ray, started locally for ``address=None`` (with ``workers`` CPUs)
     or joined at ``address`` (``"auto"``: the running cluster); ``"local"``: a pool of
-    ``workers`` processes (default: one per core)."""
+    ``workers`` processes (default: one per core). ``here``: Ray's tasks run on this
+    machine's node only (they write into its folders)."""
     if backend == "ray":
-        return RayBackend(address, workers)
+        return RayBackend(address, workers, here=here)
     if backend == "local":
         if address is not None:
             raise ValueError(f"address={address!r} is for backend='ray'; the local backend runs here")
@@ -216,7 +217,9 @@ class RayBackend:
     ``address=None``) is shut down by ``close``; a Ray already running in this process
     (``ray.init`` called before) is used as it is and left running."""
 
-    def __init__(self, address: str | None, workers: int | None, max_retries: int = MAX_RETRIES) -> None:
+    def __init__(
+        self, address: str | None, workers: int | None, max_retries: int = MAX_RETRIES, here: bool = False
+    ) -> None:
         try:
             import ray
         except ImportError:
@@ -242,6 +245,14 @@ class RayBackend:
         # and the number of partitions follows this.
         self.workers = max(int(self.ray.cluster_resources().get("CPU", 1)), 1)
         self.keeps_objects = True
+        # Tasks that write into this machine's folders stay on its node: a node that
+        # joins the caller's Ray later (an autoscaler's) would write to its own disk.
+        self.node: str | None = None
+        if here:
+            self.node = ray.get_runtime_context().get_node_id()
+            nodes: list[dict[str, Any]] = self.ray.nodes()
+            node: dict[str, Any] = next((n for n in nodes if n.get("NodeID") == self.node), {})
+            self.workers = max(int(node.get("Resources", {}).get("CPU", 1)), 1)
 
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         return self.submit(fn, tasks)[0]
@@ -256,7 +267,11 @@ class RayBackend:
         (``fetch_each``), never passing through the driver. Stopping the iteration early
         cancels the tasks still running."""
         ray = self.ray
-        options = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        options: dict[str, Any] = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        if self.node is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node, soft=False)
         remote = ray.remote(_kept_apart if keep else fn).options(num_returns=keep + 1, **options)
         refs: list[Any] = []
         try:

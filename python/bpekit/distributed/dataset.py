@@ -172,6 +172,8 @@ def write_dataset(
     if run.num_threads is None:
         raise ValueError("num_threads must be a positive int (each task's threads), not None")
     target, root = store_or_folder(out_dir)
+    # Workers may run elsewhere than the driver's working folder (Ray's working_dir).
+    root = root.absolute()
     check_output_folder(root, inputs)
     if spread.work_dir is not None and _within(Path(os.fspath(spread.work_dir)), root):
         raise ValueError(
@@ -262,7 +264,7 @@ def _write(
     results = _resume(folder, plan, spec, own=not shared)
     kept = len(results)
     if here and not replay:
-        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers)
+        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers, here)
         manifest = _write_by_workers(root, manifest, state, plan, spec, tok, results, open_runner)
         stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
         clear_units(folder)
@@ -290,7 +292,7 @@ def _write(
     assembly = _Assembly(root, manifest, state, run, progress and kept == len(plan.units), ready)
     assembly.start()
     try:
-        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers)
+        open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers, here)
         _encode_units(plan, spec, results, folder, open_runner, progress, ready)
     except BaseException:
         ready.stop()

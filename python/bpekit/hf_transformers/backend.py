@@ -22,6 +22,7 @@ when that state changes (``plan.state_key``, checked at each call).
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import threading
 import warnings
@@ -59,7 +60,7 @@ class Backend:
     """A ``tokenizers.Tokenizer`` whose encode and decode run on bpekit."""
 
     # Names kept on the wrapper itself; every other attribute is the wrapped tokenizer's.
-    _OWN = frozenset({"_hf", "_plan", "_why", "_key", "_json"})
+    _OWN = frozenset({"_hf", "_hf_now", "_plan", "_why", "_key", "_json"})
 
     def __init__(self, hf: Any) -> None:
         self._hf = hf
@@ -71,6 +72,21 @@ class Backend:
         self._json: tuple[Any, str] | None = None
 
     # ---- the wrapped tokenizer ------------------------------------------------------
+
+    @property
+    def _hf(self) -> Any:
+        """The wrapped ``tokenizers.Tokenizer``; made from its JSON here where this
+        backend lent its own to a copy unpickled in a forked child (``_restored``)."""
+        hf = self.__dict__["_hf_now"]
+        if isinstance(hf, str):
+            import tokenizers  # type: ignore[import-untyped]
+
+            hf = self.__dict__["_hf_now"] = tokenizers.Tokenizer.from_str(hf)
+        return hf
+
+    @_hf.setter
+    def _hf(self, value: Any) -> None:
+        self.__dict__["_hf_now"] = value
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Backend._OWN:
@@ -101,7 +117,7 @@ class Backend:
         assert self._json is not None
         token = plan.token if plan is not None else None
         if token is not None:
-            _LIVE[token] = (os.getpid(), weakref.ref(self))
+            _LIVE[token] = (os.getpid(), weakref.ref(self, functools.partial(_gone, token)))
         return (_restored, (self._json[1], token))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
@@ -329,6 +345,13 @@ class Backend:
 _LIVE: dict[str, tuple[int, weakref.ref[Backend]]] = {}
 
 
+def _gone(token: str, ref: weakref.ref[Backend]) -> None:
+    """Drops ``_LIVE``'s entry of a backend freed, unless a newer one took its place."""
+    entry = _LIVE.get(token)
+    if entry is not None and entry[1] is ref:
+        _LIVE.pop(token, None)
+
+
 def _settings(hf: Any) -> tuple[Any, ...]:
     """All of ``hf``'s state that its JSON holds, cheaply: ``state_key`` and the
     truncation, padding and special-token settings that transformers sets per call."""
@@ -336,21 +359,32 @@ def _settings(hf: Any) -> tuple[Any, ...]:
 
 
 def _restored(data: str, token: str | None) -> Backend:
-    """A backend unpickled: in a process forked from one that pickled it, the first
-    time, the backend it inherited (this process's own copy, which nothing else here
-    uses) where it pickles to this same JSON; else one made from the JSON, with the
-    plan of ``token`` where this process has it."""
-    import tokenizers  # type: ignore[import-untyped]
+    """A backend unpickled, with the plan of ``token`` where this process has it. In a
+    process forked from one that pickled it, the first time, it takes the
+    ``tokenizers.Tokenizer`` of the backend this process inherited, where that one
+    pickles to this same JSON: the inherited backend makes its own again from the JSON
+    if it is ever used here, so the two share nothing, as copies do."""
+    import tokenizers
 
-    entry = _LIVE.get(token) if token is not None else None
-    if token is not None and entry is not None and entry[0] != os.getpid():
-        del _LIVE[token]  # taken: a second copy here is made from the JSON
+    entry = _LIVE.pop(token, None) if token is not None else None
+    if token is not None and entry is not None:
         inherited = entry[1]()
         kept = inherited._json if inherited is not None else None
-        if kept is not None and kept[1] == data:
-            assert inherited is not None
-            if kept[0] == _settings(inherited._hf):
-                return inherited
+        if entry[0] == os.getpid():
+            _LIVE.setdefault(token, entry)  # this process's own: a copy is made below
+        elif inherited is not None and kept is not None and kept[1] == data:
+            hf = inherited._hf
+            # encode_special_tokens is not in the JSON: a copy has it off.
+            if not hf.encode_special_tokens and kept[0] == _settings(hf):
+                inherited._hf = data
+                backend = Backend(hf)
+                backend._plan, backend._why, backend._key, backend._json = (
+                    inherited._plan,
+                    inherited._why,
+                    inherited._key,
+                    kept,
+                )
+                return backend
     hf = tokenizers.Tokenizer.from_str(data)
     backend = Backend(hf)
     plan = PLANS.get(token) if token is not None else None

@@ -69,7 +69,8 @@ def state_key(hf: Any) -> tuple[Any, ...]:
         comp = getattr(hf, name)
         parts.append(None if comp is None else comp.__getstate__())
     model = hf.model
-    parts.append(type(model).__name__)
+    # A model trained in place (through another Tokenizer sharing it) changes its size.
+    parts.append((type(model).__name__, hf.get_vocab_size(with_added_tokens=False)))
     parts.extend(getattr(model, k, None) for k in _MODEL_SETTINGS)
     parts.extend(
         (i, t.content, t.special, t.normalized, t.lstrip, t.rstrip, t.single_word)
