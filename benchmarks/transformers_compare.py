@@ -16,6 +16,13 @@ cold, the median of the others the figure. Every column of the mapped dataset (i
 token types, attention mask, offsets) is hashed, untimed, and compared with
 transformers alone's: a difference is reported as measured. ``vs transformers`` and
 ``vs fastokens`` are their time over the row's.
+
+``none`` is the map's own floor: its function returns, for each batch, the outputs made
+beforehand (untimed, by bpekit's patch), so the time is datasets' alone. datasets 4's
+``map`` defaults to ``on_mixed_types="use_json"``, which looks at every id of every
+list the function returns in Python, to find mixed types; the ``plain`` maps pass
+``on_mixed_types=None`` (what a pipeline that returns ids only may pass) and time the
+tokenizer without that scan.
 """
 
 from __future__ import annotations
@@ -48,7 +55,9 @@ from _common import (
 from peers_compare import pin_bpekit
 
 SEPARATOR = "<|endoftext|>"
-TOOLS = ["transformers", "bpekit", "fastokens"]
+TOOLS = ["none", "transformers", "bpekit", "fastokens"]
+MAPS = {"default": {}, "plain": {"on_mixed_types": None}}
+MAP_NAMES = {"default": "defaults", "plain": "`on_mixed_types=None`"}
 SPECIALS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|pad|>"}
 
 
@@ -91,7 +100,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     datasets.disable_progress_bars()
     tool = spec["tool"]
-    if tool == "bpekit":
+    if tool in ("bpekit", "none"):
         import bpekit
 
         bpekit.patch_transformers()
@@ -110,14 +119,26 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     def encode(batch: dict[str, list[str]]) -> Any:
         return tok(batch["text"], return_offsets_mapping=offsets)
 
+    kwargs: dict[str, Any] = dict(MAPS[spec["map"]], batched=True, num_proc=spec["num_proc"])
+    function: Any = encode
+    if tool == "none":
+        # The outputs live in a module's global, inherited by the map's forked workers:
+        # as the function's closure, datasets would hash and pickle every id each map.
+        import _map_floor
+
+        _map_floor.fill(ds["text"], encode)
+        function = _map_floor.made
     times, cpu, out = [], [], None
-    for _ in range(spec["runs"]):
+    for run in range(spec["runs"]):
+        if tool == "none":
+            kwargs["new_fingerprint"] = f"none-{run}"
         c0, t0 = _cpu_seconds(), time.perf_counter()
-        out = ds.map(encode, batched=True, num_proc=spec["num_proc"], remove_columns=["text"])
+        out = ds.map(function, remove_columns=["text"], **kwargs)
         times.append(time.perf_counter() - t0)
         cpu.append(_cpu_seconds() - c0)
     assert out is not None
-    version = tool_version(tool) if tool != "bpekit" else os.environ.get("BENCH_BPEKIT_VERSION", "?")
+    pinned = tool in ("bpekit", "none")
+    version = os.environ.get("BENCH_BPEKIT_VERSION", "?") if pinned else tool_version(tool)
     return {
         "times": times,
         "cpu": cpu,
@@ -146,6 +167,7 @@ def measure(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 COLUMNS = columns(
     ("tool", "tool", "text"),
+    ("map", "map", "text"),
     ("offsets", "offsets", "text"),
     ("seconds", "time", "time"),
     ("throughput", "MB/s", "num"),
@@ -166,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=2, help="maps per process; the first is cold")
     p.add_argument("--num-proc", type=int, nargs="+", default=[1, 2])
     p.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS)
+    p.add_argument("--maps", nargs="+", default=list(MAPS), choices=list(MAPS))
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--dir", type=Path, default=None)
     p.add_argument("--data", type=Path, default=None)
@@ -194,18 +217,22 @@ def _run(args: argparse.Namespace, corpus: Path, mb: float, folder: Path) -> Non
     tables, versions = [], {}
     for num_proc in args.num_proc:
         rows = []
-        for offsets in (False, True):
-            reports = {}
-            for tool in args.tools:
-                spec = {"tool": tool, "offsets": offsets, "num_proc": num_proc, "runs": args.runs}
-                spec |= {"corpus": str(corpus), "mb": args.mb, "folder": str(folder)}
-                r = reports[tool] = measure(spec, args.timeout)
-                shown = r.get("error") or f"{mb / statistics.median(r['times'][1:] or r['times']):,.2f} MB/s"
-                print(f"  num_proc={num_proc} offsets={offsets!s:5} {tool:12} {shown}", flush=True)
-            rows += _rows(reports, offsets, mb, versions)
+        for kind in args.maps:
+            for offsets in (False, True):
+                reports = {}
+                for tool in args.tools:
+                    spec = {"tool": tool, "offsets": offsets, "num_proc": num_proc, "runs": args.runs}
+                    spec |= {"corpus": str(corpus), "mb": args.mb, "folder": str(folder), "map": kind}
+                    r = reports[tool] = measure(spec, args.timeout)
+                    shown = r.get("error") or f"{mb / statistics.median(r['times'][1:] or r['times']):,.2f}"
+                    print(f"  num_proc={num_proc} {kind} offsets={offsets} {tool}: {shown} MB/s", flush=True)
+                rows += _rows(reports, offsets, MAP_NAMES[kind], mb, versions)
         tables.append(table(f"{num_proc} process{'es' if num_proc > 1 else ''}", "", COLUMNS, rows))
     cmd = ["--corpus", args.corpus] + (["--mb", f"{args.mb:g}"] if args.mb else [])
     cmd += ["--runs", str(args.runs)] if args.runs != 2 else []
+    cmd += ["--num-proc", *map(str, args.num_proc)] if args.num_proc != [1, 2] else []
+    cmd += ["--tools", *args.tools] if args.tools != TOOLS else []
+    cmd += ["--maps", *args.maps] if args.maps != list(MAPS) else []
     write_result(
         args.results,
         f"transformers-olmo2-{args.corpus}",
@@ -218,8 +245,12 @@ def _run(args: argparse.Namespace, corpus: Path, mb: float, folder: Path) -> Non
             f"{args.runs} maps each (the first cold; the figure the median of the others). Every column "
             "of the mapped dataset is compared with transformers alone's. `vs transformers` and "
             "`vs fastokens` are their time over the row's: above 1x the row is faster. `CPU s`: the "
-            "CPU seconds of the map, its worker processes included. bpekit makes "
-            "offsets with HF `tokenizers` until its core has them (a warning says so)."
+            "CPU seconds of the map, its worker processes included. `none` is the map's own floor: "
+            "its function returns the outputs made beforehand (by bpekit's patch, untimed), so its "
+            "time is datasets' alone. `map`: `defaults` is `map` as called above; datasets 4 "
+            'defaults to `on_mixed_types="use_json"`, which looks at every id of every returned '
+            "list in Python to find mixed types: that floor bounds what any tokenizer can gain "
+            "there. `on_mixed_types=None` (for a function that returns ids and masks only) skips it."
         ),
         command=command("transformers_compare.py", cmd),
         corpus={"name": args.corpus, "bytes": int(mb * 1e6)},
@@ -230,17 +261,17 @@ def _run(args: argparse.Namespace, corpus: Path, mb: float, folder: Path) -> Non
 
 
 def _rows(
-    reports: dict[str, dict[str, Any]], offsets: bool, mb: float, versions: dict[str, str]
+    reports: dict[str, dict[str, Any]], offsets: bool, kind: str, mb: float, versions: dict[str, str]
 ) -> list[Any]:
     def warm(r: dict[str, Any]) -> float | None:
         return statistics.median(r["times"][1:] or r["times"]) if "error" not in r else None
 
     base, fast = warm(reports.get("transformers", {"error": 1})), warm(reports.get("fastokens", {"error": 1}))
     want = reports.get("transformers", {}).get("hash")
-    rows = []
+    rows, on_off = [], "on" if offsets else "off"
     for tool, r in reports.items():
         if "error" in r:
-            rows.append({"tool": tool, "offsets": "on" if offsets else "off", "exact": r["error"]})
+            rows.append({"tool": tool, "map": kind, "offsets": on_off, "exact": r["error"]})
             continue
         versions.setdefault(tool, r["version"])
         s = warm(r)
@@ -249,7 +280,8 @@ def _rows(
         rows.append(
             {
                 "tool": tool,
-                "offsets": "on" if offsets else "off",
+                "map": kind,
+                "offsets": on_off,
                 "seconds": s,
                 "seconds_min": min(r["times"][1:] or r["times"]),
                 "seconds_max": max(r["times"][1:] or r["times"]),
