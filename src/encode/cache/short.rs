@@ -225,19 +225,28 @@ impl ShortCache {
         }
     }
 
-    /// Makes an own table at least `lines` lines (within its limit) now, rather than
-    /// doubling as it fills: an empty one is replaced, a filled one grown. Shared
-    /// tables are left as they are.
+    /// Spill-arena words for a table of at most `max_lines` lines: two a line (4 MB
+    /// for a 32 MB table). Zeroed memory, so only what fills is ever touched.
+    pub fn spill_for(max_lines: usize) -> usize {
+        max_lines.saturating_mul(2)
+    }
+
+    /// Makes an own table at least `lines` lines now, rather than doubling as it
+    /// fills: an empty one is replaced, a filled one grown. Its limit rises to
+    /// `lines` where that is more (an input that needs a larger table). Shared tables
+    /// are left as they are.
     ///
     /// Why: each doubling rehashes every entry into fresh memory; a cold encode of
     /// en-small grew 2 -> 8 MB in two steps and rehashed 96K entries.
     pub fn reserve_lines(&mut self, lines: usize) {
-        let lines = lines.min(self.max_lines).next_power_of_two();
+        let lines = lines.max(1).next_power_of_two();
         if self.shared || self.capacity_lines() >= lines {
             return;
         }
+        self.max_lines = self.max_lines.max(lines);
         if self.is_empty() {
-            if let Ok(t) = Self::try_new(lines, self.max_lines, self.store.spill.words.len()) {
+            let spill = Self::spill_for(self.max_lines).max(self.store.spill.words.len());
+            if let Ok(t) = Self::try_new(lines, self.max_lines, spill) {
                 *self = t;
             }
             return;
@@ -255,6 +264,11 @@ impl ShortCache {
             Some(store) => self.store = Arc::new(store),
             None => self.max_lines = self.store.lines.len(),
         }
+    }
+
+    /// The most lines the table may grow to.
+    pub fn max_lines(&self) -> usize {
+        self.max_lines
     }
 
     /// Pairs in the table now.

@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use super::workspace::{short_lines_for, Workspace, SHORT_LINES, SHORT_SPILL};
+use super::workspace::{short_lines_for, Workspace, SHORT_LINES};
 use crate::encode::cache::ShortCache;
 use crate::error::Result;
 
@@ -115,9 +115,16 @@ impl Workspaces {
         let Ok(mut master) = self.shared_short.lock() else {
             return;
         };
-        if master.is_none() {
-            // Where the memory cannot be had, the threads keep tables of their own.
-            *master = ShortCache::try_new(want, SHORT_LINES.1, SHORT_SPILL).ok();
+        // A table whose limit is below what this input needs is made again at the
+        // size (a cache: its pieces are merged again once, where keeping them would
+        // leave the rest of a large input merged again at every occurrence). Where
+        // the memory cannot be had, the old table stays, or with none the threads
+        // keep tables of their own.
+        if master.as_ref().is_none_or(|t| t.max_lines() < want) {
+            let max = want.max(SHORT_LINES.1);
+            if let Ok(table) = ShortCache::try_new(want, max, ShortCache::spill_for(max)) {
+                *master = Some(table);
+            }
         }
         let Some(table) = master.as_mut() else {
             return;
@@ -139,7 +146,8 @@ impl Workspaces {
     fn shared_handle(&self) -> Option<ShortCache> {
         let mut master = self.shared_short.lock().ok()?;
         if master.is_none() {
-            *master = ShortCache::try_new(SHORT_LINES.0, SHORT_LINES.1, SHORT_SPILL).ok();
+            let spill = ShortCache::spill_for(SHORT_LINES.1);
+            *master = ShortCache::try_new(SHORT_LINES.0, SHORT_LINES.1, spill).ok();
         }
         let table = master.as_mut()?;
         if table.wants_growth() {

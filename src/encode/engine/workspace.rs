@@ -8,10 +8,12 @@ use crate::error::{Error, Result};
 
 /// Short-cache lines of a workspace, at first and at most: 2 MB growing to 32 MB
 /// (655K pieces; en-small has ~120K distinct short pieces, the 116 MB en corpus
-/// ~517K with gpt2 and ~579K with o200k),
-/// and the words of its spill arena (4 MB).
+/// ~517K with gpt2 and ~579K with o200k), unless its input asks for more
+/// ([`short_lines_for`], up to [`BIG_SHORT_LINES`]).
 pub(crate) const SHORT_LINES: (usize, usize) = (1 << 15, 1 << 19);
-pub(super) const SHORT_SPILL: usize = 1 << 20;
+/// The most short-cache lines any input gets: 256 MB, 5.2M pieces, about the distinct
+/// short pieces of 12 GB of web text.
+pub(crate) const BIG_SHORT_LINES: usize = 1 << 22;
 /// Long pieces cached per workspace (the table and arenas reserve about 22 MB, used
 /// as they fill): the multilingual corpus has 143K distinct pieces of more than 15
 /// bytes (4.2 MB, 1.56M ids with OLMo 2), most of them once. With room for 128K
@@ -41,7 +43,7 @@ impl Workspace {
     /// A workspace for encoding large texts: its short table grows with the text.
     /// An error where its memory cannot be had.
     pub(crate) fn new() -> Result<Self> {
-        Self::with_sizes(SHORT_LINES, SHORT_SPILL, LONG_ENTRIES)
+        Self::with_sizes(SHORT_LINES, ShortCache::spill_for(SHORT_LINES.1), LONG_ENTRIES)
     }
 
     /// A workspace whose caches never grow: `short_pairs` pairs (spilling at most
@@ -70,13 +72,27 @@ impl Workspace {
 }
 
 /// Short-cache lines for encoding `bytes` of text: about one per 160 bytes, which
-/// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), within
-/// the table's limits. Small inputs keep small tables.
+/// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), up to
+/// the 32 MB of [`SHORT_LINES`] at ~84 MB; past it the distinct pieces grow as
+/// Heaps' law says, as `bytes^0.62` (web text: 1.3M short pieces in 1 GB, 5.5M in
+/// 12 GB), rounded down to a power of two, up to [`BIG_SHORT_LINES`]. Small inputs
+/// keep small tables.
+///
+/// Why: a table that stops at 32 MB holds 655K pieces; on 1 GB of web text the other
+/// ~650K were merged again at every occurrence, in every call: a warm 2-thread file
+/// encode of owt-1G merged as much as a cold one.
 pub(crate) fn short_lines_for(bytes: usize) -> usize {
-    (bytes / 160)
-        .next_power_of_two()
-        .clamp(SHORT_LINES.0, SHORT_LINES.1)
+    let linear = (bytes / 160).next_power_of_two();
+    if linear <= SHORT_LINES.1 {
+        return linear.max(SHORT_LINES.0);
+    }
+    let at_limit = (SHORT_LINES.1 * 160) as f64;
+    let lines = SHORT_LINES.1 as f64 * (bytes as f64 / at_limit).powf(0.62);
+    // At least 1 (the f64 is at least SHORT_LINES.1), so the shift is below 64.
+    let down = 1usize << (usize::BITS - 1 - (lines as usize).leading_zeros());
+    down.clamp(SHORT_LINES.1, BIG_SHORT_LINES)
 }
+
 
 /// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
 /// so that it is not copied to grow (English is ~0.25-0.34 ids a byte; room never
@@ -88,4 +104,27 @@ pub(crate) fn output_buffer(len: usize) -> Result<Vec<u32>> {
     out.try_reserve_exact(len / 2 + 16)
         .map_err(|_| Error::out_of_memory::<u32>("token ids", len / 2 + 16))?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_lines_follow_the_input_then_heaps_law() {
+        assert_eq!(short_lines_for(0), SHORT_LINES.0);
+        // en-small (19 MB) and the en corpus (116 MB) as before.
+        assert_eq!(short_lines_for(18_791_682), 1 << 17);
+        assert_eq!(short_lines_for(116_165_314), SHORT_LINES.1);
+        // owt-1G's 1.3M short pieces fit at the size limit (5/4 a line), as do 12 GB's.
+        assert_eq!(short_lines_for(1_074_540_098), 1 << 21);
+        assert_eq!(short_lines_for(12_177_498_515), BIG_SHORT_LINES);
+        assert_eq!(short_lines_for(usize::MAX), BIG_SHORT_LINES);
+        let mut last = 0;
+        for shift in 0..64 {
+            let lines = short_lines_for(1usize << shift);
+            assert!(lines.is_power_of_two() && lines >= last, "{shift}");
+            last = lines;
+        }
+    }
 }

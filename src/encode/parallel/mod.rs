@@ -166,7 +166,7 @@ pub(super) fn encode_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::engine::SHORT_LINES;
+    use crate::encode::engine::{BIG_SHORT_LINES, SHORT_LINES};
     use crate::encode::text::Wide;
     use crate::testutil::{long_text, pattern_encoder, tiny_encoder as encoder};
 
@@ -184,10 +184,11 @@ mod tests {
         e.workspaces().size_shared_for(40 << 20);
         assert_eq!(e.workspaces().shared_cache_lines(), (40 << 20) / 160);
         assert_eq!(e.workspaces().shared_cache_len(), held);
-        // A smaller input never shrinks it; a huge one stops at the limit.
+        // A smaller input never shrinks it.
         e.workspaces().size_shared_for(1000);
+        // A huge one gets a table past the usual limit, up to the largest.
         e.workspaces().size_shared_for(usize::MAX / 2);
-        assert_eq!(e.workspaces().shared_cache_lines(), SHORT_LINES.1);
+        assert_eq!(e.workspaces().shared_cache_lines(), BIG_SHORT_LINES);
         assert_eq!(encode_batch(&e, &texts, &all, 2).unwrap(), before);
     }
 
