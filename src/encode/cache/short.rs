@@ -110,7 +110,8 @@ impl ShortCache {
         (hash as usize) & (self.store.lines.len() - 1)
     }
 
-    /// Asks the CPU to start loading the line a lookup of `hash` reads first.
+    /// Asks the CPU to start loading the line a lookup of `hash` reads first, into
+    /// the L1 cache.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         #[cfg(target_arch = "x86_64")]
@@ -118,6 +119,19 @@ impl ShortCache {
         unsafe {
             let p = self.store.line(self.home(hash));
             std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// [`Self::prefetch`] into the L2 cache only.
+    #[inline]
+    pub fn prefetch_l2(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the index is masked into the table; a prefetch never faults.
+        unsafe {
+            let p = self.store.line(self.home(hash));
+            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T1);
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = hash;
