@@ -322,6 +322,29 @@ mod tests {
     }
 
     #[test]
+    fn reserve_raises_the_limit_and_keeps_the_pieces() {
+        let mut t = ShortCache::new(2, 4, 8);
+        let k = piecekey::key_of(b"kept");
+        assert!(t.insert(k, piecekey::hash(k), &[1, 2, 3, 4]));
+        // Past its limit of 4 lines: grown to 16, which it may now fill.
+        t.reserve_lines(10);
+        assert_eq!((t.capacity_lines(), t.max_lines()), (16, 16));
+        assert_eq!(ids_of(&t, b"kept"), Some(vec![1, 2, 3, 4]));
+        let added = (0u32..19)
+            .filter(|i| {
+                let k = piecekey::key_of(&i.to_le_bytes());
+                t.insert(k, piecekey::hash(k), &[*i])
+            })
+            .count();
+        assert_eq!((added, t.len()), (19, 20));
+        // An empty one is made again at the size, its spill arena two words a line.
+        let mut e = ShortCache::new(2, 4, 8);
+        e.reserve_lines(64);
+        assert_eq!((e.capacity_lines(), e.max_lines()), (64, 64));
+        assert_eq!(e.store.spill.words.len(), ShortCache::spill_for(64));
+    }
+
+    #[test]
     fn grows_keeps_everything_then_stops_at_limit() {
         let mut t = ShortCache::new(2, 64, 100);
         let pieces: Vec<Vec<u8>> = (0u32..200).map(|i| i.to_le_bytes().to_vec()).collect();
@@ -555,8 +578,9 @@ mod tests {
         for (i, &k) in keys.iter().enumerate() {
             assert!(t.insert(k, piecekey::hash(k), &[i as u32]));
         }
+        // Past the limit of 64: the limit rises with it.
         t.reserve_lines(1000);
-        assert_eq!(t.capacity_lines(), 64);
+        assert_eq!(t.capacity_lines(), 1024);
         for (i, &k) in keys.iter().enumerate() {
             assert_eq!(
                 t.get_words(k, piecekey::hash(k)).map(|(w, _)| w[0]),
@@ -564,7 +588,7 @@ mod tests {
             );
         }
         t.reserve_lines(8);
-        assert_eq!(t.capacity_lines(), 64);
+        assert_eq!(t.capacity_lines(), 1024);
     }
 
     #[test]

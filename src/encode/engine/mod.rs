@@ -20,9 +20,9 @@ pub use spans::Trim;
 pub(crate) use spans::{
     char_ceil, char_floor, space_ends, token_spans, trim, Chars, Cut, Span, Spans, TokenLens,
 };
+pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
 #[cfg(test)]
 pub(crate) use workspace::{BIG_SHORT_LINES, SHORT_LINES};
-pub(crate) use workspace::{output_buffer, short_lines_for, Workspace};
 
 use crate::encode::cache::long_hash;
 use crate::encode::vocab::Bpe;

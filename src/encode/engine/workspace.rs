@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 /// ~517K with gpt2 and ~579K with o200k), unless its input asks for more
 /// ([`short_lines_for`], up to [`BIG_SHORT_LINES`]).
 pub(crate) const SHORT_LINES: (usize, usize) = (1 << 15, 1 << 19);
-/// The most short-cache lines any input gets: 256 MB, 5.2M pieces, about the distinct
-/// short pieces of 12 GB of web text.
+/// The most short-cache lines any input gets: 256 MB, 5.2M pieces, most of the 6.1M
+/// distinct short pieces of 12 GB of web text (the rarest, seen last, are left out).
 pub(crate) const BIG_SHORT_LINES: usize = 1 << 22;
 /// Long pieces cached per workspace (the table and arenas reserve about 22 MB, used
 /// as they fill): the multilingual corpus has 143K distinct pieces of more than 15
@@ -43,7 +43,11 @@ impl Workspace {
     /// A workspace for encoding large texts: its short table grows with the text.
     /// An error where its memory cannot be had.
     pub(crate) fn new() -> Result<Self> {
-        Self::with_sizes(SHORT_LINES, ShortCache::spill_for(SHORT_LINES.1), LONG_ENTRIES)
+        Self::with_sizes(
+            SHORT_LINES,
+            ShortCache::spill_for(SHORT_LINES.1),
+            LONG_ENTRIES,
+        )
     }
 
     /// A workspace whose caches never grow: `short_pairs` pairs (spilling at most
@@ -74,13 +78,14 @@ impl Workspace {
 /// Short-cache lines for encoding `bytes` of text: about one per 160 bytes, which
 /// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), up to
 /// the 32 MB of [`SHORT_LINES`] at ~84 MB; past it the distinct pieces grow as
-/// Heaps' law says, as `bytes^0.62` (web text: 1.3M short pieces in 1 GB, 5.5M in
+/// Heaps' law says, as `bytes^0.62` (web text: 1.3M short pieces in 1 GB, 6.1M in
 /// 12 GB), rounded down to a power of two, up to [`BIG_SHORT_LINES`]. Small inputs
 /// keep small tables.
 ///
-/// Why: a table that stops at 32 MB holds 655K pieces; on 1 GB of web text the other
-/// ~650K were merged again at every occurrence, in every call: a warm 2-thread file
-/// encode of owt-1G merged as much as a cold one.
+/// Why: a table that stops at 32 MB holds 655K pieces; owt-1G has 1.32M distinct
+/// short pieces, and those left out were merged again at every occurrence, in every
+/// call: warm 2-thread `encode_file` calls of owt-1G took 5.6-7.4 CPU-s, against
+/// 4.5-6.0 with the 128 MB table this gives (gpt2, interleaved, busy machine).
 pub(crate) fn short_lines_for(bytes: usize) -> usize {
     let linear = (bytes / 160).next_power_of_two();
     if linear <= SHORT_LINES.1 {
@@ -92,7 +97,6 @@ pub(crate) fn short_lines_for(bytes: usize) -> usize {
     let down = 1usize << (usize::BITS - 1 - (lines as usize).leading_zeros());
     down.clamp(SHORT_LINES.1, BIG_SHORT_LINES)
 }
-
 
 /// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
 /// so that it is not copied to grow (English is ~0.25-0.34 ids a byte; room never
