@@ -77,25 +77,28 @@ impl Workspace {
 
 /// Short-cache lines for encoding `bytes` of text: about one per 160 bytes, which
 /// follows the distinct pieces of English (~115K in 19 MB, ~517K in 116 MB), up to
-/// the 32 MB of [`SHORT_LINES`] at ~84 MB; past it the distinct pieces grow as
-/// Heaps' law says, as `bytes^0.62` (web text: 1.3M short pieces in 1 GB, 6.1M in
-/// 12 GB), rounded down to a power of two, up to [`BIG_SHORT_LINES`]. Small inputs
-/// keep small tables.
+/// the 32 MB of [`SHORT_LINES`] at ~84 MB. Past that, room for the distinct pieces
+/// as they grow in web text, as `bytes^0.62` (Heaps' law, through owt-1G's 1.32M
+/// distinct short pieces; owt-12G has 6.0M pre-tokens), at 5/4 a line (a table at its
+/// limit), up to [`BIG_SHORT_LINES`]. Small inputs keep small tables.
 ///
 /// Why: a table that stops at 32 MB holds 655K pieces; owt-1G has 1.32M distinct
 /// short pieces, and those left out were merged again at every occurrence, in every
-/// call: warm 2-thread `encode_file` calls of owt-1G took 5.6-7.4 CPU-s, against
-/// 4.5-6.0 with the 128 MB table this gives (gpt2, interleaved, busy machine).
+/// call: warm 2-thread `encode_file` calls of owt-1G took 5.5-8.0 user CPU-s, against
+/// 4.1-5.2 with the 128 MB table this gives it (gpt2, interleaved, busy machine). A
+/// table larger than its pieces need costs: on a cold 3 GB `encode_dataset` a 256 MB
+/// table (twice this rule's) took ~13% more user CPU than the 32 MB one.
 pub(crate) fn short_lines_for(bytes: usize) -> usize {
     let linear = (bytes / 160).next_power_of_two();
     if linear <= SHORT_LINES.1 {
         return linear.max(SHORT_LINES.0);
     }
-    let at_limit = (SHORT_LINES.1 * 160) as f64;
-    let lines = SHORT_LINES.1 as f64 * (bytes as f64 / at_limit).powf(0.62);
-    // At least 1 (the f64 is at least SHORT_LINES.1), so the shift is below 64.
-    let down = 1usize << (usize::BITS - 1 - (lines as usize).leading_zeros());
-    down.clamp(SHORT_LINES.1, BIG_SHORT_LINES)
+    let pieces = 1.32e6 * (bytes as f64 / 1.075e9).powf(0.62);
+    let lines = (pieces / 1.25) as usize;
+    lines
+        .checked_next_power_of_two()
+        .unwrap_or(BIG_SHORT_LINES)
+        .clamp(SHORT_LINES.1, BIG_SHORT_LINES)
 }
 
 /// An empty id buffer for a text of `len` bytes, with room for one id per two bytes
@@ -120,8 +123,11 @@ mod tests {
         // en-small (19 MB) and the en corpus (116 MB) as before.
         assert_eq!(short_lines_for(18_791_682), 1 << 17);
         assert_eq!(short_lines_for(116_165_314), SHORT_LINES.1);
-        // owt-1G's 1.3M short pieces fit at the size limit (5/4 a line), as do 12 GB's.
+        // owt-1G's 1.32M short pieces fit at the size limit (5/4 a line), as do the
+        // ~2.5M of 3 GB; 12 GB gets the largest table.
+        assert_eq!(short_lines_for(200_000_000), SHORT_LINES.1);
         assert_eq!(short_lines_for(1_074_540_098), 1 << 21);
+        assert_eq!(short_lines_for(3_000_000_005), 1 << 21);
         assert_eq!(short_lines_for(12_177_498_515), BIG_SHORT_LINES);
         assert_eq!(short_lines_for(usize::MAX), BIG_SHORT_LINES);
         let mut last = 0;
