@@ -175,7 +175,7 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
                     if n == 2:
                         os.kill(os.getpid(), signal.SIGKILL)
 
-        dataset.open_backend = lambda address, backend, workers: DiesAfterThree(2)
+        dataset.open_backend = lambda address, backend, workers, here=False: DiesAfterThree(2)
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2",
                             backend="local", unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
         """
@@ -218,7 +218,7 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
                     if fn.__name__ == "write_shard" and n == 2:
                         os.kill(os.getpid(), signal.SIGKILL)
 
-        dataset.open_backend = lambda address, backend, workers: DiesAfterThreeShards(2)
+        dataset.open_backend = lambda address, backend, workers, here=False: DiesAfterThreeShards(2)
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2", backend="local",
                             workers=2, unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
         """

@@ -14,7 +14,9 @@ from conftest import data_path
 OOM_SCRIPT = """
 import resource, sys, os
 import hashlib  # imported before the limit: OpenSSL cannot load under it
+import base64  # and binascii, struct: a shared object may fail to map under the limit
 import bpekit
+import bpekit.formats.tiktoken  # get_encoding's lazy import, made before the limit too
 from bpekit.formats.gpt2 import load_vocab_merges
 
 data, what, extra = sys.argv[1], sys.argv[2], int(sys.argv[3])
