@@ -374,10 +374,13 @@ class Encoder:
         ``job.digest``). The manifest is Python's."""
     def encode_unit(
         self, inputs: list[_Source], output: str, job: _Job, progress: _Progress = None
-    ) -> tuple[int, int, dict[str, Any]]:
+    ) -> tuple[int, int, dict[str, Any], int, list[tuple[int, int, int, int, int, int, int, bytes]]]:
         """Encodes one unit of a distributed dataset encode into the unit file
         ``output`` (its items' ids, with the records' marks of ``job``, for
-        ``assemble_dataset``); returns the tokens, the text bytes read and the stats."""
+        ``assemble_dataset``); returns the tokens, the text bytes read, the stats, the
+        file's CRC-32 (``zlib.crc32`` of its bytes) and its skeleton, both made as it
+        was written: per item ``(input, at, documents, read, skipped, offset, ids,
+        cuts)``, the fields of ``shardplan.Item`` (``input`` among the unit's)."""
     def assemble_dataset(
         self,
         assembly: _UnitFiles,

@@ -48,6 +48,17 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def crc32_of(path: Path) -> int:
+    """The CRC-32 of the file at ``path`` (``zlib.crc32``), read 4 MiB at a time."""
+    import zlib
+
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
 def sha256_of(path: Path) -> str:
     """The hex sha256 of the file at ``path``, read 4 MiB at a time."""
     h = hashlib.sha256()

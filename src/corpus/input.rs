@@ -105,6 +105,16 @@ impl Input {
             .collect()
     }
 
+    /// Whether its documents are text split at special tokens, not records.
+    pub(crate) fn is_text(&self) -> bool {
+        match self {
+            Input::File { format, .. } | Input::Stream { format, .. } => {
+                matches!(format, Format::Text)
+            }
+            Input::Feed { .. } => false,
+        }
+    }
+
     /// How messages name the input.
     pub(crate) fn name(&self) -> String {
         match self {

@@ -672,7 +672,8 @@ impl PyEncoder {
 
     /// Encodes the documents of `inputs` (a unit of a distributed dataset encode) into
     /// the unit file `output`, to be replayed by `assemble_dataset`; returns the number
-    /// of tokens, of text bytes read, and what was read.
+    /// of tokens, of text bytes read, what was read, the file's CRC-32 and its
+    /// skeleton (a tuple per item).
     #[pyo3(signature = (inputs, output, job, progress = None))]
     fn encode_unit<'py>(
         &self,
@@ -680,7 +681,7 @@ impl PyEncoder {
         output: PathBuf,
         job: PyJob,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(u64, u64, Bound<'py, PyDict>)> {
+    ) -> PyResult<encode_files::UnitDone<'py>> {
         encode_files::encode_unit(&self.inner, inputs, output, job, progress)
     }
 

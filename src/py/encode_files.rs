@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyIterator, PyList};
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyList};
 
 use super::dataset::{hex, report_to, resume_of, shard_dict, PyJob};
 use super::inputs::{inputs_of, stats_dict};
@@ -20,6 +20,11 @@ use crate::encode::Encoder;
 
 /// The tokens written, the text bytes read (decompressed) and what was read.
 type Written<'py> = (u64, u64, Bound<'py, PyDict>);
+
+/// A unit file written: its tokens, text bytes read, stats, CRC-32, and skeleton (a
+/// tuple per item: input, at, documents, read, skipped, offset, ids, cuts as
+/// little-endian `u64` bytes).
+pub(crate) type UnitDone<'py> = (u64, u64, Bound<'py, PyDict>, u32, Bound<'py, PyList>);
 
 /// `[(kept, next or None), ...]`, a split each: where a dataset run goes on.
 pub(crate) type ResumeArg<'py> = Option<Vec<(usize, Option<Bound<'py, PyDict>>)>>;
@@ -75,16 +80,28 @@ pub(crate) fn encode_unit<'py>(
     output: PathBuf,
     job: PyJob,
     progress: Option<Py<PyAny>>,
-) -> PyResult<Written<'py>> {
+) -> PyResult<UnitDone<'py>> {
     check_room()?;
     let py = inputs.py();
     let options = job.unit_options()?;
     let inputs = inputs_of(inputs)?;
     let encoder = encoder.clone();
-    let (n, stats) = run_with_progress(py, progress, move |p| {
+    let done = run_with_progress(py, progress, move |p| {
         encode_unit_file(&encoder, inputs, &output, options, p)
     })?;
-    Ok((n, stats.bytes, stats_dict(py, &stats)?))
+    let items = PyList::empty(py);
+    for item in &done.items {
+        let cuts = PyBytes::new_with(py, item.cuts.len() * 8, |buf| {
+            for (d, c) in buf.chunks_exact_mut(8).zip(&item.cuts) {
+                d.copy_from_slice(&c.to_le_bytes());
+            }
+            Ok(())
+        })?;
+        let at = (item.input, item.at, item.documents, item.read, item.skipped);
+        items.append((at.0, at.1, at.2, at.3, at.4, item.offset, item.ids, cuts))?;
+    }
+    let stats = stats_dict(py, &done.stats)?;
+    Ok((done.tokens, done.stats.bytes, stats, done.crc32, items))
 }
 
 /// The unit files an assembly replays (`bpekit.distributed.dataset.UnitFiles`):

@@ -28,6 +28,7 @@ from bpekit.dataset import Layout, Marks
 from bpekit.dataset.job import Framing, Job
 from bpekit.distributed.dataset import UnitFiles
 from bpekit.distributed.plan import plan_units
+from bpekit.distributed.shardplan import Item, unit_skeleton
 from bpekit.distributed.work import unit_files
 from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 
@@ -321,6 +322,22 @@ def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
     assert m["totals"]["documents"] == 60 and m["totals"]["skipped"] == 1
 
 
+@pytest.mark.parametrize("width", [2, 4])
+def test_a_unit_files_checksum_is_zlibs_crc32_of_its_bytes(tmp_path: Path, width: int) -> None:
+    """The CRC-32 the core takes as it writes a unit file (header last, body across
+    staging flushes) is the one a rerun checks with ``zlib.crc32``."""
+    import zlib
+
+    text = tmp_path / "t.txt"
+    text.write_text("".join(f"doc {i} {'é' * (i % 9)} words<|endoftext|>" for i in range(60_000)))
+    tok = bpekit.get_encoding("gpt2")
+    unit = tmp_path / "u.ids"
+    tokens, _, _, crc, _ = tok._core.encode_unit([("text", str(text), None)], str(unit), core_job(width))
+    data = unit.read_bytes()
+    assert tokens > 300_000 and len(data) > tokens * width  # past the 1 MiB staging buffer
+    assert crc == zlib.crc32(data)
+
+
 def test_a_damaged_unit_file_is_an_error_naming_it(tmp_path: Path) -> None:
     """The replay checks what it reads: a unit file cut short, or of another id width."""
     text = tmp_path / "t.txt"
@@ -516,10 +533,15 @@ def test_shards_planned_from_lengths_are_the_replayed_shards(
     job = Job(ReadOptions(), RunOptions(), layout, framing, tokenizer_name="tk")
     plan = plan_units(paths, special_tokens=SPECIALS, unit_bytes=unit)
     units = []
+    is_text = [p.suffix == ".txt" for p in paths]
+    specials = sorted({i for _, i in tok._core.special_tokens()})
     for u in plan.units:
         units.append((str(d / f"u{u.index}.ids"), u.input))
-        tok._core.encode_unit([u.source("text", "error")], units[-1][0], job)
-    is_text = [p.suffix == ".txt" for p in paths]
+        *_, rows = tok._core.encode_unit([u.source("text", "error")], units[-1][0], job)
+        # The skeleton the core makes as it writes is the one read back from the file.
+        read_back = unit_skeleton(units[-1][0], u.input, is_text[u.input], width, specials)
+        assert [Item(u.input, *row[1:]) for row in rows] == read_back
+        assert all(row[0] == 0 for row in rows)
     core = tok._core.assemble_dataset(UnitFiles(units, is_text, 0), str(d / "one"), job)
     entries, documents = planned_by_workers(tok, units, is_text, job, d / "two")
     assert documents == core["documents"]

@@ -12,7 +12,7 @@ number of units nor of workers changes the result.
 started already); ``"auto"`` joins the running cluster; ``backend="local"`` uses a pool
 of processes instead, with no Ray at all. ``work_dir`` keeps each unit's counts in a
 folder that every worker can reach: a rerun after the driver died (or was stopped)
-keeps the units done, by name, size and sha256, and counts only the rest.
+keeps the units done, by name, size and CRC-32, and counts only the rest.
 
 >>> import tempfile, pathlib
 >>> from bpekit import training

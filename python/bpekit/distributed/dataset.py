@@ -18,7 +18,7 @@ Unit files are as large as the dataset's shards. They are kept in ``work_dir`` (
 folder every worker and the driver can reach: workers write there) or, without one, in
 ``.<name>.units`` beside the dataset (written there by workers on this machine; workers
 of a cluster joined at an address send them back for the driver to write). A rerun
-after the driver died keeps every unit file whose size and sha256 its record gives,
+after the driver died keeps every unit file whose size and CRC-32 its record gives,
 and encodes only the rest; once the dataset is written, the unit files are deleted.
 """
 
@@ -418,7 +418,7 @@ def _resume(folder: Path, plan: Plan, spec: EncodeSpec, own: bool) -> dict[int, 
         try:
             if entry is None:
                 return None
-            return UnitEncoded(index, None, int(entry["tokens"]), dict(entry["stats"]))
+            return UnitEncoded(index, None, int(entry["tokens"]), dict(entry["stats"]), int(entry["crc32"]))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -452,7 +452,9 @@ def _encode_units(
                     ids, record = unit_files(folder, result.index, ".ids")
                     atomic_write(ids, result.data)
                     result.data = None
-                    save_record(record, result.index, ids, tokens=result.tokens, stats=result.stats)
+                    save_record(
+                        record, result.index, ids, result.crc32, tokens=result.tokens, stats=result.stats
+                    )
                 results[result.index] = result
                 ready.add(result.index)
                 if ready.stopped:
