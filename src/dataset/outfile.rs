@@ -45,8 +45,9 @@ pub struct OutFile {
     staged: usize,
     /// Bytes written to the file so far (a multiple of [`BLOCK`] while direct).
     flushed: u64,
-    /// The CRC-32 of the bytes appended after the first `skip`, and `skip` left.
-    checksum: Option<(crc32fast::Hasher, usize)>,
+    /// The CRC-32 of the bytes appended after the header's placeholder, the
+    /// placeholder's bytes still to pass, and its length.
+    checksum: Option<(crc32fast::Hasher, usize, usize)>,
 }
 
 impl OutFile {
@@ -73,13 +74,13 @@ impl OutFile {
     /// placeholder) are the header given there.
     pub fn with_checksum(path: &Path, header_len: usize) -> io::Result<Self> {
         let mut file = Self::create(path)?;
-        file.checksum = Some((crc32fast::Hasher::new(), header_len));
+        file.checksum = Some((crc32fast::Hasher::new(), header_len, header_len));
         Ok(file)
     }
 
     /// Adds `bytes`, just staged, to the checksum.
     fn sum(&mut self, bytes_at: usize, len: usize) {
-        if let Some((hasher, skip)) = &mut self.checksum {
+        if let Some((hasher, skip, _)) = &mut self.checksum {
             let passed = (*skip).min(len);
             *skip -= passed;
             hasher.update(&self.staging[bytes_at + passed..bytes_at + len]);
@@ -201,12 +202,20 @@ impl OutFile {
     /// [`OutFile::finish`], also giving the file's CRC-32 where it was made
     /// [`OutFile::with_checksum`] (with a header of the length it was told).
     pub fn finish_checked(mut self, header: &[u8]) -> io::Result<(u64, Option<u32>)> {
-        let crc = self.checksum.take().map(|(body, _)| {
-            let mut whole = crc32fast::Hasher::new();
-            whole.update(header);
-            whole.combine(&body);
-            whole.finalize()
-        });
+        let crc = match self.checksum.take() {
+            None => None,
+            Some((body, 0, placeholder)) if placeholder == header.len() => {
+                let mut whole = crc32fast::Hasher::new();
+                whole.update(header);
+                whole.combine(&body);
+                Some(whole.finalize())
+            }
+            Some(_) => {
+                return Err(io::Error::other(
+                    "internal: a checksummed file's header is not its placeholder's length",
+                ))
+            }
+        };
         let len = self.flushed + self.staged as u64;
         if self.direct && !self.staged.is_multiple_of(BLOCK) {
             // Pad the last block; the file is cut back below.
@@ -322,6 +331,10 @@ mod tests {
         }
         let out = OutFile::create(&path).unwrap();
         assert_eq!(out.finish_checked(b"").unwrap().1, None);
+        // A header of another length than its placeholder's is refused.
+        let mut out = OutFile::with_checksum(&path, 4).unwrap();
+        out.write_bytes(&[0; 4]).unwrap();
+        assert!(out.finish_checked(b"HEADER").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -98,10 +98,11 @@ pub fn encode_unit(
     let header = header(options.dtype_bytes, writer.items, writer.tokens);
     let (tokens, items) = (writer.tokens, std::mem::take(&mut writer.skeleton));
     let (_, crc) = file.finish_checked(&header).map_err(io)?;
+    let crc32 = crc.ok_or_else(|| Error::internal("a unit file's checksum was not taken"))?;
     Ok(UnitWritten {
         tokens,
         stats,
-        crc32: crc.unwrap_or_default(),
+        crc32,
         items,
     })
 }
@@ -158,7 +159,8 @@ struct UnitWriter<'f> {
 impl Sink for UnitWriter<'_> {
     fn write(&mut self, encoded: &Encoded<'_>) -> std::io::Result<()> {
         let mut cuts = Vec::new();
-        if self.text.get(encoded.input).copied().unwrap_or(false) {
+        let text = self.text.get(encoded.input).copied();
+        if text.ok_or_else(|| std::io::Error::other("internal: an item of no input"))? {
             cuts_after(&encoded.ids, &self.cut_ids, &mut cuts)?;
         } else {
             cuts.try_reserve_exact(encoded.record_ends.len())

@@ -1,9 +1,10 @@
 """Where every id of a distributed dataset goes, planned from metadata alone.
 
-A worker that encoded a unit into its unit file (``work.encode_unit``) reads the file
-back into a *skeleton* (``unit_skeleton``): per item, its input, where its ids lie in
-the file, how many there are, and where its documents end (a text file's special
-tokens, a record's end); about one number per document, ~1% of the ids. The driver
+A worker that encodes a unit into its unit file (``work.encode_unit``) also gets its
+*skeleton*, made by the core as it writes the file (a file kept from an earlier run is
+read back into one: ``unit_skeleton``): per item, its input, where its ids lie in the
+file, how many there are, and where its documents end (a text file's special tokens, a
+record's end); about one number per document, ~1% of the ids. The driver
 walks the skeletons in input order through ``ShardPlanner``, the one-machine writer's
 rules (``src/dataset/writer.rs`` and ``shard.rs``: documents numbered from the first
 input, the val split by a hash of the number and the seed, marks around files, a

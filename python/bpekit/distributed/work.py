@@ -2,8 +2,8 @@
 process pools: plain functions of picklable arguments, run the same way by either
 backend, or called directly: ``count_unit`` counts a unit's pre-tokens,
 ``reduce_partition`` adds one partition of every unit's counts, ``encode_unit`` encodes a
-unit into a unit file that the driver replays into the dataset, ``unit_items`` also reads
-it back into the skeleton that the driver plans the shards from.
+unit into a unit file that the driver replays into the dataset, ``unit_items`` also gives
+the skeleton that the driver plans the shards from (made as the file is written).
 
 A unit's counts are split by word into partitions, one per reducer
 (``reduce_partition``): reducer ``r`` adds partition ``r`` of every unit, and the
@@ -274,6 +274,8 @@ def _encode_unit(unit: Unit, spec: EncodeSpec) -> tuple[UnitEncoded, list[Item]]
     tokens, _, stats, crc, rows = tok._core.encode_unit([source], str(ids), spec.job)
     save_record(record, unit.index, ids, crc, tokens=tokens, stats=dict(stats))
     # A one-input unit's items are all of input 0: its index among the dataset's here.
+    if any(row[0] != 0 for row in rows):
+        raise RuntimeError(f"{ids}: an item of input other than its unit's; please report this")
     items = [Item(unit.input, *row[1:]) for row in rows]
     return UnitEncoded(unit.index, None, tokens, dict(stats), crc), items
 
