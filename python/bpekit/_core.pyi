@@ -29,6 +29,7 @@ __all__ = [
     "pretokenizer_engine",
     "scanner_kernel",
     "train_from_counts",
+    "write_shard_file",
 ]
 
 __version__: str
@@ -198,6 +199,19 @@ def count_pretokens(
 def feeds_sha256(inputs: list[_Source], digest: list[int], progress: _Progress = None) -> str | None:
     """The chain ``Encoder.encode_dataset`` comes to over the documents of the inputs
     numbered in ``digest``, read to their end (None where none is)."""
+
+def write_shard_file(
+    path: str,
+    header: bytes,
+    pieces: list[tuple[int, int, int]],
+    units: dict[int, str],
+    width: int,
+    hash: bool,
+) -> tuple[int, str | None]:
+    """Writes a distributed dataset's shard file ``path``: ``header``, then each piece,
+    ``(unit, byte offset, ids)`` of the unit files ``units`` or ``(-1, id, 1)`` for a
+    mark, at ``width`` bytes an id; whole or not at all. Returns its size and, with
+    ``hash``, its sha256 (hex)."""
 
 def file_ranges(
     path: str | PathLike[str],

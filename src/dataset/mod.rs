@@ -28,6 +28,7 @@
 //! - `run`: a dataset run from start to summary ([`encode_dataset`]).
 //! - `units`: parts of the inputs encoded apart (on other machines) into unit files,
 //!   and a dataset assembled from them ([`assemble_dataset`]).
+//! - `pieces`: a shard's token file written by a worker from pieces of unit files.
 
 #[cfg(doc)]
 use crate::encode::Encoder;
@@ -42,6 +43,7 @@ mod one_file;
 mod options;
 mod ordered;
 mod outfile;
+mod pieces;
 mod resume;
 mod run;
 mod shard;
@@ -53,6 +55,7 @@ pub use fed::digest_feeds;
 pub use hasher::OnShard;
 pub use one_file::{encode_files, encode_inputs};
 pub use options::{split_names, DatasetOptions, FileOptions, Marks};
+pub use pieces::{write_from_units, Piece};
 pub use resume::{Checkpoint, Place, ShardStart, SplitResume};
 pub use run::{assemble_dataset, encode_dataset, DatasetRun, DatasetSummary};
 pub use shard::{ShardFormat, ShardInfo, SideFile};

@@ -23,6 +23,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use memmap2::MmapMut;
+use sha2::{Digest, Sha256};
 
 use crate::whole_file::WholeFile;
 
@@ -45,9 +46,19 @@ pub struct OutFile {
     staged: usize,
     /// Bytes written to the file so far (a multiple of [`BLOCK`] while direct).
     flushed: u64,
-    /// The CRC-32 of the bytes appended after the header's placeholder, the
-    /// placeholder's bytes still to pass, and its length.
-    checksum: Option<(crc32fast::Hasher, usize, usize)>,
+    /// What the file's bytes are summed into as they are staged, if anything.
+    checksum: Option<Sum>,
+}
+
+/// A file's checksum, taken as its bytes are staged.
+enum Sum {
+    /// The CRC-32 of the bytes appended after the header's placeholder (combined
+    /// with the header's at the end), the placeholder's bytes still to pass, and its
+    /// length.
+    Crc(crc32fast::Hasher, usize, usize),
+    /// The sha256 of every byte, in order: for a file whose header is appended
+    /// first, known from the start.
+    Sha(Box<Sha256>),
 }
 
 impl OutFile {
@@ -74,16 +85,28 @@ impl OutFile {
     /// placeholder) are the header given there.
     pub fn with_checksum(path: &Path, header_len: usize) -> io::Result<Self> {
         let mut file = Self::create(path)?;
-        file.checksum = Some((crc32fast::Hasher::new(), header_len, header_len));
+        file.checksum = Some(Sum::Crc(crc32fast::Hasher::new(), header_len, header_len));
+        Ok(file)
+    }
+
+    /// [`OutFile::create`], hashing every byte appended (sha256), in order: for a file
+    /// whose header is appended first ([`OutFile::finish_sha256`] gives the hash).
+    pub fn with_sha256(path: &Path) -> io::Result<Self> {
+        let mut file = Self::create(path)?;
+        file.checksum = Some(Sum::Sha(Box::default()));
         Ok(file)
     }
 
     /// Adds `bytes`, just staged, to the checksum.
     fn sum(&mut self, bytes_at: usize, len: usize) {
-        if let Some((hasher, skip, _)) = &mut self.checksum {
-            let passed = (*skip).min(len);
-            *skip -= passed;
-            hasher.update(&self.staging[bytes_at + passed..bytes_at + len]);
+        match &mut self.checksum {
+            Some(Sum::Crc(hasher, skip, _)) => {
+                let passed = (*skip).min(len);
+                *skip -= passed;
+                hasher.update(&self.staging[bytes_at + passed..bytes_at + len]);
+            }
+            Some(Sum::Sha(hasher)) => hasher.update(&self.staging[bytes_at..bytes_at + len]),
+            None => {}
         }
     }
 
@@ -176,6 +199,42 @@ impl OutFile {
         Ok(())
     }
 
+    /// Appends `len` bytes of `file` from byte `at`, read straight into the staging
+    /// buffer (no buffer between). A file that ends first is an `UnexpectedEof`.
+    pub fn append_from(
+        &mut self,
+        file: &std::fs::File,
+        mut at: u64,
+        mut len: u64,
+    ) -> io::Result<()> {
+        while len > 0 {
+            let start = self.staged;
+            let room = self.staging_bytes().len() - start;
+            let want = room.min(usize::try_from(len).unwrap_or(usize::MAX));
+            let n = read_at(file, &mut self.staging_bytes()[start..start + want], at)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            self.sum(start, n);
+            self.staged += n;
+            (at, len) = (at + n as u64, len - n as u64);
+            if self.staged == self.staging_bytes().len() {
+                self.flush_staged(self.staged)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`OutFile::finish`] of a file made [`OutFile::with_sha256`], whose header was
+    /// appended first: its length and sha256.
+    pub fn finish_sha256(mut self) -> io::Result<(u64, [u8; 32])> {
+        let Some(Sum::Sha(hasher)) = self.checksum.take() else {
+            return Err(io::Error::other("internal: a file not hashed with sha256"));
+        };
+        let len = self.finish(&[])?;
+        Ok((len, hasher.finalize().into()))
+    }
+
     fn stop_direct(&mut self) -> io::Result<()> {
         #[cfg(target_os = "linux")]
         {
@@ -204,7 +263,7 @@ impl OutFile {
     pub fn finish_checked(mut self, header: &[u8]) -> io::Result<(u64, Option<u32>)> {
         let crc = match self.checksum.take() {
             None => None,
-            Some((body, 0, placeholder)) if placeholder == header.len() => {
+            Some(Sum::Crc(body, 0, placeholder)) if placeholder == header.len() => {
                 let mut whole = crc32fast::Hasher::new();
                 whole.update(header);
                 whole.combine(&body);
@@ -212,7 +271,8 @@ impl OutFile {
             }
             Some(_) => {
                 return Err(io::Error::other(
-                    "internal: a checksummed file's header is not its placeholder's length",
+                    "internal: a checksummed file's header is not its placeholder's length, \
+                     or its hash is not a CRC",
                 ))
             }
         };
@@ -236,6 +296,23 @@ impl OutFile {
         self.file.commit()?;
         Ok((len, crc))
     }
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    loop {
+        match std::os::unix::fs::FileExt::read_at(file, buf, at) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            found => return found,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &std::fs::File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::io::{Read, Seek};
+    file.seek(io::SeekFrom::Start(at))?;
+    file.read(buf)
 }
 
 #[cfg(unix)]

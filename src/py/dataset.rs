@@ -1,7 +1,10 @@
 //! A file or dataset encode's options (`bpekit.dataset.job.Job`, read attribute by
 //! attribute) as the core's; a dataset's shards and resume points as Python dicts (the
 //! manifest's entries), and back; the report of each finished shard to a Python
-//! callback.
+//! callback; a distributed dataset's shard file written from pieces of unit files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -10,8 +13,8 @@ use pyo3::types::PyDict;
 use super::options::{PyReadOptions, PyRunOptions};
 use crate::corpus::Tally;
 use crate::dataset::{
-    Checkpoint, DatasetOptions, DatasetRun, FileOptions, Marks, OnShard, Place, ShardFormat,
-    ShardInfo, ShardStart, SplitResume,
+    write_from_units, Checkpoint, DatasetOptions, DatasetRun, FileOptions, Marks, OnShard, Piece,
+    Place, ShardFormat, ShardInfo, ShardStart, SplitResume,
 };
 
 /// `bpekit.dataset.options.Layout`, its `dtype` resolved for the vocabulary.
@@ -311,6 +314,40 @@ fn feeds_sha256(
     Ok(chain.as_ref().map(hex))
 }
 
+/// Writes a distributed dataset's shard file `path`: `header`, then each of `pieces`,
+/// `(unit, byte offset, ids)` of the unit files `units` (path by unit) or `(-1, id,
+/// 1)` for a mark, at `width` bytes an id. Returns its size and, with `hash`, its
+/// sha256 (hex). The file appears whole or not at all.
+#[pyfunction]
+fn write_shard_file(
+    py: Python<'_>,
+    path: PathBuf,
+    header: Vec<u8>,
+    pieces: Vec<(i64, u64, u64)>,
+    units: HashMap<i64, PathBuf>,
+    width: usize,
+    hash: bool,
+) -> PyResult<(u64, Option<String>)> {
+    if width != 2 && width != 4 {
+        return Err(PyValueError::new_err(format!(
+            "width {width}: ids are 2 or 4 bytes"
+        )));
+    }
+    let mut planned = Vec::with_capacity(pieces.len());
+    for (unit, offset, ids) in pieces {
+        planned.push(match unit {
+            ..0 => Piece::Mark(u32::try_from(offset).map_err(|_| {
+                PyValueError::new_err(format!("mark id {offset} is not a token id"))
+            })?),
+            _ => Piece::Ids { unit, offset, ids },
+        });
+    }
+    let (size, sha) =
+        py.detach(|| write_from_units(&path, &header, &planned, &units, width, hash))?;
+    Ok((size, sha.as_ref().map(hex)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(feeds_sha256, m)?)
+    m.add_function(wrap_pyfunction!(feeds_sha256, m)?)?;
+    m.add_function(wrap_pyfunction!(write_shard_file, m)?)
 }

@@ -287,27 +287,63 @@ def test_a_failure_replaying_shards_stops_the_encoding(dist_corpus, tmp_path: Pa
     assert not (tmp_path / ".ds.units").exists()
 
 
+class FullDisk:
+    """``_core`` as shardwrite calls it, whose shard writes fail as the core reports a
+    full disk (the file named first); ``after`` real writes succeed first."""
+
+    def __init__(self, after: int = 0) -> None:
+        self.after = after
+
+    def write_shard_file(self, path: str, *args: Any) -> Any:
+        if self.after > 0:
+            self.after -= 1
+            return bpekit._core.write_shard_file(path, *args)
+        raise OSError(f"{path}: No space left on device (os error 28)")
+
+
 def test_a_failure_writing_shards_stops_the_run(dist_corpus, tmp_path: Path, monkeypatch) -> None:
     """A worker that fails to write a shard (a full disk, say): the error is raised,
     naming the shard, and the units are kept for a rerun, which finishes the dataset."""
     from bpekit.distributed import dataset, shardwrite
 
-    real = shardwrite._Whole.write
-
-    def full_disk(*args: Any) -> None:
-        raise OSError(28, "No space left on device")
-
     monkeypatch.setattr(dataset, "open_backend", lambda *a: Serial())
-    monkeypatch.setattr(shardwrite._Whole, "write", full_disk)
-    with pytest.raises(OSError, match=r"No space left on device.*train/00000\.npy"):
+    monkeypatch.setattr(shardwrite, "_core", FullDisk())
+    with pytest.raises(OSError, match=r"train/00000\.npy: No space left on device"):
         dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", backend="local", unit_bytes=UNIT_BYTES)
     assert not [p for p in (tmp_path / "ds/train").iterdir() if p.name.endswith(".tmp")]
-    monkeypatch.setattr(shardwrite._Whole, "write", real)
+    monkeypatch.setattr(shardwrite, "_core", bpekit._core)
     written = dist.dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *DEFAULTS, LOCAL)
     assert written.stats["kept"] == written.stats["units"]
     assert not (tmp_path / ".ds.units").exists()
     one = bpekit.encode_dataset(dist_corpus, tmp_path / "one", "gpt2")
     assert one == written.manifest
+
+
+def test_a_shard_file_is_whole_or_absent(tmp_path: Path) -> None:
+    """The core's shard writer: a unit file cut short is an error naming it, and leaves
+    no shard (nor a temporary file); a mark id past the width is refused; pieces and
+    marks land in order, hashed."""
+    import hashlib
+
+    unit = tmp_path / "u.ids"
+    unit.write_bytes(bytes(range(200)))
+    out = tmp_path / "s.bin"
+    size, sha = bpekit._core.write_shard_file(
+        str(out), b"HD", [(0, 4, 3), (-1, 9, 1)], {0: str(unit)}, 2, True
+    )
+    want = b"HD" + bytes(range(4, 10)) + b"\x09\x00"
+    assert out.read_bytes() == want and size == len(want) and sha == hashlib.sha256(want).hexdigest()
+    with pytest.raises(ValueError, match=r"u\.ids: ends before byte 202; the unit file changed"):
+        bpekit._core.write_shard_file(str(tmp_path / "t.bin"), b"", [(0, 2, 100)], {0: str(unit)}, 2, False)
+    with pytest.raises(ValueError, match=r"mark id 70000 does not fit 2 bytes"):
+        bpekit._core.write_shard_file(str(tmp_path / "t.bin"), b"", [(-1, 70_000, 1)], {}, 2, False)
+    with pytest.raises(ValueError, match=r"t\.bin: a piece of unit 5, which the shard was not given"):
+        bpekit._core.write_shard_file(str(tmp_path / "t.bin"), b"", [(5, 0, 1)], {0: str(unit)}, 2, False)
+    with pytest.raises(FileNotFoundError, match=r"gone\.ids"):
+        bpekit._core.write_shard_file(
+            str(tmp_path / "t.bin"), b"", [(0, 0, 1)], {0: str(tmp_path / "gone.ids")}, 2, False
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.bin", "u.ids"]
 
 
 def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
@@ -603,15 +639,14 @@ def test_a_shard_writer_s_temporary_name_is_one_a_rerun_removes(tmp_path: Path) 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_write_failing_mid_copy_names_the_shard_and_a_pool_writes_all_at_once(
+def test_a_shard_failing_after_others_names_it_and_a_pool_writes_all_at_once(
     dist_corpus, tmp_path: Path, monkeypatch
 ) -> None:
-    """A write that fails while a chunk of a mapped unit file is in hand (its view alive
-    in the traceback) raises the OSError naming the shard, not the mapping's BufferError;
-    a backend without ``submit`` gets every shard in one ``run``."""
+    """A shard write that fails after others were written raises the error naming that
+    shard and leaves no temporary file; a backend without ``submit`` gets every shard
+    in one ``run``."""
     from bpekit.distributed import dataset, shardwrite
 
-    real = shardwrite._Whole.write
     calls: list[str] = []
 
     class Counting(Serial):
@@ -619,19 +654,14 @@ def test_a_write_failing_mid_copy_names_the_shard_and_a_pool_writes_all_at_once(
             calls.append(fn.__name__)
             return super().run(fn, tasks)
 
-    def full_after_the_header(self: Any, data: Any) -> None:
-        if self.size > 0:  # past the header: ``data`` is a view of a unit file
-            raise OSError(28, "No space left on device")
-        real(self, data)
-
     monkeypatch.setattr(dataset, "open_backend", lambda *a: Counting())
-    monkeypatch.setattr(shardwrite._Whole, "write", full_after_the_header)
-    with pytest.raises(OSError, match=r"No space left on device.*train/00000\.npy"):
-        dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", backend="local", unit_bytes=UNIT_BYTES)
-    assert not [p for p in (tmp_path / "ds/train").iterdir() if p.name.endswith(".tmp")]
-    monkeypatch.setattr(shardwrite._Whole, "write", real)
-    calls.clear()
+    monkeypatch.setattr(shardwrite, "_core", FullDisk(after=1))
     options = {"backend": "local", "unit_bytes": UNIT_BYTES, **LAYOUT}
+    with pytest.raises(OSError, match=r"/000\d\d\.npy: No space left on device"):
+        dist.encode_dataset(dist_corpus, tmp_path / "ds", "gpt2", **options)
+    assert not [p for p in (tmp_path / "ds").rglob("*") if p.name.endswith(".tmp")]
+    monkeypatch.setattr(shardwrite, "_core", bpekit._core)
+    calls.clear()
     dist.encode_dataset(dist_corpus, tmp_path / "ds2", "gpt2", **options)
     assert calls == ["unit_items", "write_shard"]
 

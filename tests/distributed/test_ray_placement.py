@@ -130,7 +130,7 @@ def test_a_submission_cut_short_cancels_the_tasks_it_started(ray_local: Any, mon
         runner.submit(subprocess.call, [(["sleep", "30"],)] * 8)
     monkeypatch.undo()
     assert len(started) == 3
-    ready, pending = ray_local.wait(started, num_returns=3, timeout=20)
+    ready, pending = ray_local.wait(started, num_returns=3, timeout=90)
     assert not pending
     for ref in ready:
         with pytest.raises(ray_local.exceptions.TaskCancelledError):

@@ -1,19 +1,17 @@
 """A worker's half of a dataset's shards: one shard written from the pieces of unit
-files its plan names (``shardplan.ShardPlan``), with its document index and the files
-its format adds for a trainer, each under a temporary name and renamed once whole, and
-hashed as it is written. The bytes are those ``src/dataset/shard.rs`` writes: the
-headers, indexes and side files here follow ``npy.rs``, ``shard.rs``,
-``megatron.rs`` and ``datatrove.rs``, and the tests compare every file with one
-machine's.
+files its plan names (``shardplan.ShardPlan``; its ids by the core,
+``_core.write_shard_file``), with its document index and the files its format adds for
+a trainer, each appearing whole or not at all, and hashed as it is written. The bytes
+are those ``src/dataset/shard.rs`` writes: the headers, indexes and side files here
+follow ``npy.rs``, ``shard.rs``, ``megatron.rs`` and ``datatrove.rs``, and the tests
+compare every file with one machine's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import math
-import mmap
 import os
 import secrets
 from collections.abc import Callable
@@ -21,13 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bpekit import _core
 from bpekit._atomic import _mode_for
 from bpekit.dataset.spec import LLMC_HEADERS, MEGATRON_MAGIC, NPY_HEADER_BYTES, index_name, shard_name
 
 __all__ = ["ShardTask", "header", "side_files", "write_shard"]
-
-# Bytes hashed and written at a time: large enough that a call costs little.
-_CHUNK = 8 << 20
 
 
 def npy_header(descr: str, length: int) -> bytes:
@@ -169,64 +165,18 @@ def _write_file(path: Path, hash: bool, fill: Callable[[_Whole], None]) -> tuple
         raise
 
 
-class _Units:
-    """The unit files a shard's pieces name, mapped once each (``units``: path by unit).
-
-    Their ids are hashed and written straight from the mapping: reading them in
-    chunks of new ``bytes`` copied each byte once more and faulted in a fresh buffer
-    per chunk (2 GB unit file to a hashed shard, one run here: 310-500 MB/s read in
-    chunks, 930 MB/s from the mapping)."""
-
-    def __init__(self, units: dict[int, str]) -> None:
-        self.paths = units
-        self.maps: dict[int, mmap.mmap] = {}
-
-    def view(self, unit: int, offset: int, size: int) -> memoryview:
-        mapped = self.maps.get(unit)
-        if mapped is None:
-            with open(self.paths[unit], "rb") as f:
-                if os.fstat(f.fileno()).st_size > 0:  # an empty file cannot be mapped
-                    mapped = self.maps[unit] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        if mapped is None or offset + size > len(mapped):
-            raise ValueError(f"{self.paths[unit]}: ends before byte {offset + size}; the unit file changed")
-        return memoryview(mapped)[offset : offset + size]
-
-    def close(self) -> None:
-        for mapped in self.maps.values():
-            # A write that failed keeps its chunk's view alive in its traceback: the
-            # mapping then closes with that view, and the write's OSError is what rises.
-            with contextlib.suppress(BufferError):
-                mapped.close()
-        self.maps.clear()
-
-
-def _fill(task: ShardTask, out: _Whole) -> None:
-    """Writes the shard's header and ids, from its pieces, to ``out``."""
-    out.write(header(task.format, task.width, task.tokens))
-    units = _Units(task.units)
-    try:
-        for unit, offset, n in task.pieces:
-            if unit < 0:
-                out.write(offset.to_bytes(task.width, "little"))
-                continue
-            view = units.view(unit, offset, n * task.width)
-            try:
-                for at in range(0, len(view), _CHUNK):
-                    out.write(view[at : at + _CHUNK])
-            finally:
-                view.release()  # the mapping closes only once no view is left
-    finally:
-        units.close()
-
-
 def write_shard(task: ShardTask) -> dict[str, Any]:
     """Writes shard ``task.k`` of ``task.split`` and its index (and side files); returns
     their sizes and sha256 (None unless ``task.checksums``)."""
     root = Path(task.root)
     name = shard_name(task.split, task.k, task.format)
-    head = len(header(task.format, task.width, task.tokens))
-    size, sha = _write_file(root / name, task.checksums, lambda out: _fill(task, out))
-    if size != head + task.tokens * task.width:
+    head = header(task.format, task.width, task.tokens)
+    # The ids go in the core, read straight from the unit files and written with
+    # direct I/O: Python's buffered writes copied each byte into the page cache.
+    size, sha = _core.write_shard_file(
+        str(root / name), head, task.pieces, task.units, task.width, task.checksums
+    )
+    if size != len(head) + task.tokens * task.width:
         raise RuntimeError(f"{root / name}: {size} bytes written, not the planned; please report this")
     index = index_name(task.split, task.k)
     starts = [*task.starts, task.tokens]
