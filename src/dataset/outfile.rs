@@ -50,6 +50,13 @@ pub struct OutFile {
     checksum: Option<Sum>,
 }
 
+/// Which file an [`OutFile::append_from`] failed on.
+#[derive(Debug)]
+pub(crate) enum Side {
+    Read(io::Error),
+    Write(io::Error),
+}
+
 /// A file's checksum, taken as its bytes are staged.
 enum Sum {
     /// The CRC-32 of the bytes appended after the header's placeholder (combined
@@ -200,26 +207,28 @@ impl OutFile {
     }
 
     /// Appends `len` bytes of `file` from byte `at`, read straight into the staging
-    /// buffer (no buffer between). A file that ends first is an `UnexpectedEof`.
+    /// buffer (no buffer between). The error says which side failed: reading `file`
+    /// (`UnexpectedEof` where it ends first) or writing this one.
     pub fn append_from(
         &mut self,
         file: &std::fs::File,
         mut at: u64,
         mut len: u64,
-    ) -> io::Result<()> {
+    ) -> Result<(), Side> {
         while len > 0 {
             let start = self.staged;
             let room = self.staging_bytes().len() - start;
             let want = room.min(usize::try_from(len).unwrap_or(usize::MAX));
-            let n = read_at(file, &mut self.staging_bytes()[start..start + want], at)?;
+            let n = read_at(file, &mut self.staging_bytes()[start..start + want], at)
+                .map_err(Side::Read)?;
             if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
+                return Err(Side::Read(io::ErrorKind::UnexpectedEof.into()));
             }
             self.sum(start, n);
             self.staged += n;
             (at, len) = (at + n as u64, len - n as u64);
             if self.staged == self.staging_bytes().len() {
-                self.flush_staged(self.staged)?;
+                self.flush_staged(self.staged).map_err(Side::Write)?;
             }
         }
         Ok(())

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::outfile::OutFile;
+use super::outfile::{OutFile, Side};
 use crate::error::{Error, Result};
 
 /// One piece of a shard: `Ids` of a unit file (its key in the units given, the
@@ -36,6 +36,11 @@ pub fn write_from_units(
     hash: bool,
 ) -> Result<(u64, Option<[u8; 32]>)> {
     let io = |e| Error::io(path, e);
+    if width != 2 && width != 4 {
+        return Err(Error::invalid(format!(
+            "ids of {width} bytes: they are 2 or 4"
+        )));
+    }
     let mut out = match hash {
         true => OutFile::with_sha256(path),
         false => OutFile::create(path),
@@ -72,16 +77,16 @@ pub fn write_from_units(
                     Error::invalid(format!("{}: a piece of {ids} ids", from.display()))
                 })?;
                 match out.append_from(file, offset, len) {
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    Ok(()) => {}
+                    Err(Side::Read(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                         return Err(Error::invalid(format!(
                             "{}: ends before byte {}; the unit file changed",
                             from.display(),
-                            offset + len
+                            offset.saturating_add(len)
                         )))
                     }
-                    // A read of the unit file or a write of the shard.
-                    Err(e) => return Err(io(e)),
-                    Ok(()) => {}
+                    Err(Side::Read(e)) => return Err(Error::io(from, e)),
+                    Err(Side::Write(e)) => return Err(io(e)),
                 }
             }
         }

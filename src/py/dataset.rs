@@ -336,9 +336,14 @@ fn write_shard_file(
     let mut planned = Vec::with_capacity(pieces.len());
     for (unit, offset, ids) in pieces {
         planned.push(match unit {
-            ..0 => Piece::Mark(u32::try_from(offset).map_err(|_| {
+            -1 => Piece::Mark(u32::try_from(offset).map_err(|_| {
                 PyValueError::new_err(format!("mark id {offset} is not a token id"))
             })?),
+            ..0 => {
+                return Err(PyValueError::new_err(format!(
+                    "unit {unit}: -1 marks a mark"
+                )))
+            }
             _ => Piece::Ids { unit, offset, ids },
         });
     }

@@ -343,7 +343,21 @@ def test_a_shard_file_is_whole_or_absent(tmp_path: Path) -> None:
         bpekit._core.write_shard_file(
             str(tmp_path / "t.bin"), b"", [(0, 0, 1)], {0: str(tmp_path / "gone.ids")}, 2, False
         )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.bin", "u.ids"]
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"adir: Is a directory"):
+        bpekit._core.write_shard_file(
+            str(tmp_path / "t.bin"), b"", [(0, 0, 1)], {0: str(tmp_path / "adir")}, 2, False
+        )
+    far = [(0, 2**40, 1)]
+    with pytest.raises(ValueError, match=r"u\.ids: ends before byte 1099511627778; the unit file changed"):
+        bpekit._core.write_shard_file(str(tmp_path / "t.bin"), b"", far, {0: str(unit)}, 2, False)
+    with pytest.raises(ValueError, match=r"u\.ids: a piece of 4611686018427387904 ids"):
+        bpekit._core.write_shard_file(
+            str(tmp_path / "t.bin"), b"", [(0, 2**63, 2**62)], {0: str(unit)}, 4, False
+        )
+    with pytest.raises(ValueError, match=r"unit -2: -1 marks a mark"):
+        bpekit._core.write_shard_file(str(tmp_path / "t.bin"), b"", [(-2, 0, 1)], {}, 4, False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "s.bin", "u.ids"]
 
 
 def test_a_bad_record_names_its_line(tmp_path: Path) -> None:
