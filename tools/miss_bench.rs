@@ -1,5 +1,6 @@
 //! Times the encoder's miss path on the distinct pieces of a text, in first-seen
 //! order (what a cold encode pays per new piece): `miss_bench RANKS PATTERN TEXT`.
+//! `BUCKETS=1` also times the merges by the pieces' length.
 
 use std::collections::HashSet;
 
@@ -64,6 +65,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t_whole / n * 1e9,
             t_merge / n * 1e9
         );
+        if std::env::var_os("BUCKETS").is_some() {
+            for (lo, hi) in [
+                (1, 8),
+                (9, 16),
+                (17, 32),
+                (33, 64),
+                (65, 128),
+                (129, 1 << 30),
+            ] {
+                let some: Vec<&[u8]> = pieces
+                    .iter()
+                    .copied()
+                    .filter(|p| p.len() >= lo && p.len() <= hi)
+                    .collect();
+                let t0 = std::time::Instant::now();
+                for p in &some {
+                    out.clear();
+                    merge_piece(&bpe, p, NONE, &mut scratch, &mut out).expect("memory");
+                }
+                let t = t0.elapsed().as_secs_f64();
+                println!(
+                    "  {lo}-{hi} bytes: {} pieces, {:.0} ns/piece, {:.1} ms",
+                    some.len(),
+                    t / some.len().max(1) as f64 * 1e9,
+                    t * 1e3
+                );
+            }
+        }
         let bytes: usize = pieces.iter().map(|p| p.len()).sum();
         println!(
             "{:.2} bytes, {:.2} ids per piece",

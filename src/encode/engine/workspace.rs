@@ -34,6 +34,8 @@ pub(crate) struct Workspace {
     pub(super) long_holds_short: bool,
     /// Faults in the output buffer of `Encoder::encode` ahead of the writes.
     pub(crate) prefault: Prefault,
+    /// The ends of a piece's parts, for the miss path's merge of a piece by parts.
+    pub(super) part_ends: Vec<u32>,
     /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
     /// merging a huge piece), for the text loop to stop at its next batch.
     pub(super) failure: Option<Error>,
@@ -64,6 +66,7 @@ impl Workspace {
             scratch: Scratch::try_new()?,
             long_holds_short: false,
             prefault: Prefault::default(),
+            part_ends: Vec::new(),
             failure: None,
         })
     }

@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
 use super::chars::{CharModel, CharSpec};
+use super::cuts::Cuts;
 use super::longparts::LongParts;
 use super::pairs::PairTable;
 use super::shortids::ShortIds;
@@ -74,6 +75,9 @@ pub struct Bpe {
     /// A vocabulary of characters (SentencePiece-style): merging starts from one part
     /// per character, and tokens are the UTF-8 of their text.
     chars: Option<Box<CharModel>>,
+    /// Where pieces may be cut ([`Bpe::cuts`]), made when first asked for: a few ms
+    /// for o200k, which only text that is not ASCII needs.
+    cuts: std::sync::OnceLock<Cuts>,
 }
 
 /// The hash of a token's bytes in [`Bpe`]'s `ids`.
@@ -108,6 +112,19 @@ impl Bpe {
         let model = CharModel::new(bpe.tokens(), |b| bpe.id_of(b), spec)?;
         bpe.chars = Some(Box::new(model));
         Ok(bpe)
+    }
+
+    /// Where a piece of a byte-level vocabulary may be cut into parts that merge on
+    /// their own ([`Cuts`]); `None` for a vocabulary of characters, whose pieces
+    /// start as characters already.
+    pub fn cuts(&self) -> Option<&Cuts> {
+        if self.chars.is_some() {
+            return None;
+        }
+        Some(
+            self.cuts
+                .get_or_init(|| Cuts::new(self.tokens().map(|(_, t)| t))),
+        )
     }
 
     /// The characters' first parts, for a vocabulary of characters.
@@ -405,6 +422,7 @@ impl Bpe {
             short_ids: ShortIds::empty(),
             merges: None,
             chars: None,
+            cuts: std::sync::OnceLock::new(),
         })
     }
 
@@ -428,6 +446,7 @@ impl Bpe {
             ))),
             _ => {
                 self.tokens[idx] = Some(bytes.into());
+                self.cuts = std::sync::OnceLock::new();
                 Ok(())
             }
         }

@@ -2,13 +2,15 @@
 //! one piece, and the rank files vocabularies come in.
 //!
 //! Inside this layer: `pairs` (the pair table and a thread's cache of it) and
-//! `shortids`/`longparts` (lookups used while building) and `chars` (the first parts
-//! of a piece in a vocabulary of characters) come first, then `bpe` (the
+//! `shortids`/`longparts` (lookups used while building), `chars` (the first parts
+//! of a piece in a vocabulary of characters) and `cuts` (where a piece may be cut
+//! into parts that merge apart) come first, then `bpe` (the
 //! vocabulary), then `merge` (which merges with a vocabulary and recovers merges
 //! from ranks), then `rankfile` (parsing).
 
 mod bpe;
 mod chars;
+mod cuts;
 mod longparts;
 mod merge;
 mod pairs;
