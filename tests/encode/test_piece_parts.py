@@ -9,6 +9,8 @@ go through the same path in ``test_encode_tiktoken`` and ``formats/test_hf_impor
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from conftest import bpekit_encoding, data_path, tiktoken_encoding
 from hypothesis import given, settings
@@ -45,8 +47,11 @@ def test_runs_of_letters_like_tiktoken(name: str, texts: list[str]) -> None:
     assert ours.encode_ordinary_batch(texts, num_threads=2) == theirs.encode_ordinary_batch(texts)
 
 
+HfPairs = list[tuple[bpekit.Tokenizer, Any]]
+
+
 @pytest.fixture(scope="module")
-def hf_pairs() -> list[tuple[bpekit.Tokenizer, object]]:
+def hf_pairs() -> HfPairs:
     tokenizers = pytest.importorskip("tokenizers")
     paths = [
         data_path("hf", "allenai_dolma2.json"),
@@ -57,9 +62,9 @@ def hf_pairs() -> list[tuple[bpekit.Tokenizer, object]]:
 
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(TEXT, min_size=1, max_size=4))
-def test_runs_of_letters_like_tokenizers(hf_pairs: list[tuple[bpekit.Tokenizer, object]], texts: list[str]) -> None:
+def test_runs_of_letters_like_tokenizers(hf_pairs: HfPairs, texts: list[str]) -> None:
     for ours, hf in hf_pairs:
-        want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]  # type: ignore[attr-defined]
+        want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
         assert [ours.encode(t) for t in texts] == want
         assert ours.encode_batch(texts, 2) == want
 
