@@ -213,17 +213,7 @@ mod tests {
         );
     }
 
-    /// A small deterministic generator (xorshift64*), so that failures replay.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-        }
-    }
+    use crate::testutil::Rng;
 
     type Pair = (Vec<u8>, Vec<u8>);
 
