@@ -130,19 +130,19 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
     steps, prefix_space = _pre_tokenizers(data.get("pre_tokenizer"), "pre_tokenizer")
     normalizers = _normalizers(data.get("normalizer"), "normalizer")
     _decoder(data.get("decoder"), "decoder")
-    vocab, merges, ignore_merges, model_ids = _bpe(model, "model")
+    vocab, merges, ignore_merges, model_ids, decode_only = _bpe(model, "model")
     added, decode, special = _added_tokens(
         data.get("added_tokens", []), model_ids, normalizers, "added_tokens"
     )
     prefix, suffix, trim = _post_processor(data.get("post_processor"), "post_processor")
-    last_id = max([*vocab.values(), *(i for _, i, *_ in added)], default=-1)
+    last_id = max([*model_ids.values(), *(i for _, i, *_ in added)], default=-1)
     try:
         core = _core.Encoder.from_hf(
             _with_all_bytes(vocab, last_id),
             merges,
             ignore_merges,
             steps,
-            (normalizers, added, prefix_space, decode),
+            (normalizers, added, prefix_space, decode_only + decode),
         )
     except ValueError as e:
         raise _Bad("$", str(e)) from None
@@ -314,9 +314,17 @@ def _byte_level(text: str) -> bytes | None:
 
 def _bpe(
     model: dict[str, Any], path: str
-) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], bool, dict[str, int]]:
-    """The vocab (bytes -> id), the merges as bytes, ``ignore_merges``, and the vocab as
-    the file gives it (text -> id)."""
+) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], bool, dict[str, int], list[tuple[int, bytes]]]:
+    """The vocab (bytes -> id), the merges as bytes, ``ignore_merges``, the vocab as
+    the file gives it (text -> id), and the entries that are not byte-level text as
+    ``(id, UTF-8)``.
+
+    ``tokenizers`` never gives such an entry's id for text: a word starts as byte-level
+    characters, and merges and ``ignore_merges``' whole-word lookup only ever join
+    byte-level texts. Its ``ByteLevel`` decoder gives the entry's UTF-8. So such an
+    entry only decodes: in the core's vocab, ``ignore_merges`` would find a piece of
+    the same bytes (``"中国"`` as one token), and a byte-level token of the same bytes
+    would lose its id to it."""
     kind = model.get("type", "BPE" if "merges" in model else None)
     if kind != "BPE":
         raise _Bad(f"{path}.type", f"model {kind!r} is not supported: bpekit reads BPE models only")
@@ -332,25 +340,36 @@ def _bpe(
     vocab: dict[bytes, int] = {}
     by_text: dict[str, bytes] = {}
     ids: dict[int, str] = {}
+    decode_only: list[tuple[int, bytes]] = []
     for text, i in raw_vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {_show(i)} is not an integer in 0..2**32-1")
-        token = _byte_level(text)
+        level = _byte_level(text)
+        token = level
         if token is None:
-            # Not byte-level text (a special token kept in the vocab): its own bytes;
-            # no piece of byte-level text can be it.
-            token = text.encode("utf-8")
+            try:
+                token = text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Bad(f"{path}.vocab[{text!r}]", "holds a lone surrogate, which is not text") from None
         # An id may have two texts of the same bytes (bpekit's export names a special
         # token's id under its own text too), not two texts of different bytes.
         if i in ids and by_text[ids[i]] != token:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {i} is also the id of {ids[i]!r}")
         ids.setdefault(i, text)
         by_text[text] = token
-        vocab.setdefault(token, i)
+        if level is None:
+            decode_only.append((i, token))
+        else:
+            vocab.setdefault(token, i)
+    # An id that is also a byte-level text's decodes as that (the same bytes, checked
+    # above); the core needs it once.
+    decode_only = [(i, b) for i, b in decode_only if vocab.get(b) != i]
     # tokenizers ranks a pair by its last line (it builds its merge map line by line, a
     # later line overwriting an earlier one); the core ranks by order in the list.
     by_last_line: dict[tuple[bytes, bytes], None] = {}
     for left, right in _merge_lines(model, path, by_text):
+        if _byte_level(left) is None or _byte_level(right) is None:
+            continue  # never applies in tokenizers: no word holds such a symbol
         pair = (by_text[left], by_text[right])
         by_last_line.pop(pair, None)
         by_last_line[pair] = None
@@ -363,7 +382,8 @@ def _bpe(
             + ", ".join(f"0x{byte:02x}" for byte in missing if byte not in _NEVER_IN_UTF8)
             + ": a byte-level BPE vocab holds all 256",
         )
-    return vocab, merges, _bool(model, "ignore_merges", path, False), {t: i for t, i in raw_vocab.items()}
+    model_ids = {t: i for t, i in raw_vocab.items()}
+    return vocab, merges, _bool(model, "ignore_merges", path, False), model_ids, decode_only
 
 
 #: Bytes no UTF-8 text holds. GPT-NeoX's vocab lacks them; such a tokenizer gets them
