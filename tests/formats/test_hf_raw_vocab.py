@@ -104,3 +104,59 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Any, bpek
 def test_raw_vocab_entries_hypothesis(built: list[tuple[str, Any, bpekit.Tokenizer]], text: str) -> None:
     for name, hf, ours in built:
         assert ours.encode(text) == hf.encode(text, add_special_tokens=False).ids, name
+
+
+@pytest.mark.parametrize("normalizer", ["NFKC", "Lowercase", None])
+def test_an_added_token_of_a_raw_entry_loads(tmp_path: Path, normalizer: str | None) -> None:
+    """An added token whose content is a raw entry (its id), normalized to other text:
+    its id decodes as the added token, and the ids are tokenizers'."""
+    from tokenizers import AddedToken, normalizers
+
+    vocab = _bytes_vocab()
+    vocab["ＡＢ"] = 256
+    hf = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    if normalizer is not None:
+        hf.normalizer = getattr(normalizers, normalizer)()
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.add_tokens([AddedToken("ＡＢ", normalized=True)])
+    path = tmp_path / "t.json"
+    hf.save(str(path))
+    ours = bpekit.Tokenizer.from_hf(path)
+    for text in ["中国", "ＡＢ", "AB", "ab", "Ab ＡＢ 中国", "x ab y"]:
+        assert ours.encode(text) == hf.encode(text, add_special_tokens=False).ids, text
+
+
+def test_a_byte_only_in_raw_text_is_named(tmp_path: Path) -> None:
+    """A vocab whose only entry of byte 0x20 is " " (not byte-level "Ġ"): tokenizers
+    skips that byte of every text; bpekit refuses the file and says why."""
+    vocab = _bytes_vocab()
+    del vocab[_CHARS[0x20]]
+    vocab[" "] = 0x20
+    path = tmp_path / "t.json"
+    _byte_level(vocab).save(str(path))
+    with pytest.raises(
+        ValueError, match=r"model\.vocab: has no token for byte\(s\) 0x20.*' ' is not byte-level"
+    ):
+        bpekit.Tokenizer.from_hf(path)
+
+
+def test_a_lone_surrogate_in_an_added_token_is_one_line(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "t.json"
+    _byte_level(_bytes_vocab()).save(str(path))
+    data = json.loads(path.read_text())
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+    data["added_tokens"] = [{"id": 256, "content": "\ud800", **flags}]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"added_tokens\[0\]\.content: holds a lone surrogate") as e:
+        bpekit.Tokenizer.from_hf(path)
+    assert "\n" not in str(e.value)
+
+
+def _byte_level(vocab: dict[str, int]) -> Any:
+    hf = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    return hf

@@ -135,14 +135,16 @@ def read_hf_data(data: Any, *, name: str = "hf") -> Loaded:
         data.get("added_tokens", []), model_ids, normalizers, "added_tokens"
     )
     prefix, suffix, trim = _post_processor(data.get("post_processor"), "post_processor")
-    last_id = max([*model_ids.values(), *(i for _, i, *_ in added)], default=-1)
+    added_ids = {i for _, i, *_ in added}
+    last_id = max([*model_ids.values(), *added_ids], default=-1)
     try:
         core = _core.Encoder.from_hf(
             _with_all_bytes(vocab, last_id),
             merges,
             ignore_merges,
             steps,
-            (normalizers, added, prefix_space, decode_only + decode),
+            # An added token's id decodes as tokenizers decodes the added token.
+            (normalizers, added, prefix_space, [d for d in decode_only if d[0] not in added_ids] + decode),
         )
     except ValueError as e:
         raise _Bad("$", str(e)) from None
@@ -341,6 +343,7 @@ def _bpe(
     by_text: dict[str, bytes] = {}
     ids: dict[int, str] = {}
     decode_only: list[tuple[int, bytes]] = []
+    raw: set[str] = set()
     for text, i in raw_vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 1 << 32:
             raise _Bad(f"{path}.vocab[{text!r}]", f"id {_show(i)} is not an integer in 0..2**32-1")
@@ -358,6 +361,7 @@ def _bpe(
         ids.setdefault(i, text)
         by_text[text] = token
         if level is None:
+            raw.add(text)
             decode_only.append((i, token))
         else:
             vocab.setdefault(token, i)
@@ -368,19 +372,23 @@ def _bpe(
     # later line overwriting an earlier one); the core ranks by order in the list.
     by_last_line: dict[tuple[bytes, bytes], None] = {}
     for left, right in _merge_lines(model, path, by_text):
-        if _byte_level(left) is None or _byte_level(right) is None:
+        if raw and (left in raw or right in raw):
             continue  # never applies in tokenizers: no word holds such a symbol
         pair = (by_text[left], by_text[right])
         by_last_line.pop(pair, None)
         by_last_line[pair] = None
     merges = list(by_last_line)
-    missing = [byte for byte in range(256) if bytes([byte]) not in vocab]
-    if any(byte not in _NEVER_IN_UTF8 for byte in missing):
+    missing = [byte for byte in range(256) if bytes([byte]) not in vocab and byte not in _NEVER_IN_UTF8]
+    if missing:
+        # A byte whose only entry is its own character (" " for "Ġ"): tokenizers skips
+        # that byte of any text.
+        plain = [text for text in raw if len(by_text[text]) == 1 and by_text[text][0] in missing]
         raise _Bad(
             f"{path}.vocab",
             "has no token for byte(s) "
-            + ", ".join(f"0x{byte:02x}" for byte in missing if byte not in _NEVER_IN_UTF8)
-            + ": a byte-level BPE vocab holds all 256",
+            + ", ".join(f"0x{byte:02x}" for byte in missing)
+            + ": a byte-level BPE vocab holds all 256"
+            + (f" ({', '.join(map(repr, plain[:3]))} is not byte-level text)" if plain else ""),
         )
     model_ids = {t: i for t, i in raw_vocab.items()}
     return vocab, merges, _bool(model, "ignore_merges", path, False), model_ids, decode_only
@@ -452,7 +460,10 @@ def _added_tokens(
         text = _core.hf_normalize(normalizers, content) if normalized and normalizers else content
         decoded = _byte_level(text)
         added.append((content, i, flags[0], flags[1], flags[2], flags[3], normalized))
-        decode.append((i, text.encode("utf-8") if decoded is None else decoded))
+        try:
+            decode.append((i, text.encode("utf-8") if decoded is None else decoded))
+        except UnicodeEncodeError:
+            raise _Bad(f"{at}.content", "holds a lone surrogate, which is not text") from None
         if flags[0]:
             special[content] = i
     return added, decode, special
