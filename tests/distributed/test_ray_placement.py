@@ -157,3 +157,104 @@ def test_tasks_that_write_here_stay_on_this_node(ray_local: Any, monkeypatch) ->
     results, _ = anywhere.submit(subprocess.call, [(["true"],)])
     assert [r for _, r in results] == [0]
     assert "scheduling_strategy" not in seen[-1]
+
+
+def test_a_joined_ray_on_this_machine_is_here_when_its_node_sees_our_files(
+    ray_local: Any, tmp_path: Path
+) -> None:
+    """The probe runs a task on each node, which reads the file written here; nothing
+    is left behind."""
+    other = tmp_path / "units"
+    other.mkdir()
+    assert backends.workers_are_here("ray", None, [tmp_path, other]) is True
+    assert sorted(tmp_path.rglob("*")) == [other]
+
+
+def _probing_ray(sees: bool | Exception, calls: list[tuple[str, ...]]) -> Any:
+    """A fake Ray whose one node (this machine's address) answers the probe ``sees``."""
+
+    class Remote:
+        def options(self, **kw: Any) -> Remote:
+            return self
+
+        def remote(self, paths: list[str], token: str) -> Any:
+            calls.append((*paths, token))
+            assert all(Path(p).read_text() == token for p in paths)  # written before the task
+            return sees
+
+    def get(refs: list[Any], timeout: float) -> list[Any]:
+        for r in refs:
+            if isinstance(r, Exception):
+                raise r
+        return refs
+
+    ray = _fake_ray("10.0.0.1", [{"Alive": True, "NodeManagerAddress": "10.0.0.1", "NodeID": "a" * 56}])
+    ray.remote = lambda fn: Remote()
+    ray.get = get
+    ray.cancel = lambda ref, force: None
+    return ray
+
+
+@pytest.mark.parametrize(("sees", "here"), [(True, True), (False, False), (TimeoutError("slow"), False)])
+def test_a_node_of_our_address_that_does_not_see_our_files_is_elsewhere(
+    monkeypatch, tmp_path: Path, sees: bool | Exception, here: bool
+) -> None:
+    """Two containers on the host's network share an address, not a filesystem: a node
+    that does not find the probe file (or cannot say) is another machine."""
+    pytest.importorskip("ray")
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setitem(sys.modules, "ray", _probing_ray(sees, calls))
+    assert backends.workers_are_here("ray", None, [tmp_path]) is here
+    assert len(calls) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_a_probe_that_cannot_be_written_means_elsewhere(monkeypatch, tmp_path: Path) -> None:
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setitem(sys.modules, "ray", _probing_ray(True, calls))
+    assert backends.workers_are_here("ray", None, [tmp_path, tmp_path / "missing"]) is False
+    assert calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_probe_cut_short_is_removed(monkeypatch, tmp_path: Path) -> None:
+    """The file written, then its write fails (a full disk): it is not left behind."""
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setitem(sys.modules, "ray", _probing_ray(True, calls))
+    real = Path.write_text
+
+    def full(self: Path, data: str, *a: Any, **k: Any) -> int:
+        real(self, data[:3])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert backends.workers_are_here("ray", None, [tmp_path]) is False
+    assert calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_node_without_an_id_is_elsewhere(monkeypatch, tmp_path: Path) -> None:
+    ray = _fake_ray("10.0.0.1", [{"Alive": True, "NodeManagerAddress": "10.0.0.1"}])
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    assert backends.workers_are_here("ray", None, [tmp_path]) is False
+
+
+def test_a_probe_left_by_a_killed_run_is_not_a_stranger(tmp_path: Path) -> None:
+    """A run killed while its nodes read the probe leaves the file; the next run takes
+    the folder (the probe is the dataset's own temporary file) and the units folder's
+    cleanup removes it."""
+    from bpekit.distributed.work import clear_units
+
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / f"{backends.PROBE_PREFIX}{'0' * 32}").write_text("x")
+    bpekit.encode_dataset([_text_file(tmp_path)], out, "gpt2")
+    assert not list(out.glob(".bpekit-probe-*"))
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / f"{backends.PROBE_PREFIX}{'a' * 32}").write_text("x")
+    clear_units(units)
+    assert not units.exists()
+
+
+def _text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a.txt"
+    path.write_text(f"hello world{EOT}again")
+    return path

@@ -209,8 +209,10 @@ def _trainer_files(shard: dict[str, Any]) -> list[dict[str, Any]]:
     return files
 
 
-# The manifest's temporary names (bpekit._atomic's), beside it.
-_TEMP = re.compile(r"\.manifest\.json\.[A-Za-z0-9_]+\.tmp")
+#: The dataset folder's own temporary files: a manifest being written (bpekit._atomic's
+#: names), and the file
+#: ``distributed.backends`` writes to see whether Ray's nodes share this filesystem.
+_TEMP = re.compile(r"\.manifest\.json\.[A-Za-z0-9_]+\.tmp|\.bpekit-probe-[0-9a-f]{32}")
 
 
 def _same_feeds(root: Path | str, old: dict[str, Any], feeds: Callable[[], str | None] | None) -> bool:

@@ -15,10 +15,12 @@ import contextvars
 import logging
 import os
 import queue
+import secrets
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from bpekit.distributed import _wire
@@ -80,11 +82,15 @@ def open_backend(address: str | None, backend: str, workers: int | None, here: b
     raise ValueError(f'backend must be "ray" or "local", not {backend!r}')
 
 
-def workers_are_here(backend: str, address: str | None) -> bool:
+def workers_are_here(
+    backend: str, address: str | None, probe_dirs: Sequence[str | os.PathLike[str]] = ()
+) -> bool:
     """Whether every worker of ``open_backend(address, backend, ...)`` runs on this
     machine, and so sees its files: the local pool; a Ray this call starts; a Ray this
     process joined beforehand (``ray.init(address=...)``) only where each of its live
-    nodes has this machine's address (a Ray client's never does)."""
+    nodes has this machine's address (a Ray client's never does) and finds in each of
+    ``probe_dirs`` a file this process writes there: two containers that share the
+    host's network have one address and two filesystems."""
     if backend == "local":
         return True
     if address is not None:
@@ -97,7 +103,63 @@ def workers_are_here(backend: str, address: str | None) -> bool:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
     except Exception:  # a client or a cluster that cannot say: its files are not ours
         return False
-    return bool(nodes) and all(n.get("NodeManagerAddress") == me for n in nodes)
+    if not nodes or any(n.get("NodeManagerAddress") != me for n in nodes):
+        return False
+    if not probe_dirs:
+        return True
+    ids = [n.get("NodeID") for n in nodes]
+    return all(isinstance(i, str) for i in ids) and _nodes_see(ray, ids, [Path(d) for d in probe_dirs])
+
+
+def _nodes_see(ray: Any, node_ids: list[str], folders: list[Path]) -> bool:
+    """Whether a task on each of ``node_ids`` reads the file this process writes in
+    each of ``folders`` (removed after, whatever happens)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    token = secrets.token_hex(16)
+    probes = [folder / f"{PROBE_PREFIX}{token}" for folder in folders]
+    refs: list[Any] = []
+    try:
+        for probe in probes:
+            probe.write_text(token)
+        check = ray.remote(_sees)
+        # No CPU asked: the check must not wait for the caller's other jobs.
+        refs = [
+            check.options(
+                num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)
+            ).remote([str(p) for p in probes], token)
+            for n in node_ids
+        ]
+        return all(ray.get(refs, timeout=PROBE_TIMEOUT_S))
+    except Exception:  # no probe written (full, read-only), a node gone or too slow to say
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        return False
+    finally:
+        for probe in probes:
+            probe.unlink(missing_ok=True)
+
+
+#: The name of a probe file, before its token: a dataset folder's own temporary file
+#: (a run killed while probing leaves it; the next run removes it).
+PROBE_PREFIX = ".bpekit-probe-"
+
+#: How long the nodes have to say whether they see the probe file: a node's first task
+#: may start a worker process (~1-2 s).
+PROBE_TIMEOUT_S = 60.0
+
+
+def _sees(paths: list[str], token: str) -> bool:
+    """Run on a node: whether each of ``paths`` there holds ``token``."""
+    try:
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                if f.read() != token:
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 class LocalBackend:

@@ -247,8 +247,11 @@ def _write(
     folder = Path(os.fspath(work_dir)) if work_dir is not None else root.parent / f".{root.name}.units"
     # Workers on this machine (the local pool, a Ray started here) write the unit files
     # into the folder themselves: sending them back through a pipe or Ray's object
-    # store, for the driver to write and hash, made the driver the bottleneck.
-    here = workers_are_here(spread.backend, spread.address)
+    # store, for the driver to write and hash, made the driver the bottleneck. They
+    # write into both folders, so each node must see a probe file in each.
+    if not shared:
+        folder.mkdir(exist_ok=True)
+    here = workers_are_here(spread.backend, spread.address, [root, folder] if folder.is_dir() else [root])
     spec = EncodeSpec(
         tokenizer=pickle.dumps(tok),
         fingerprint=fingerprint(tok),

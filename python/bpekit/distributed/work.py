@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import pickle
+import re
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -340,6 +341,10 @@ def clear_units(work_dir: Path) -> None:
     # the name both the Rust and the Python atomic writers give it).
     for path in work_dir.glob(".unit-*.tmp"):
         if path.name[6:12].isdigit():
+            path.unlink(missing_ok=True)
+    # A run killed while Ray's nodes read its probe file (backends.workers_are_here).
+    for path in work_dir.glob(".bpekit-probe-*"):
+        if re.fullmatch(r"\.bpekit-probe-[0-9a-f]{32}", path.name):
             path.unlink(missing_ok=True)
     (work_dir / "plan.json").unlink(missing_ok=True)
     try:
