@@ -406,6 +406,13 @@ def test_the_lists_of_ints_a_call_returns_are_not_tracked_by_the_collector(pairs
     assert _untracked(big) is big and gc.is_tracked(big)
     ints = [1, 2**80]
     assert _untracked(ints) is ints and not gc.is_tracked(ints)
+
+    class Held(list):  # type: ignore[type-arg]
+        pass
+
+    held = Held([1, 2])
+    held.me = held  # a cycle through its __dict__: it must stay in the collector's sight
+    assert _untracked(held) is held and gc.is_tracked(held)
     ints.append(ints)  # a cycle made by hand is freed once broken, as documented
     ints.pop()
 
