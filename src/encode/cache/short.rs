@@ -114,24 +114,23 @@ impl ShortCache {
     /// the L1 cache.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the index is masked into the table; a prefetch never faults.
-        unsafe {
-            let p = self.store.line(self.home(hash));
-            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        self.prefetch_into::<3>(hash);
     }
 
     /// [`Self::prefetch`] into the L2 cache only.
     #[inline]
     pub fn prefetch_l2(&self, hash: u64) {
+        self.prefetch_into::<2>(hash);
+    }
+
+    /// Prefetches with x86's locality `HINT` (3: `_MM_HINT_T0`, 2: `_MM_HINT_T1`).
+    #[inline(always)]
+    fn prefetch_into<const HINT: i32>(&self, hash: u64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the index is masked into the table; a prefetch never faults.
         unsafe {
             let p = self.store.line(self.home(hash));
-            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T1);
+            std::arch::x86_64::_mm_prefetch::<HINT>(p.cast::<i8>());
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = hash;
