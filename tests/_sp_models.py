@@ -158,3 +158,12 @@ HARD = [
     "\U0010fffd\U0001d11e rare planes 龘鬱é龘 x龘",
     "Once upon a time, there was a little girl named Lily.",
 ]
+
+
+if __name__ == "__main__":
+    import sys
+
+    where = Path(sys.argv[1])
+    where.mkdir(parents=True, exist_ok=True)
+    for name, path in build(where).items():
+        print(name, path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +36,16 @@ use_shared_encodings()
 @pytest.fixture(scope="session")
 def sp_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The SentencePiece-style files of ``_sp_models``, by name (skipped without
-    ``sentencepiece``, ``tokenizers`` or ``transformers``)."""
+    ``sentencepiece``, ``tokenizers`` or ``transformers``). ``BPEKIT_SP_MODELS``: a
+    folder where ``python tests/_sp_models.py FOLDER`` built them already (transformers
+    5's tokenizer classes no longer read a ``.model``, which 4's converters take)."""
+    from _sp_models import NAMES, build
+
+    built = os.environ.get("BPEKIT_SP_MODELS")
+    if built:
+        return {name: Path(built) / f"{name}.json" for name in NAMES}
     for module in ("sentencepiece", "tokenizers", "transformers"):
         pytest.importorskip(module)
-    from _sp_models import build
-
     return build(tmp_path_factory.mktemp("sp_models"))
 
 
