@@ -271,6 +271,51 @@ def test_offsets_are_those_of_transformers(pairs: dict[str, tuple[Any, Any]]) ->
                 assert dict(ours(texts, **kw)) == dict(ref(texts, **kw)), name
 
 
+def test_offsets_of_cut_windows_keep_tokenizers_first_token_space(tmp_path: Path) -> None:
+    """ByteLevel's trim_offsets with add_prefix_space keeps the single leading space of
+    each encoding's first token: a window cut from a longer text (left truncation, the
+    overflowing ones) has its own first token, unlike the whole text's offsets."""
+    data = json.loads(data_path("hf", "allenai_eleuther-ai-gpt-neox-20b-pii-special.json").read_text("utf-8"))
+    data["post_processor"] = {
+        "type": "ByteLevel",
+        "add_prefix_space": True,
+        "trim_offsets": True,
+        "use_regex": True,
+    }
+    data["added_tokens"].append(
+        {"id": 50277, "content": " xq", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": False}
+    )  # fmt: skip
+    (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
+    folder = _folder(tmp_path / "t.json", tmp_path / "prefix", NEOX_SPECIALS)
+    ref = transformers.AutoTokenizer.from_pretrained(str(folder))
+    with bpekit.transformers_patched():
+        ours = transformers.AutoTokenizer.from_pretrained(str(folder))
+    texts = ["one two  three", " lead  two", "a \n b  ", "x xq xq y", "  \t z", "é 日本 x"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for side in ("left", "right"):
+            ref.truncation_side = ours.truncation_side = side
+            for max_length in (1, 2, 3):
+                for kw in (
+                    {"truncation": True, "max_length": max_length},
+                    {
+                        "truncation": True,
+                        "max_length": max_length,
+                        "stride": 0,
+                        "return_overflowing_tokens": True,
+                    },
+                    {
+                        "truncation": True,
+                        "max_length": max_length,
+                        "padding": "max_length",
+                        "padding_side": "left",
+                    },
+                ):
+                    kw = {"return_offsets_mapping": True, **kw}
+                    assert dict(ours(texts, **kw)) == dict(ref(texts, **kw)), (side, kw)
+
+
 def test_added_tokens_and_changes_after_loading_are_seen(folders: dict[str, Path]) -> None:
     """Tokens added after the first call, and a post-processor set later: bpekit's
     tokenizer is made again from the backend's state."""

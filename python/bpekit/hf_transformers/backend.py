@@ -27,6 +27,7 @@ import os
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from bpekit.hf_transformers.encoding import Batch, Encoding, Padding, Truncation, encodings
@@ -302,6 +303,7 @@ class Backend:
             padding,
             lambda: _offsets_of(plan.tok, texts, allowed, add_special),
             lambda: self._twins(texts, add_special, settings),
+            _window_first(plan.tok, add_special) if truncation is not None else None,
         )
         return encodings(seqs, batch, truncation)
 
@@ -406,6 +408,36 @@ def _offsets_of(tok: Any, texts: list[str], allowed: list[str] | None, add_speci
         warn_once(f"offsets (return_offsets_mapping=True): {e}")
         return None
     return [offsets for _, offsets in found]
+
+
+WindowFirst = Callable[[int, tuple[int, int]], tuple[int, int] | None]
+
+
+def _window_first(tok: Any, add_special: bool) -> WindowFirst | None:
+    """Where ``tokenizers``' ByteLevel post-processor trims with ``add_prefix_space``,
+    it keeps the one leading space of each encoding's first token (index 0), that of a
+    window cut from a longer text too; the whole text's offsets trimmed it there. The
+    function gives a window's first token its offsets from its id and the trimmed ones
+    (None for an added token: its string is the text it matched, which ``tokenizers``'
+    own encoding has); None where nothing differs (no such trim, or a template's token
+    first)."""
+    trim = tok._trim(add_special)
+    if trim is None or not trim[0] or trim[1] != 0:
+        return None
+    added = {t.get("id") for t in tok._hf.data.get("added_tokens", [])}
+
+    def first(token: int, span: tuple[int, int]) -> tuple[int, int] | None:
+        if token in added:
+            return None
+        # A byte-level token's only whitespace character is the space's ("Ġ").
+        data = tok.decode_single_token_bytes(token)
+        if len(data) - len(data.lstrip(b" ")) != 1:
+            return span  # tokenizers keeps a single space only
+        start, end = span
+        # A lone " " was trimmed to (end, end); kept, its end is trimmed to its start.
+        return (end - 1, end - 1) if data == b" " else (start - 1, end)
+
+    return first
 
 
 def _configure(hf: Any, trunc: dict[str, Any] | None, pad: dict[str, Any] | None, split: bool) -> None:

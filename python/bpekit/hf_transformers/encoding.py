@@ -25,6 +25,7 @@ The rules, read from ``tokenizers`` 0.22-0.23 (``tokenizer/encoding.rs``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,7 @@ class Batch:
         "add_special",
         "padding",
         "template",
+        "window_first",
     )
 
     def __init__(
@@ -122,10 +124,16 @@ class Batch:
         padding: Padding | None,
         offsets_of: Any,
         twins_of: Any,
+        window_first: Callable[[int, tuple[int, int]], tuple[int, int] | None] | None = None,
     ) -> None:
         self.template = template
         self.add_special = add_special
         self.padding = padding
+        #: The offsets of a cut window's first token, from the whole text's and its id,
+        #: where the post-processor trims the first token of each encoding apart
+        #: (``tokenizers``' ByteLevel ``trim_offsets`` with ``add_prefix_space``); None
+        #: from it: ``tokenizers``' own encoding's.
+        self.window_first = window_first
         self._offsets_of = offsets_of
         self._offsets: list[list[tuple[int, int]]] | None = None
         self._twins_of = twins_of
@@ -232,6 +240,13 @@ class Encoding:
             return list(self._batch.twin(self._index, self._overflow).offsets)
         seq = native[self._start : self._start + self._n]
         pre, suf = self._around()
+        fix = self._batch.window_first
+        if fix is not None and self._start > 0 and self._n > 0:
+            padding = self._batch.padding
+            fixed = fix(self.ids[pre + (self._pad if padding is not None and padding.left else 0)], seq[0])
+            if fixed is None:
+                return list(self._batch.twin(self._index, self._overflow).offsets)
+            seq = [fixed, *seq[1:]]
         return self._fields((0, 0), [(0, 0)] * pre, seq, [(0, 0)] * suf)
 
     @property
