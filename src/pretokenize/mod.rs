@@ -237,6 +237,15 @@ impl Pretokenizer {
         }
     }
 
+    /// Whether a step may drop text (a `Split` with behavior `Removed`): its pieces
+    /// then do not spell the text, which offsets assume.
+    pub fn may_remove_text(&self) -> bool {
+        match &self.scanner {
+            Scanner::Pipeline(chain) => chain.iter().any(|s| s.behavior == Behavior::Removed),
+            _ => false,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self.scanner {
             Scanner::Named(Named::Gpt2) => Kind::Gpt2,

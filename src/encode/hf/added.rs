@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::specials::SpecialMatcher;
 
 /// An added token as `tokenizer.json` gives it.
@@ -75,7 +75,9 @@ impl AddedSet {
     /// Calls `f` with the parts of `text` in order: the text between tokens (never
     /// empty) and each token's id. `recognise(id)` says whether a special token counts.
     /// Follows `AddedVocabulary::find_matches` step by step, including its quirk of a
-    /// match that starts inside the whitespace an `rstrip` token before it took.
+    /// match that starts inside the whitespace an `rstrip` token before it took (taken
+    /// again; with `lstrip`, nothing), and its failure where such a match ends before
+    /// that whitespace does.
     pub(crate) fn split<'t>(
         &self,
         text: &'t str,
@@ -102,10 +104,23 @@ impl AddedSet {
             if token.rstrip {
                 stop += leading_space_len(&text[stop..]);
             }
+            if start > stop {
+                // An lstrip match inside the whitespace an rstrip token before it took
+                // past its end: tokenizers panics on its reversed range ("bad split").
+                return Err(Error::invalid(format!(
+                    "added token {:?} matched inside the whitespace the added token before it \
+                     took (HF tokenizers fails on this text too)",
+                    token.content
+                )));
+            }
             if start_offset < start {
                 f(Part::Text(&text[start_offset..start]))?;
             }
-            f(Part::Token(token.id, start..stop))?;
+            // Empty where an lstrip match lies inside that whitespace: tokenizers drops
+            // empty splits, so no token.
+            if start < stop {
+                f(Part::Token(token.id, start..stop))?;
+            }
             start_offset = stop;
         }
         if start_offset < text.len() {
@@ -200,5 +215,42 @@ mod tests {
         );
         assert_eq!(parts(&set, "a  <s>  b<s>xy"), ["a", "<2>", "b", "<3>", "y"]);
         assert_eq!(parts(&set, ""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn matches_inside_the_whitespace_an_rstrip_took_are_as_tokenizers_has_them() {
+        let strip = |content: &str, id, lstrip, rstrip| AddedToken {
+            lstrip,
+            rstrip,
+            ..token(content, id)
+        };
+        // tokenizers' ids: [1]; [1]; [1, 88] ("x" is text here); [1, 2, "x"].
+        let newline = AddedSet::new(vec![strip("\n", 1, true, true)]).unwrap();
+        assert_eq!(parts(&newline, "\n\n"), ["<1>"]);
+        let set = AddedSet::new(vec![
+            strip("ab", 1, false, true),
+            strip("\n", 2, true, false),
+        ])
+        .unwrap();
+        assert_eq!(parts(&set, "ab\n"), ["<1>"]);
+        let set = AddedSet::new(vec![
+            strip("<m>", 1, false, true),
+            strip("  ", 2, true, false),
+        ])
+        .unwrap();
+        assert_eq!(parts(&set, "<m>  x"), ["<1>", "x"]);
+        let set = AddedSet::new(vec![strip("ab", 1, false, true), token("  ", 2)]).unwrap();
+        assert_eq!(parts(&set, "ab  x"), ["<1>", "<2>", "x"]);
+        // Ending before the whitespace taken does: tokenizers panics ("bad split").
+        let set = AddedSet::new(vec![
+            strip("Hark", 1, false, true),
+            strip("  ", 2, true, false),
+        ])
+        .unwrap();
+        let err = set.split("Hark  \n", |_| true, |_| Ok(())).unwrap_err();
+        assert!(
+            err.to_string().contains("matched inside the whitespace"),
+            "{err}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use super::align::{Align, Aligned};
 use super::Front;
 use crate::encode::engine::{char_ceil, char_floor, space_ends, token_spans};
 use crate::encode::engine::{Chars, Cut, Engine, Span, Spans, Workspace};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::specials::Specials;
 
 /// How the bytes of a normalized text stand for the original text.
@@ -78,6 +78,12 @@ impl Front {
         spans: &mut Spans,
         chars: &mut Chars<'_>,
     ) -> Result<()> {
+        if engine.pretok.may_remove_text() {
+            return Err(Error::invalid(
+                "offsets of a pre-tokenizer that removes text (a Split with behavior \
+                 Removed) are not supported",
+            ));
+        }
         if engine.bpe.chars().is_some() {
             return self.char_spans(engine, text, allowed, ws, out, spans, chars);
         }
