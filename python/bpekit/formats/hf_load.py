@@ -51,6 +51,7 @@ from bpekit.formats._hf_json import (
 )
 from bpekit.formats.gpt2 import decode_token
 from bpekit.formats.hf_chars import char_decoder, char_model, char_words, is_char_model
+from bpekit.formats.onig import rust_regex
 from bpekit.formats.parts import HfExtras, Loaded
 
 __all__ = ["HfExtras", "find_tokenizer_json", "read_hf", "read_hf_data"]
@@ -230,7 +231,7 @@ def _step(node: dict[str, Any], at: str) -> tuple[str, str, bool, str, bool]:
         if not literal and _onig_possessive_interval(text):
             raise _Bad(f"{at}.pattern.Regex", "an interval followed by '+' reads differently in Oniguruma")
         if not literal:
-            text = _EQUIVALENT.get(text, text)
+            text = _EQUIVALENT.get(text) or _rust_regex(text, f"{at}.pattern.Regex")
         return ("split", text, literal, behavior, _bool(node, "invert", at, False))
     else:
         return ("digits", "", _bool(node, "individual_digits", at, False), "", False)
@@ -250,6 +251,15 @@ def _equivalents() -> dict[str, str]:
 
 
 _EQUIVALENT = _equivalents()
+
+
+def _rust_regex(text: str, at: str) -> str:
+    """``text``, a regex for Oniguruma, as the core's engine must read it
+    (``bpekit.formats.onig``)."""
+    try:
+        return rust_regex(text)
+    except ValueError as e:
+        raise _Bad(at, str(e)) from None
 
 
 def _onig_possessive_interval(text: str) -> bool:
@@ -277,6 +287,8 @@ def _normalizers(spec: Any, path: str) -> list[tuple[str, str, bool, str]]:
             text, literal = _pattern(node, at)
             if not text:
                 raise _Bad(f"{at}.pattern", "an empty pattern is not supported")
+            if not literal:
+                text = _rust_regex(text, f"{at}.pattern.Regex")
             step = (kind, text, literal, _str(node.get("content"), f"{at}.content"))
             if not literal:
                 # The core checks the regex (it refuses one that can match the empty
