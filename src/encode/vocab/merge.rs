@@ -182,7 +182,14 @@ fn merge_scan(
         if best == NONE {
             break;
         }
-        parts[at] = pairs.merged_id(best);
+        let merged = pairs.merged_id(best);
+        if let Some(&right) = parts.get(at + 2) {
+            pairs.prefetch_cached(merged, right, cache);
+        }
+        if let Some(left) = at.checked_sub(1).and_then(|i| parts.get(i)) {
+            pairs.prefetch_cached(*left, merged, cache);
+        }
+        parts[at] = merged;
         parts.remove(at + 1);
         ranks.remove(at);
         if at + 1 < parts.len() {
