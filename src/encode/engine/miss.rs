@@ -68,7 +68,7 @@ fn encode_miss(
         _ => {
             let whole = match (bpe.whole_piece_lookup(), key) {
                 (false, _) => None,
-                (true, 0) => bpe.id_of(piece),
+                (true, 0) => bpe.id_of_long(piece),
                 (true, _) => bpe.id_of_short(key, hash),
             };
             match whole {

@@ -78,6 +78,78 @@ pub struct Bpe {
     /// Where pieces may be cut ([`Bpe::cuts`]), made when first asked for: a few ms
     /// for o200k, which only text that is not ASCII needs.
     cuts: std::sync::OnceLock<Cuts>,
+    /// The tokens of more than `KEY_LEN` bytes, filled with `short_ids`
+    /// ([`Bpe::id_of_long`]).
+    long_tokens: LongTokens,
+}
+
+/// Which byte strings of more than `KEY_LEN` bytes may be tokens: one bit of a
+/// filter per token, at a hash of its length and its first and last eight bytes,
+/// and the longest token's length.
+///
+/// Why: a cold encode looks every new long piece up as a whole before merging it,
+/// and nearly all of them are not tokens (most long pieces of the multilingual
+/// corpus are runs of CJK letters). The lookup in `ids` hashed all the bytes and then
+/// read a bucket and the token's boxed bytes, misses in tables of megabytes, ~175
+/// ns a piece (perf: `Bpe::id_of` was 4-5% of a cold per-document encode of that
+/// corpus with o200k and OLMo 2). The filter is 16 bits a token (o200k: 16 KB), in
+/// L1 or L2, and answers most of them alone.
+#[derive(Debug, Default)]
+struct LongTokens {
+    bits: Box<[u64]>,
+    /// `64 - log2(bits)`.
+    shift: u32,
+    /// The longest token's length (0: none, or not filled).
+    max_len: usize,
+}
+
+impl LongTokens {
+    /// The filter of the tokens longer than `KEY_LEN` among `tokens` (by id, `None`
+    /// where an id has none).
+    fn new(tokens: &[Option<Box<[u8]>>]) -> Self {
+        let long = || tokens.iter().flatten().filter(|t| t.len() > KEY_LEN);
+        let n = long().count();
+        let n_bits = (n * 16).next_power_of_two().max(64);
+        let mut filter = Self {
+            bits: vec![0; n_bits / 64].into_boxed_slice(),
+            shift: 64 - n_bits.trailing_zeros(),
+            max_len: 0,
+        };
+        for t in long() {
+            let i = filter.index(t);
+            filter.bits[i / 64] |= 1 << (i % 64);
+            filter.max_len = filter.max_len.max(t.len());
+        }
+        filter
+    }
+
+    /// The filter bit of `bytes` (more than eight bytes long, else bit 0).
+    #[inline]
+    fn index(&self, bytes: &[u8]) -> usize {
+        let (Some(head), Some(tail)) = (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) else {
+            return 0;
+        };
+        let h = (u64::from_le_bytes(*head) ^ (bytes.len() as u64).rotate_left(32))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ u64::from_le_bytes(*tail);
+        (h.wrapping_mul(0xd6e8_feb8_6659_fd93) >> self.shift) as usize
+    }
+
+    /// False where no token has these bytes (always true for `KEY_LEN` bytes or
+    /// fewer, which the filter does not hold).
+    #[inline]
+    fn may_hold(&self, bytes: &[u8]) -> bool {
+        if bytes.len() <= KEY_LEN {
+            return true;
+        }
+        if bytes.len() > self.max_len {
+            return false;
+        }
+        let i = self.index(bytes);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
 }
 
 /// The hash of a token's bytes in [`Bpe`]'s `ids`.
@@ -278,6 +350,7 @@ impl Bpe {
     /// may repeat, and only the id `ids` holds for them goes in (ranks cannot repeat,
     /// and checking cost a fresh load of o200k a lookup per token).
     fn fill_short_ids(&mut self, repeats: bool) {
+        self.long_tokens = LongTokens::new(&self.tokens);
         let n_short = self.tokens().filter(|(_, t)| t.len() <= KEY_LEN).count();
         self.short_ids = ShortIds::with_capacity(n_short);
         for (id, t) in self.tokens.iter().enumerate() {
@@ -423,6 +496,7 @@ impl Bpe {
             merges: None,
             chars: None,
             cuts: std::sync::OnceLock::new(),
+            long_tokens: LongTokens::default(),
         })
     }
 
@@ -472,6 +546,17 @@ impl Bpe {
         self.ids
             .find(bytes_hash(bytes), |&i| self.token(i) == Some(bytes))
             .copied()
+    }
+
+    /// [`Bpe::id_of`] a whole piece, for pieces of more than 15 bytes: only for
+    /// vocabularies with [`Bpe::whole_piece_lookup`], whose long tokens it filters
+    /// first.
+    #[inline]
+    pub fn id_of_long(&self, piece: &[u8]) -> Option<u32> {
+        match self.long_tokens.may_hold(piece) {
+            true => self.id_of(piece),
+            false => None,
+        }
     }
 
     /// [`Bpe::id_of`] a whole piece of 1 to 15 bytes by its `piecekey` key and that
@@ -571,6 +656,34 @@ mod tests {
         ranks.push((b"ab".to_vec(), 257));
         let err = Bpe::from_ranks(ranks).unwrap_err().to_string();
         assert!(err.contains("\"ab\" has two ranks, 256 and 257"), "{err}");
+    }
+
+    /// `id_of_long` finds every long token, and answers as `id_of` for any piece,
+    /// filtered or not: of a token's length and ends, longer than any, or short.
+    #[test]
+    fn long_lookup_finds_the_long_tokens_and_only_them() {
+        let long: Vec<Vec<u8>> = (16..=40)
+            .map(|n| (0..n).map(|i| b'a' + (i * 7 % 26) as u8).collect())
+            .collect();
+        let mut ranks = byte_ranks();
+        ranks.push((b"ab".to_vec(), 256));
+        ranks.extend(long.iter().cloned().zip(257..));
+        let bpe = Bpe::from_ranks(ranks).unwrap();
+        for t in &long {
+            assert_eq!(bpe.id_of_long(t), bpe.id_of(t));
+            assert!(bpe.id_of_long(t).is_some());
+            let mut other = t.clone();
+            other[t.len() / 2] ^= 1;
+            assert_eq!(bpe.id_of_long(&other), None, "same length and ends");
+            assert_eq!(bpe.id_of_long(&[&t[..], b"!"].concat()), None);
+        }
+        assert_eq!(bpe.id_of_long(&[b'a'; 41]), None, "longer than any token");
+        assert_eq!(
+            bpe.id_of_long(b"ab"),
+            Some(256),
+            "short pieces are not filtered"
+        );
+        assert_eq!(bpe.id_of_long(b""), bpe.id_of(b""));
     }
 
     fn byte_ranks() -> Vec<(Vec<u8>, u32)> {
