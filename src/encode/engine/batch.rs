@@ -203,6 +203,18 @@ fn emit_piece(
                 0 => (key, batch.hashes[i]),
                 _ => (0, batch.long_hashes[i]),
             };
+            // A piece the table lacks is most likely one of a run of new pieces (a
+            // cold encode), each looked up as a whole token before it is merged: the
+            // next pieces' lookups are asked for now, to arrive while this one merges.
+            if bpe.whole_piece_lookup() {
+                for &h in batch
+                    .hashes
+                    .get(i + 1..batch.len.min(i + 3))
+                    .unwrap_or_default()
+                {
+                    bpe.prefetch_short(h);
+                }
+            }
             encode_slow(bpe, &bytes[start..end], key, hash, ws, out);
         }
         *emit = Emit::open(out, batch.len - i - 1);

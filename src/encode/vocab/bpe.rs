@@ -566,6 +566,12 @@ impl Bpe {
         self.short_ids.get(key, hash)
     }
 
+    /// Starts loading what [`Bpe::id_of_short`] of `hash` reads first.
+    #[inline]
+    pub fn prefetch_short(&self, hash: u64) {
+        self.short_ids.prefetch_tag(hash);
+    }
+
     #[inline]
     pub fn byte_id(&self, b: u8) -> u32 {
         self.byte_ids[b as usize]

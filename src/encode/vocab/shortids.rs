@@ -105,6 +105,19 @@ impl ShortIds {
         let _ = hash;
     }
 
+    /// Starts loading the tag byte a [`ShortIds::get`] of `hash` reads first.
+    #[inline]
+    pub fn prefetch_tag(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `home` is below the tag count; a prefetch never faults.
+        unsafe {
+            let p = self.tags.as_ptr().add(self.home(hash));
+            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
     /// The id of `key` (`hash` is its `piecekey::hash`), if it is a token.
     #[inline]
     pub fn get(&self, key: u128, hash: u64) -> Option<u32> {
