@@ -26,16 +26,6 @@ use super::line::{CachedIds, Line};
 use super::store::{Spill, Store};
 use crate::error::{Error, Result};
 
-/// How many times larger an own table grows when it fills up.
-///
-/// Why 4, not 2: each growth rehashes every entry into fresh memory, which the kernel
-/// zeroes on first touch. A cold per-document encode of the multilingual corpus
-/// (OLMo 2, 355K distinct short pieces) grew 2 -> 32 MB in four doublings, rehashing
-/// 480K entries into 62 MB; a table made at 32 MB from the start took ~35 ms (7%) less
-/// of that first pass. Growing 4x at a time takes two steps (160K entries, 42 MB),
-/// at the price of a table up to twice the size that its pieces need in between.
-const GROWTH: usize = 4;
-
 /// A handle on a short cache: the owner's (which may grow it), or one of the
 /// handles of a table shared by several threads ([`ShortCache::share`]).
 #[derive(Debug)]
@@ -186,10 +176,9 @@ impl ShortCache {
         if self.shared {
             return self.store.insert(key, hash, ids, true);
         }
-        let lines = self.store.lines.len();
-        let full = self.store.fill.len.load(Relaxed) + 1 > lines;
-        if full && lines < self.max_lines {
-            self.grow_to(lines.saturating_mul(GROWTH));
+        let full = self.store.fill.len.load(Relaxed) + 1 > self.store.lines.len();
+        if full && self.store.lines.len() < self.max_lines {
+            self.grow();
         }
         self.store.insert(key, hash, ids, false)
     }
@@ -275,19 +264,16 @@ impl ShortCache {
             }
             return;
         }
-        self.grow_to(lines);
+        while self.capacity_lines() < lines && self.capacity_lines() < self.max_lines {
+            self.grow();
+        }
     }
 
-    /// Grows the table to `lines` lines (a power of two), or to its limit where that
-    /// is less, in one copy; where the memory cannot be had, it stays as it is and
+    /// Doubles the table; where the memory cannot be had, it stays as it is and
     /// stops growing (a cache that stops growing only costs merges).
     #[cold]
-    fn grow_to(&mut self, lines: usize) {
-        let lines = lines.min(self.max_lines);
-        if lines <= self.store.lines.len() {
-            return;
-        }
-        match self.store.grown_to(lines, self.max_lines) {
+    fn grow(&mut self) {
+        match self.store.doubled(self.max_lines) {
             Some(store) => self.store = Arc::new(store),
             None => self.max_lines = self.store.lines.len(),
         }

@@ -206,25 +206,8 @@ pub(super) fn entry_limit(lines: usize, max_lines: usize) -> usize {
 impl Store {
     /// A store of twice the lines holding this one's entries, with the same spill.
     pub(super) fn doubled(&self, max_lines: usize) -> Option<Self> {
-        self.grown_to(self.lines.len() * 2, max_lines)
-    }
-
-    /// A store of `lines` lines (a power of two, more than this one's) holding this
-    /// one's entries, with the same spill.
-    pub(super) fn grown_to(&self, lines: usize, max_lines: usize) -> Option<Self> {
         let old = self;
-        let bigger = Store::try_new(lines, max_lines, Arc::clone(&old.spill))?;
-        // Faulted in before the copy, which writes to every block of it anyway: where
-        // the copy faulted them in, each of its huge pages was first read (mapped to
-        // the zero page) and then written (a second fault, a copy-on-write and a TLB
-        // flush), and where huge pages could not be had, a fault every 4 KiB.
-        let blocks = bigger.lines.blocks();
-        for b in 0..blocks {
-            if !bigger.lines.populate_block(b) {
-                break;
-            }
-        }
-        bigger.fill.next_block.store(blocks, Relaxed);
+        let bigger = Store::try_new(old.lines.len() * 2, max_lines, Arc::clone(&old.spill))?;
         let mut copied = 0;
         for i in 0..old.lines.len() {
             // SAFETY: `i` is a line of the old table; lines are read as the `line`
