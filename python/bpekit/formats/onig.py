@@ -121,11 +121,7 @@ def rust_regex(pattern: str) -> str:
                 continue
             if c == "[":
                 depth += 1
-                out.append(c)
-                i += 1
-                if i < n and pattern[i] == "^":
-                    out.append("^")
-                    i += 1
+                i = _open_bracket(pattern, i, out)
                 continue
             if c == "]":
                 depth -= 1
@@ -134,15 +130,7 @@ def rust_regex(pattern: str) -> str:
             continue
         if c == "[":
             depth = 1
-            out.append(c)
-            i += 1
-            # A leading "]" (after "^") is a literal in both; copy it so it does not close.
-            if i < n and pattern[i] == "^":
-                out.append("^")
-                i += 1
-            if i < n and pattern[i] == "]":
-                out.append("\\]")
-                i += 1
+            i = _open_bracket(pattern, i, out)
             continue
         if c == "^":
             out.append("(?m:^)")
@@ -157,6 +145,21 @@ def rust_regex(pattern: str) -> str:
     if depth:
         raise ValueError("an unclosed bracket")
     return "".join(out)
+
+
+def _open_bracket(pattern: str, i: int, out: list[str]) -> int:
+    """Copies the opening of the bracket at ``pattern[i]`` (``[``, ``[^``); returns where
+    its items start. A ``]`` first is a literal in Oniguruma: escaped, so that it does
+    not close the bracket."""
+    out.append("[")
+    i += 1
+    if pattern.startswith("^", i):
+        out.append("^")
+        i += 1
+    if pattern.startswith("]", i):
+        out.append("\\]")
+        i += 1
+    return i
 
 
 def _escape(e: str, in_bracket: bool) -> str:
