@@ -95,27 +95,13 @@ impl ShortIds {
     /// likely in cache already).
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `home` is below the slot count; a prefetch never faults.
-        unsafe {
-            let p = self.slots.as_ptr().add(self.home(hash));
-            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        prefetch_at(self.slots.as_ptr(), self.home(hash));
     }
 
     /// Starts loading the tag byte a [`ShortIds::get`] of `hash` reads first.
     #[inline]
     pub fn prefetch_tag(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `home` is below the tag count; a prefetch never faults.
-        unsafe {
-            let p = self.tags.as_ptr().add(self.home(hash));
-            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        prefetch_at(self.tags.as_ptr(), self.home(hash));
     }
 
     /// The id of `key` (`hash` is its `piecekey::hash`), if it is a token.
@@ -138,6 +124,21 @@ impl ShortIds {
             i = (i + 1) & mask;
         }
     }
+}
+
+/// Starts loading `base[i]` into the L1 cache (the callers pass a home slot, within
+/// both the slots and the tags).
+#[inline(always)]
+fn prefetch_at<T>(base: *const T, i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; `wrapping_add` makes none
+    // out of bounds.
+    unsafe {
+        let p = base.wrapping_add(i).cast::<i8>();
+        std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (base, i);
 }
 
 #[cfg(test)]
