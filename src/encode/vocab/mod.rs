@@ -2,7 +2,8 @@
 //! one piece, and the rank files vocabularies come in.
 //!
 //! Inside this layer: `pairs` (the pair table and a thread's cache of it) and
-//! `shortids`/`longparts` (lookups used while building), `chars` (the first parts
+//! `shortids`/`longparts` (lookups used while building), `longtokens` (a filter of
+//! the long tokens for whole-piece lookups), `chars` (the first parts
 //! of a piece in a vocabulary of characters) and `cuts` (where a piece may be cut
 //! into parts that merge apart) come first, then `bpe` (the
 //! vocabulary), then `merge` (which merges with a vocabulary and recovers merges
@@ -12,6 +13,7 @@ mod bpe;
 mod chars;
 mod cuts;
 mod longparts;
+mod longtokens;
 mod merge;
 mod pairs;
 mod rankfile;
