@@ -387,14 +387,22 @@ class Encoder:
         run's shards, the whole dataset's counts and the feeds' chain (None without
         ``job.digest``). The manifest is Python's."""
     def encode_unit(
-        self, inputs: list[_Source], output: str, job: _Job, progress: _Progress = None
+        self,
+        inputs: list[_Source],
+        output: str,
+        job: _Job,
+        progress: _Progress = None,
+        table_bytes: int = 0,
     ) -> tuple[int, int, dict[str, Any], int, list[tuple[int, int, int, int, int, int, int, bytes]]]:
         """Encodes one unit of a distributed dataset encode into the unit file
         ``output`` (its items' ids, with the records' marks of ``job``, for
         ``assemble_dataset``); returns the tokens, the text bytes read, the stats, the
         file's CRC-32 (``zlib.crc32`` of its bytes) and its skeleton, both made as it
         was written: per item ``(input, at, documents, read, skipped, offset, ids,
-        cuts)``, the fields of ``shardplan.Item`` (``input`` among the unit's)."""
+        cuts)``, the fields of ``shardplan.Item`` (``input`` among the unit's).
+        ``table_bytes``: the text to size the piece caches for, where more than the
+        unit's (the worker's likely share of the run: its cache then keeps the pieces
+        of every unit it encodes)."""
     def assemble_dataset(
         self,
         assembly: _UnitFiles,

@@ -244,9 +244,11 @@ impl Job<'_> {
         let encoder = self.encoder;
         let allowed = encoder.specials();
         let none = Specials::default();
-        // The tables are sized for the whole input as far as it is known: opening a
-        // group puts its pipes' real sizes into the total.
-        let sized_for = usize::try_from(self.progress.total()).unwrap_or(usize::MAX);
+        // The tables are sized for the whole input as far as it is known (opening a
+        // group puts its pipes' real sizes into the total), or for the text a
+        // distributed encode's worker is likely to see, where more.
+        let total = self.progress.total().max(self.options.table_bytes);
+        let sized_for = usize::try_from(total).unwrap_or(usize::MAX);
         if self.threads > 1 {
             encoder.workspaces().size_shared_for(sized_for);
         }

@@ -25,6 +25,11 @@ pub struct FileOptions {
     pub record_marks: Marks,
     /// Ids around each text file (one document for these).
     pub file_marks: Marks,
+    /// The text the piece caches are sized for, where more than the input's own
+    /// (0: the input's). A unit of a distributed encode gives the text its worker is
+    /// likely to encode over the whole run, so that the worker's cache keeps the
+    /// pieces of every unit it gets rather than of one.
+    pub table_bytes: u64,
 }
 
 /// Ids written before (`bos`) and after (`eos`) each document of a kind.
@@ -46,6 +51,7 @@ impl Default for FileOptions {
             bad_records: BadRecords::Error,
             record_marks: Marks::default(),
             file_marks: Marks::default(),
+            table_bytes: 0,
         }
     }
 }

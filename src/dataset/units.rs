@@ -397,6 +397,37 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_sizes_its_cache_for_its_workers_share() {
+        // A worker keeps its encoder for every unit it gets: its cache is made for
+        // `table_bytes` where that is more than the unit. The file is the same.
+        let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
+        let dir = std::env::temp_dir().join(format!("bpekit-unit-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("in.txt");
+        std::fs::write(&input, "some words<|e|>and more words\n".repeat(500)).unwrap();
+        let mut written = Vec::new();
+        for (table_bytes, lines) in [(0, 1 << 15), (40 << 20, 1 << 18)] {
+            let e = Encoder::from_merges(vocab.clone(), &[], vec!["<|e|>".into()], "gpt2").unwrap();
+            let options = FileOptions {
+                num_threads: 1,
+                table_bytes,
+                ..FileOptions::default()
+            };
+            let whole = Input::File {
+                path: input.clone(),
+                format: Format::Text,
+                range: None,
+            };
+            let path = dir.join("u.ids");
+            encode_unit(&e, vec![whole], &path, options, &Progress::new()).unwrap();
+            assert_eq!(e.lease().unwrap().short.capacity_lines(), lines);
+            written.push(std::fs::read(&path).unwrap());
+        }
+        assert_eq!(written[0], written[1]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn units_replayed_write_the_dataset_the_inputs_write() {
         let vocab: Vec<(u32, Vec<u8>)> = (0..=255u8).map(|b| (u32::from(b), vec![b])).collect();
         let e = Encoder::from_merges(vocab, &[], vec!["<|e|>".into()], "gpt2").unwrap();

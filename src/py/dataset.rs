@@ -72,6 +72,7 @@ impl PyJob {
                 bos: f.file_bos,
                 eos: f.file_eos,
             },
+            table_bytes: 0,
         })
     }
 

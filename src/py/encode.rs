@@ -673,16 +673,17 @@ impl PyEncoder {
     /// Encodes the documents of `inputs` (a unit of a distributed dataset encode) into
     /// the unit file `output`, to be replayed by `assemble_dataset`; returns the number
     /// of tokens, of text bytes read, what was read, the file's CRC-32 and its
-    /// skeleton (a tuple per item).
-    #[pyo3(signature = (inputs, output, job, progress = None))]
+    /// skeleton (a tuple per item). `table_bytes`: `FileOptions::table_bytes`.
+    #[pyo3(signature = (inputs, output, job, progress = None, table_bytes = 0))]
     fn encode_unit<'py>(
         &self,
         inputs: &Bound<'py, PyAny>,
         output: PathBuf,
         job: PyJob,
         progress: Option<Py<PyAny>>,
+        table_bytes: u64,
     ) -> PyResult<encode_files::UnitDone<'py>> {
-        encode_files::encode_unit(&self.inner, inputs, output, job, progress)
+        encode_files::encode_unit(&self.inner, inputs, output, job, progress, table_bytes)
     }
 
     /// Writes the dataset folder `out_dir` from the unit files of `assembly` as

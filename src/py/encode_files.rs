@@ -14,7 +14,7 @@ use super::inputs::{inputs_of, stats_dict};
 use super::progress::{check_room, run_with_progress};
 use crate::dataset::{
     assemble_dataset as assemble, encode_dataset as encode_shards, encode_inputs,
-    encode_unit as encode_unit_file, Assembly, DatasetSummary, UnitFile,
+    encode_unit as encode_unit_file, Assembly, DatasetSummary, FileOptions, UnitFile,
 };
 use crate::encode::Encoder;
 
@@ -80,10 +80,14 @@ pub(crate) fn encode_unit<'py>(
     output: PathBuf,
     job: PyJob,
     progress: Option<Py<PyAny>>,
+    table_bytes: u64,
 ) -> PyResult<UnitDone<'py>> {
     check_room()?;
     let py = inputs.py();
-    let options = job.unit_options()?;
+    let options = FileOptions {
+        table_bytes,
+        ..job.unit_options()?
+    };
     let inputs = inputs_of(inputs)?;
     let encoder = encoder.clone();
     let done = run_with_progress(py, progress, move |p| {

@@ -440,3 +440,16 @@ def test_clearing_units_removes_the_temporary_files_of_stopped_workers(tmp_path:
     (work / ".unit-000003.ids.ab.tmp").write_bytes(b"x")
     clear_units(work)
     assert [p.name for p in work.iterdir()] == ["notes.txt"]
+
+
+def test_a_workers_cache_is_sized_for_its_share_of_the_units() -> None:
+    """Each worker's piece cache is made for the text it is likely to encode over the
+    run (the units to encode over the workers, rounded up), not for one unit."""
+    from bpekit.distributed.plan import Unit
+    from bpekit.distributed.work import worker_share
+
+    units = [Unit(k, 0, "a.txt", "text", (0, 1), size) for k, size in enumerate([300, 300, 301])]
+    assert worker_share(units, 2) == 451
+    assert worker_share(units, 1) == 901
+    assert worker_share(units[:1], 8) == 38
+    assert worker_share([], 4) == 0

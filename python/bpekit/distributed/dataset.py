@@ -30,7 +30,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ from bpekit.distributed.work import (
     save_record,
     unit_files,
     unit_items,
+    worker_share,
 )
 from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 from bpekit.sources import Sources, check_some_read, resolve_files, warn_skipped
@@ -449,6 +450,7 @@ def _encode_units(
     completed = False
     try:
         runner = open_runner()
+        spec = replace(spec, table_bytes=worker_share(todo, runner.workers))
         try:
             for k, result in runner.run(encode_unit, [(u, spec) for u in todo]):
                 if result.data is not None:
@@ -516,6 +518,9 @@ def _write_by_workers(
     assert folder is not None
     paths = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
     runner = open_runner()
+    spec = replace(
+        spec, table_bytes=worker_share([u for u in plan.units if u.index not in results], runner.workers)
+    )
     try:
         writes = _ShardWrites(runner, root, job, width, paths)
         tasks = [(u, spec, specials, u.index not in results) for u in plan.units]
