@@ -47,6 +47,8 @@ pub use engine::Trim;
 pub use hf::{normalize, AddedToken, DecodeStep, FrontSpec, Metaspace, NormSpec, Prepend};
 pub use parallel::encode_batch;
 #[cfg(feature = "python")]
-pub(crate) use parallel::{encode_texts, encode_texts_in_order, encode_texts_with_offsets};
+pub(crate) use parallel::{
+    encode_texts_flat, encode_texts_in_order, encode_texts_with_offsets, Flat,
+};
 pub use text::{encode_wide, StreamEncoder, Text, Wide};
 pub use vocab::{byte_token_text, merge_piece, Bpe, CharSpec, RankFormat, Scratch};

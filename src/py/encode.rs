@@ -25,7 +25,7 @@ use super::progress::run_with_progress;
 use super::text::text_of;
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
-use crate::encode::{encode_texts, encode_texts_in_order, encode_wide, Encoder};
+use crate::encode::{encode_texts_flat, encode_texts_in_order, encode_wide, Encoder, Flat};
 use crate::encode::{encode_texts_with_offsets, Span};
 use crate::pretokenize::Kind;
 use crate::specials::Specials;
@@ -412,32 +412,14 @@ impl PyEncoder {
         let disallowed = self.disallowed(disallowed)?;
         let views = texts.iter().map(text_of).collect::<PyResult<Vec<_>>>()?;
         let threads = num_threads.unwrap_or(0);
-        let results = py
-            .detach(|| encode_texts(&self.inner, &views, &allowed, disallowed.as_ref(), threads))?;
-        let per_eos = usize::from(eos.is_some());
-        let total: usize = results
-            .iter()
-            .map(|r| r.as_ref().map_or(0, Vec::len) + per_eos)
-            .sum();
-        let mut flat: Vec<u32> = Vec::new();
-        flat.try_reserve_exact(total).map_err(|_| {
-            PyErr::from(crate::error::Error::out_of_memory::<u32>(
-                "token ids",
-                total,
-            ))
-        })?;
-        let mut offsets: Vec<u64> = Vec::with_capacity(results.len() + 1);
-        for (ids, text) in results.into_iter().zip(&texts) {
-            offsets.push(flat.len() as u64);
-            match ids {
-                Some(ids) => flat.extend_from_slice(&ids),
-                // A code point without UTF-8: CPython's conversion raises its error.
-                None => flat.extend(self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?),
-            }
-            flat.extend(eos);
+        let (inner, disallowed) = (&self.inner, disallowed.as_ref());
+        match py.detach(|| encode_texts_flat(inner, &views, &allowed, disallowed, threads, eos))? {
+            Flat::Done(flat) => Ok((flat.ids.into_pyarray(py), flat.offsets.into_pyarray(py))),
+            // A code point without UTF-8: CPython's conversion raises its error.
+            Flat::NoUtf8(i) => Err(texts[i].to_str().err().unwrap_or_else(|| {
+                crate::error::Error::internal("a text without UTF-8 converted").into()
+            })),
         }
-        offsets.push(flat.len() as u64);
-        Ok((flat.into_pyarray(py), offsets.into_pyarray(py)))
     }
 
     /// The ids of `text` (as `encode`) and each one's `(start, end)` in characters of

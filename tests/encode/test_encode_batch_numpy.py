@@ -53,6 +53,19 @@ def test_special_tokens_and_lone_surrogates_follow_encode_batch(tok) -> None:
     assert tok.encode_batch_to_numpy([])[1].tolist() == [0]
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_a_lone_surrogate_or_special_token_deep_in_a_large_batch(tok, threads: int) -> None:
+    """The ids are copied into the array as the texts are done, in order, while later
+    ones are still being encoded: a text met late still ends the batch as it should."""
+    texts = [f"doc {i} " + "words and more words " * (i % 50) for i in range(3000)]
+    texts[2500] = "x\ud800y"
+    got = tok.encode_batch_to_numpy(texts, threads, eos=EOT)
+    assert split(*got) == [[*t, tok.eot_token] for t in tok.encode_batch(texts, threads)]
+    texts[2700] = f"a{EOT}b"
+    with pytest.raises(ValueError, match="disallowed special token"):
+        tok.encode_batch_to_numpy(texts, threads)
+
+
 def test_eos_must_be_one_token(tok) -> None:
     with pytest.raises(ValueError, match="eos 'two words' is not a single token of 'gpt2'"):
         tok.encode_batch_to_numpy(["a"], eos="two words")

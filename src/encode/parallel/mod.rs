@@ -4,19 +4,23 @@
 //! piece one thread has merged is a hit for the others. Runs on the process's pools
 //! (`crate::pool`), never rayon's global pool.
 //!
-//! Two shapes: [`encode_texts`] returns every text's ids at the end;
+//! Three shapes: [`encode_texts`] returns every text's ids at the end;
 //! [`encode_texts_in_order`] hands each text's ids to the calling thread, in order, as
-//! soon as they and those before are done, while later texts are still being encoded.
-//! The second is for results that only one thread may turn into their final form
-//! (Python lists, made under the GIL): that work then overlaps the encoding instead
-//! of following it.
+//! soon as they and those before are done, while later texts are still being encoded;
+//! [`encode_texts_flat`] puts them one after another in one vector that way. The second
+//! is for results that only one thread may turn into their final form (Python lists,
+//! made under the GIL): that work then overlaps the encoding instead of following it.
 
 use rayon::prelude::*;
 
-// Only the Python lists use it (and its tests).
+// Only the Python lists and flat arrays use them (and their tests).
+#[cfg(any(feature = "python", test))]
+mod flat;
 #[cfg(any(feature = "python", test))]
 mod in_order;
 
+#[cfg(feature = "python")]
+pub(crate) use flat::{encode_texts_flat, Flat};
 #[cfg(feature = "python")]
 pub(crate) use in_order::encode_texts_in_order;
 
