@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 import bpekit
 from bpekit.dataset import Layout, Marks
 from bpekit.distributed import dataset
@@ -35,7 +35,9 @@ else:
                           RunOptions(num_threads=1), spread, _replay=way == "replay")
 wall = time.perf_counter() - t
 io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
-print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, from the parent's memory.
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+print(json.dumps({"wall": wall, "rss_mb": hwm / 1024,
                   "read_mb": int(io["rchar"]) / 1e6, "written_mb": int(io["wchar"]) / 1e6}))
 """
 

@@ -17,7 +17,7 @@ is at least one copy of en.txt (~116 MB: ``owt-0.1G`` is en.txt byte for byte). 
 Per corpus, the file is read through (into the page cache, as far as it fits) before
 the one-process jobs and again before the Ray job, as the encode's writes evict it;
 three jobs run, each in a fresh process, so that each peak RSS (the process's
-``ru_maxrss``: the interpreter, its imports and Ray's client included) is the job's own:
+``VmHWM``: the interpreter, its imports and Ray's client included) is the job's own:
 
   one process   ``bpekit.count_pretokens(path, ["<|endoftext|>"])`` (bpekit's default
                 threads: one per core), timed, then ``bpekit.train_from_counts(counts,

@@ -18,7 +18,7 @@ The thread counts are capped at this machine's cores. Each figure is one fresh p
 
 Figures: the median over the rounds of each call's seconds, the speed-up over one
 thread (one thread's median over this one's), and the merge process's peak RSS
-(``ru_maxrss``; the counts loaded are in it). The table is printed as markdown and
+(``VmHWM``; the counts loaded are in it). The table is printed as markdown and
 written to ``results/threads-<corpus>.json`` (``--quick``: into the bench folder).
 """
 
