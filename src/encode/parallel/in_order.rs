@@ -232,7 +232,9 @@ pub(crate) fn encode_texts_in_order<E: From<Error>>(
         outcome
     };
     if threads == 1 {
-        return caller();
+        // A panic is an internal error here too, as on the pool's threads.
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(caller))
+            .map_err(|payload| E::from(Error::from_panic(payload.as_ref())))?;
     }
     in_place_scope(threads - 1, |scope| {
         for _ in 1..threads {
