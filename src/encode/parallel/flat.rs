@@ -42,8 +42,8 @@ pub(crate) fn encode_texts_flat(
     let mut flat = FlatIds::default();
     // Room for English's ~0.3 ids a byte; more is reserved as the ids come.
     let guess = texts.iter().map(Text::len).sum::<usize>() / 3 + texts.len() + 1;
-    reserve(&mut flat.ids, guess)?;
-    reserve(&mut flat.offsets, texts.len() + 1)?;
+    reserve(&mut flat.ids, guess, "token ids")?;
+    reserve(&mut flat.offsets, texts.len() + 1, "offsets")?;
     let mut no_utf8 = None;
     encode_texts_in_order(encoder, texts, allowed, disallowed, num_threads, |ready| {
         for (i, outcome) in ready {
@@ -53,7 +53,7 @@ pub(crate) fn encode_texts_flat(
                 return Err(Error::Cancelled);
             };
             flat.offsets.push(flat.ids.len() as u64);
-            reserve(&mut flat.ids, ids.len() + 1)?;
+            reserve(&mut flat.ids, ids.len() + 1, "token ids")?;
             flat.ids.extend_from_slice(&ids);
             flat.ids.extend(eos);
         }
@@ -67,13 +67,15 @@ pub(crate) fn encode_texts_flat(
         return Ok(Flat::NoUtf8(i));
     }
     flat.offsets.push(flat.ids.len() as u64);
+    // The array keeps the vector's allocation: none of it unused.
+    flat.ids.shrink_to_fit();
     Ok(Flat::Done(flat))
 }
 
-/// Room for `more` items, or an out-of-memory error naming them.
-fn reserve<T>(v: &mut Vec<T>, more: usize) -> Result<()> {
+/// Room for `more` items, or an out-of-memory error naming them (`what`).
+fn reserve<T>(v: &mut Vec<T>, more: usize, what: &'static str) -> Result<()> {
     v.try_reserve(more)
-        .map_err(|_| Error::out_of_memory::<T>("token ids", v.len() + more))
+        .map_err(|_| Error::out_of_memory::<T>(what, v.len() + more))
 }
 
 #[cfg(test)]
@@ -130,15 +132,24 @@ mod tests {
         let docs: Vec<String> = (0..120).map(|i| "the cat sat ".repeat(i + 1)).collect();
         let mut texts: Vec<Text<'_>> = docs.iter().map(|d| Text::Utf8(d)).collect();
         texts[70] = Text::Wide(crate::encode::Wide::Ucs2(&surrogate));
+        texts[90] = Text::Wide(crate::encode::Wide::Ucs2(&surrogate));
         for threads in [1, 2, 4] {
             let got = encode_texts_flat(&e, &texts, &all, None, threads, None).unwrap();
             assert_eq!(got, Flat::NoUtf8(70));
         }
+        // A text without UTF-8 before a text with an error: the first in order ends it.
         let bad = "x<|eot|>".to_string();
+        texts[100] = Text::Utf8(&bad);
+        for threads in [1, 2, 4] {
+            let got =
+                encode_texts_flat(&e, &texts, &Specials::default(), Some(&all), threads, None);
+            assert_eq!(got.unwrap(), Flat::NoUtf8(70));
+        }
         texts[40] = Text::Utf8(&bad);
         for threads in [1, 2, 4] {
-            let err = encode_texts_flat(&e, &texts, &Specials::default(), Some(&all), threads, None)
-                .unwrap_err();
+            let err =
+                encode_texts_flat(&e, &texts, &Specials::default(), Some(&all), threads, None)
+                    .unwrap_err();
             assert!(
                 matches!(&err, Error::DisallowedSpecial { token } if token == "<|eot|>"),
                 "{err}"
