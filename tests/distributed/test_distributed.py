@@ -453,3 +453,53 @@ def test_a_workers_cache_is_sized_for_its_share_of_the_units() -> None:
     assert worker_share(units, 1) == 901
     assert worker_share(units[:1], 8) == 38
     assert worker_share([], 4) == 0
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_every_encode_task_is_told_its_workers_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay: bool
+) -> None:
+    """The spec each unit's task gets carries ``worker_share`` of the units over the
+    runner's workers, whether the workers write the shards or the driver replays."""
+    from bpekit.distributed import dataset as dist_dataset
+    from bpekit.distributed.work import EncodeSpec
+
+    class Told(Exception):
+        pass
+
+    specs: list[EncodeSpec] = []
+
+    class Runner:
+        workers = 3
+
+        def run(self, fn: Any, tasks: list[tuple[Any, ...]]) -> Any:
+            specs.extend(t[1] for t in tasks)
+            raise Told
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(dist_dataset, "open_backend", lambda *a, **k: Runner())
+    text = tmp_path / "in.txt"
+    text.write_text("some words here\n" * 20_000)
+    with pytest.raises(Told):
+        if replay:
+            from bpekit.dataset import Layout, Marks
+            from bpekit.options import DistributedOptions, ReadOptions, RunOptions
+
+            spread = DistributedOptions(backend="local", workers=2, unit_bytes=65_536)
+            dist_dataset.write_dataset(
+                text,
+                tmp_path / "ds",
+                "gpt2",
+                Layout(),
+                Marks(),
+                ReadOptions(),
+                RunOptions(num_threads=1),
+                spread,
+                _replay=True,
+            )
+        else:
+            dist.encode_dataset(text, tmp_path / "ds", "gpt2", backend="local", workers=2, unit_bytes=65_536)
+    assert len(specs) > 3
+    assert {s.table_bytes for s in specs} == {-(-text.stat().st_size // 3)}
