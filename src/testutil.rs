@@ -101,6 +101,23 @@ pub(crate) fn long_text() -> String {
     text
 }
 
+/// 300 documents for batch tests: empty ones, short ones, special tokens and accents,
+/// and stretches of [`long_text`] up to 20,000 characters.
+pub(crate) fn mixed_docs() -> Vec<String> {
+    (0..300)
+        .map(|i| match i % 5 {
+            0 => String::new(),
+            1 => format!("the cat {i} sat\n"),
+            2 => "été 🙃<|eot|> the\n".repeat(i % 37),
+            _ => long_text()
+                .chars()
+                .skip(i * 101)
+                .take((i * 7919) % 20_000)
+                .collect(),
+        })
+        .collect()
+}
+
 /// A small xorshift generator: the tests stay deterministic and need no crate.
 pub(crate) struct Rng(pub(crate) u64);
 

@@ -82,23 +82,13 @@ fn reserve<T>(v: &mut Vec<T>, more: usize, what: &'static str) -> Result<()> {
 mod tests {
     use super::super::encode_texts;
     use super::*;
-    use crate::testutil::{long_text, pattern_encoder};
+    use crate::testutil::{mixed_docs, pattern_encoder};
 
     #[test]
     fn flat_ids_are_the_texts_ids_one_after_another() {
         let e = pattern_encoder("o200k");
         let all = e.specials().clone();
-        let docs: Vec<String> = (0..300)
-            .map(|i| match i % 4 {
-                0 => String::new(),
-                1 => "été 🙃<|eot|> the\n".repeat(i % 37),
-                _ => long_text()
-                    .chars()
-                    .skip(i * 101)
-                    .take((i * 7919) % 20_000)
-                    .collect(),
-            })
-            .collect();
+        let docs = mixed_docs();
         let texts: Vec<Text<'_>> = docs.iter().map(|d| Text::Utf8(d)).collect();
         let each = encode_texts(&e, &texts, &all, None, 1).unwrap();
         for eos in [None, Some(7)] {

@@ -249,7 +249,7 @@ pub(crate) fn encode_texts_in_order<E: From<Error>>(
 mod tests {
     use super::super::encode_texts;
     use super::*;
-    use crate::testutil::{long_text, pattern_encoder, tiny_encoder as encoder};
+    use crate::testutil::{mixed_docs, pattern_encoder, tiny_encoder as encoder};
 
     /// Every outcome `encode_texts_in_order` hands over, checked to come in order.
     fn in_order(
@@ -274,18 +274,7 @@ mod tests {
     fn in_order_hands_over_what_encode_texts_returns() {
         let e = pattern_encoder("o200k");
         let all = e.specials().clone();
-        let docs: Vec<String> = (0..300)
-            .map(|i| match i % 5 {
-                0 => String::new(),
-                1 => format!("the cat {i} sat\n"),
-                2 => "été 🙃<|eot|> the\n".repeat(i % 37),
-                _ => long_text()
-                    .chars()
-                    .skip(i * 101)
-                    .take((i * 7919) % 20_000)
-                    .collect(),
-            })
-            .collect();
+        let docs = mixed_docs();
         let texts: Vec<Text<'_>> = docs.iter().map(|d| Text::Utf8(d)).collect();
         let want = encode_texts(&e, &texts, &all, None, 1).unwrap();
         for threads in [0, 1, 2, 3, 8, 1000] {
