@@ -44,32 +44,38 @@ pub(crate) fn encode_texts_flat(
     let guess = texts.iter().map(Text::len).sum::<usize>() / 3 + texts.len() + 1;
     reserve(&mut flat.ids, guess, "token ids")?;
     reserve(&mut flat.offsets, texts.len() + 1, "offsets")?;
-    let mut no_utf8 = None;
-    encode_texts_in_order(encoder, texts, allowed, disallowed, num_threads, |ready| {
+    let taken = encode_texts_in_order(encoder, texts, allowed, disallowed, num_threads, |ready| {
         for (i, outcome) in ready {
-            let Some(ids) = outcome? else {
-                no_utf8 = Some(i);
-                // Stops the batch; the caller looks no further.
-                return Err(Error::Cancelled);
-            };
+            // A text without UTF-8 stops the batch: the caller converts it its own way.
+            let ids = outcome?.ok_or(Stop::NoUtf8(i))?;
             flat.offsets.push(flat.ids.len() as u64);
             reserve(&mut flat.ids, ids.len() + 1, "token ids")?;
             flat.ids.extend_from_slice(&ids);
             flat.ids.extend(eos);
         }
         Ok(())
-    })
-    .or_else(|e| match (e, no_utf8) {
-        (Error::Cancelled, Some(_)) => Ok(()),
-        (e, _) => Err(e),
-    })?;
-    if let Some(i) = no_utf8 {
-        return Ok(Flat::NoUtf8(i));
+    });
+    match taken {
+        Ok(()) => {}
+        Err(Stop::NoUtf8(i)) => return Ok(Flat::NoUtf8(i)),
+        Err(Stop::Failed(e)) => return Err(e),
     }
     flat.offsets.push(flat.ids.len() as u64);
     // The array keeps the vector's allocation: none of it unused.
     flat.ids.shrink_to_fit();
     Ok(Flat::Done(flat))
+}
+
+/// Why the batch stopped early: a text's error, or the first text without UTF-8.
+enum Stop {
+    Failed(Error),
+    NoUtf8(usize),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
 }
 
 /// Room for `more` items, or an out-of-memory error naming them (`what`).
