@@ -14,6 +14,7 @@ __all__ = [
     "LLAMA3_PATTERN",
     "O200K_PATTERN",
     "UNICODE_VERSION",
+    "CountsSum",
     "Encoder",
     "StreamEncoder",
     "WordCounts",
@@ -151,6 +152,14 @@ class _UnitFiles(Protocol):
     def size(self) -> int: ...
 
 @final
+class CountsSum:
+    """The sum of ``WordCounts._to_bytes``' bytes (a distributed count's reducer)."""
+
+    def __new__(cls) -> CountsSum: ...
+    def add_bytes(self, data: bytes, name: str = "<counts of a unit>") -> None: ...
+    def to_bytes(self) -> bytes: ...
+
+@final
 class WordCounts:
     # What the run that counted them read (_Stats, and keys the API adds); None for
     # counts made, loaded, added or updated.
@@ -181,7 +190,6 @@ class WordCounts:
     @staticmethod
     def _from_bytes(data: bytes, stats: dict[str, Any] | None = None) -> WordCounts: ...
     def _to_bytes(self) -> bytes: ...
-    def _add_bytes(self, data: bytes) -> None: ...
     def _partition_bytes(self, parts: int) -> list[bytes]: ...
     @staticmethod
     def _from_partitions(parts: int, blobs: Iterable[tuple[int, bytes]]) -> WordCounts: ...

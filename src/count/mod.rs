@@ -28,9 +28,11 @@ pub(crate) type FxMap<K, V> = HashMap<K, V, FxBuildHasher>;
 mod collect;
 mod partition;
 mod pieces;
+mod sum;
 mod wordcounts;
 pub use partition::Partitions;
 pub(crate) use pieces::PieceCounts;
+pub use sum::CountsSum;
 pub use wordcounts::WordCounts;
 
 /// How the counting is run; results never depend on these.

@@ -99,15 +99,54 @@ impl PieceCounts {
     #[cold]
     #[inline(never)]
     fn add_long(&mut self, piece: &[u8]) {
-        if let Some(n) = self.long.get_mut(piece) {
-            *n += 1;
+        self.add_long_n(piece, 1);
+    }
+
+    fn add_long_n(&mut self, piece: &[u8], n: u64) {
+        if let Some(count) = self.long.get_mut(piece) {
+            *count += n;
             return;
         }
         if self.long.len() == self.long.capacity() && self.long.try_reserve(1).is_err() {
             self.short.failed = true;
             return;
         }
-        self.long.insert(piece.into(), 1);
+        self.long.insert(piece.into(), n);
+    }
+
+    /// Adds `n` occurrences of `piece`, a slice of `text`, at once and without the
+    /// ring: the summing of saved counts (`sum.rs`), whose caller prefetches the slots
+    /// of the words a few records ahead ([`PieceCounts::prefetch_piece`]). Any bytes,
+    /// the empty word among them (kept with the long pieces: it has no key).
+    #[inline]
+    pub(crate) fn add_n(&mut self, text: &[u8], piece: &[u8], n: u64) {
+        if piece.is_empty() || piece.len() > SHORT {
+            self.add_long_n(piece, n);
+        } else {
+            self.short.add(key_at(text, piece), n);
+        }
+    }
+
+    /// Asks for the slot of `piece` (a slice of `text`) without waiting for it.
+    #[inline]
+    pub(crate) fn prefetch_piece(&self, text: &[u8], piece: &[u8]) {
+        if !piece.is_empty() && piece.len() <= SHORT {
+            self.short.prefetch(self.short.home(key_at(text, piece)));
+        }
+    }
+
+    /// Counts sized for about `words` distinct short pieces.
+    pub(crate) fn for_words(words: usize) -> Option<Self> {
+        let slots = words.saturating_mul(2).next_power_of_two().max(1 << 12);
+        Some(Self {
+            short: ShortCounts::try_with_slots(slots, 0)?,
+            ..Self::default()
+        })
+    }
+
+    /// How many distinct pieces these hold (the queued ones not yet counted).
+    pub(crate) fn distinct(&self) -> usize {
+        self.short.len() + self.long.len()
     }
 
     #[cold]
@@ -136,8 +175,14 @@ impl PieceCounts {
 
     /// Calls `f` with each distinct piece's bytes and count.
     #[cfg(test)]
-    pub(crate) fn for_each(&mut self, mut f: impl FnMut(&[u8], u64)) {
+    pub(crate) fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
         self.flush();
+        self.each_counted(f);
+    }
+
+    /// Calls `f` with each counted piece's bytes and count: all of them where nothing
+    /// is queued (counts added by `add_n` alone, which queues none).
+    pub(crate) fn each_counted(&self, mut f: impl FnMut(&[u8], u64)) {
         for &(key, n) in self.short.occupied() {
             let bytes = key.to_le_bytes();
             f(&bytes[..usize::from(bytes[15])], n);

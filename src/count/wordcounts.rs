@@ -533,10 +533,10 @@ impl std::fmt::Debug for WordCounts {
 type NewHere<'a> = &'a dyn Fn(&[u8]) -> bool;
 
 /// A saved file's pattern and special tokens.
-type Header = (String, Vec<String>);
+pub(super) type Header = (String, Vec<String>);
 
 /// A saved file's header, the number of words and the bytes of the word records.
-fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[u8]), String> {
+pub(super) fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[u8]), String> {
     let rest = bytes
         .strip_prefix(MAGIC.as_slice())
         .ok_or("not a bpekit word-counts file (bad magic)")?;
@@ -569,7 +569,7 @@ fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
 
 /// The record at `at` of `records`: `(count, word, where the next starts)`, or `None`
 /// where the bytes end first.
-fn parse_record(records: &[u8], at: usize) -> Option<(u64, &[u8], usize)> {
+pub(super) fn parse_record(records: &[u8], at: usize) -> Option<(u64, &[u8], usize)> {
     let count = u64::from_le_bytes(records.get(at..at + 8)?.try_into().ok()?);
     let n = u32::from_le_bytes(records.get(at + 8..at + 12)?.try_into().ok()?) as usize;
     let word = records.get(at + 12..(at + 12).checked_add(n)?)?;

@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use super::inputs::{inputs_of, stats_dict};
 use super::options::{PyReadOptions, PyRunOptions};
 use super::progress::{check_room, run_with_progress};
-use crate::count::{self, CountOptions, Partitions, WordCounts};
+use crate::count::{self, CountOptions, CountsSum, Partitions, WordCounts};
 use crate::pretokenize::Pretokenizer;
 use crate::specials::SpecialMatcher;
 use crate::train;
@@ -221,13 +221,38 @@ impl PyWordCounts {
         }
         Ok(Self::of(py.detach(|| whole.finish())?))
     }
+}
 
-    /// Adds the counts of `_to_bytes`'s bytes, read in place (a distributed driver adds
-    /// each unit's so, without building its `WordCounts`).
-    fn _add_bytes(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+/// The sum of `WordCounts._to_bytes`' bytes, added one file's bytes at a time: a
+/// distributed count's reducer (see `count::CountsSum`).
+#[pyclass(name = "CountsSum", module = "bpekit._core")]
+#[derive(Default)]
+pub struct PyCountsSum {
+    inner: CountsSum,
+}
+
+#[pymethods]
+impl PyCountsSum {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the counts of `data`, read in place; an error (bytes that are not counts,
+    /// cut short, another pattern, a total past 2**64-1) names `name` and changes
+    /// nothing.
+    #[pyo3(signature = (data, name = "<counts of a unit>"))]
+    fn add_bytes(&mut self, py: Python<'_>, data: &[u8], name: &str) -> PyResult<()> {
         let inner = &mut self.inner;
-        py.detach(|| inner.add_bytes(data, "<counts of a unit>"))?;
+        py.detach(|| inner.add_bytes(data, name))?;
         Ok(())
+    }
+
+    /// The sum as `WordCounts._to_bytes` writes counts (words unsorted).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let bytes = py.detach(|| inner.to_bytes())?;
+        Ok(PyBytes::new(py, &bytes))
     }
 }
 
@@ -294,6 +319,7 @@ fn train_from_counts<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordCounts>()?;
+    m.add_class::<PyCountsSum>()?;
     m.add_function(wrap_pyfunction!(count_pretokens, m)?)?;
     m.add_function(wrap_pyfunction!(train_from_counts, m)?)?;
     Ok(())

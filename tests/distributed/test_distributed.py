@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import bpekit
 import bpekit.distributed as dist
+from bpekit import _core
 from bpekit.distributed.backends import LocalBackend
 from bpekit.distributed.plan import plan_units
 from bpekit.distributed.work import CountSpec, count_unit, unit_files
@@ -366,16 +367,16 @@ def test_units_add_up_to_the_whole(tmp_path_factory, text: str, unit: int, parts
     path.write_bytes(text.encode())
     spec = CountSpec(tuple(SPECIALS), "gpt2", parts=parts)
     plan = plan_units(path, special_tokens=SPECIALS, unit_bytes=unit)
-    sums = [bpekit.WordCounts() for _ in range(parts)]
+    sums = [_core.CountsSum() for _ in range(parts)]
     read = 0
     for u in plan.units:
         result = count_unit(u, spec)
         assert result.parts is not None and len(result.parts) == parts
         for p, data in enumerate(result.parts):
-            sums[p]._add_bytes(data)
+            sums[p].add_bytes(data)
         read += result.stats["bytes"]
     total = bpekit.WordCounts._from_partitions(
-        parts, reversed([(p, s._to_bytes()) for p, s in enumerate(sums)])
+        parts, reversed([(p, s.to_bytes()) for p, s in enumerate(sums)])
     )
     whole = bpekit.count_pretokens(path, SPECIALS)
     assert saved(total, folder / "a.wc") == saved(whole, folder / "b.wc")

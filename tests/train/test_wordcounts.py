@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import bpekit
-from bpekit import reference
+from bpekit import _core, reference
 from tests.conftest import data_path
 
 
@@ -84,27 +84,33 @@ def test_most_common_takes_counters_n() -> None:
     assert counts.most_common(-1) == []
 
 
-def test_counts_sent_as_bytes_add_in_place_or_change_nothing() -> None:
-    """What a distributed driver does with each unit's counts: ``_add_bytes`` of
-    ``_to_bytes`` adds exactly; damaged bytes, a total past 2**64-1 or another
-    pattern are errors that leave the sum as it was."""
+def test_counts_sent_as_bytes_add_up_or_change_nothing() -> None:
+    """What a distributed count's reducer does with each unit's counts:
+    ``CountsSum.add_bytes`` of ``_to_bytes`` adds exactly; damaged bytes, a total past
+    2**64-1 or another pattern are errors that name the bytes and leave the sum as it
+    was."""
     a = bpekit.WordCounts([(b" low", 3), (b"er", 2)])
-    b = bpekit.WordCounts([(b" low", 1), (b"est", 4)])
-    total = bpekit.WordCounts()
-    total._add_bytes(a._to_bytes())
-    total._add_bytes(b._to_bytes())
-    assert total == a + b and total.pattern == a.pattern
+    b = bpekit.WordCounts([(b" low", 1), (b"est", 4), (b"", 1), (b"a-word-longer-than-15", 6)])
+    total = _core.CountsSum()
+
+    def summed() -> bpekit.WordCounts:
+        return bpekit.WordCounts._from_bytes(total.to_bytes())
+
+    assert len(summed()) == 0
+    total.add_bytes(a._to_bytes())
+    total.add_bytes(b._to_bytes())
+    assert summed() == a + b and summed().pattern == a.pattern
     data = b._to_bytes()
     for damaged, why in [
-        (data[:-1], "cut short in word record 1 of 2"),
-        (data + b"x", "1 byte\\(s\\) after its 2 word records"),
-        (b"BPEKITWX" + data[8:], "bad magic"),
+        (data[:-1], "unit 3: cut short in word record 3 of 4"),
+        (data + b"x", "unit 3: 1 byte\\(s\\) after its 4 word records"),
+        (b"BPEKITWX" + data[8:], "unit 3: not a bpekit word-counts file \\(bad magic\\)"),
     ]:
         with pytest.raises(ValueError, match=why):
-            total._add_bytes(damaged)
+            total.add_bytes(damaged, "unit 3")
     huge = bpekit.WordCounts([(b"x", 2**64 - 5)])
     with pytest.raises(OverflowError, match="pass 2\\*\\*64-1"):
-        total._add_bytes(huge._to_bytes())
+        total.add_bytes(huge._to_bytes())
     with pytest.raises(ValueError, match="different patterns"):
-        total._add_bytes(bpekit.WordCounts([(b"x", 1)], pattern="cl100k")._to_bytes())
-    assert total == a + b
+        total.add_bytes(bpekit.WordCounts([(b"x", 1)], pattern="cl100k")._to_bytes())
+    assert summed() == a + b

@@ -207,11 +207,10 @@ def reduce_partition(part: int, handles: list[Any]) -> bytes:
     (``WordCounts._to_bytes``); ``handles`` are where that partition of each unit lies
     (``backends.fetch_each``), taken in the order they are ready."""
     del part  # named for the backend's errors and for a reader of the task list
-    total = _core.WordCounts()
+    total = _core.CountsSum()
     for data in fetch_each(handles):
-        total._add_bytes(data)
-    out: bytes = total._to_bytes()
-    return out
+        total.add_bytes(data)
+    return total.to_bytes()
 
 
 @dataclass(frozen=True)
