@@ -104,6 +104,11 @@ def test_a_count_on_ray_without_work_dir_takes_four_units_per_worker(
     assert count.larger_units(12 << 30, 2) == count.MAX_KEPT_UNIT
     assert count.larger_units(1 << 30, 64) == count.DEFAULT_UNIT_BYTES
     assert count.larger_units(6 << 30, 4) == 384 << 20
+    # One size for a multiple of the workers' units: owt-12G made 12 of 1 GiB, the
+    # last a third of one.
+    assert count.larger_units(12_177_498_515, 2) == -(-12_177_498_515 // 12)
+    assert count.larger_units(13 << 30, 2) == -(-(13 << 30) // 14)
+    assert count.larger_units(25 << 30, 3) == -(-(25 << 30) // 27)
     total = sum(u.size for u in plan_units(corpus, special_tokens=[EOT]).units)
     # Sizes scaled down to this corpus: units of total / 8 (2 CPUs), between the two.
     monkeypatch.setattr(count, "DEFAULT_UNIT_BYTES", total // 20)
