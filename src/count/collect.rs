@@ -240,7 +240,7 @@ mod tests {
         let words: Vec<String> = (0..40_000).map(|i| format!("w{}", i * 7919)).collect();
         let mut parts: Vec<PieceCounts> = (0..6)
             .map(|p| match p {
-                1 => PieceCounts::for_text_len(1 << 20).unwrap(),
+                1 => PieceCounts::for_share(1 << 20, 1).unwrap(),
                 _ => PieceCounts::default(),
             })
             .collect();

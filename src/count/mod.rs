@@ -121,7 +121,7 @@ pub fn count_inputs(
                 let cut = reader.cut_specials();
                 let items =
                     MappedItems::new(sources, inputs, &info, cut, chunk_size, kind, workers);
-                counts.add(&job.count_items(&items, workers, total)?)
+                counts.add_owned(job.count_items(&items, workers, total)?)
             })?,
             Stretch::Sequential(list) => {
                 // Decompressed sizes are not known ahead; English compresses ~3-4x.
@@ -142,7 +142,7 @@ pub fn count_inputs(
                     progress,
                     None,
                 );
-                counts.add(&job.count_items(&items, threads, sized_for)?)?;
+                counts.add_owned(job.count_items(&items, threads, sized_for)?)?;
             }
         }
     }
@@ -216,7 +216,7 @@ struct Job<'j> {
 
 impl Job<'_> {
     /// Counts the pieces of every item of `items` on `threads` threads, tables sized
-    /// for `total` bytes of text.
+    /// for `total` bytes of text (`PieceCounts::for_share`).
     fn count_items<'a>(
         &self,
         items: &impl Items<'a>,
@@ -225,19 +225,12 @@ impl Job<'_> {
     ) -> Result<WordCounts> {
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<Result<PieceCounts>>> = Mutex::new(Vec::new());
-        // A thread sees more than its share of the distinct pieces (half of en-small
-        // has 65% of them): sized for twice its share of the text, its table did not
-        // grow, which took 2 of the 21 ms of a 2-thread count of en-small.
-        let sized_for = if threads > 1 {
-            2 * (total / threads)
-        } else {
-            total
-        };
-        let oom = || Error::out_of_memory::<(u128, u64)>("counting pieces", sized_for / 40);
+        let share = total / threads.max(1);
+        let oom = || Error::out_of_memory::<(u128, u64)>("counting pieces", share / 40);
         let none = SpecialMatcher::default();
         let (specials, pretokenizer) = (self.specials, self.pretokenizer);
         let work = || {
-            let Some(mut local) = PieceCounts::for_text_len(sized_for) else {
+            let Some(mut local) = PieceCounts::for_share(share, threads) else {
                 let mut guard = results.lock().unwrap_or_else(|p| p.into_inner());
                 guard.push(Err(oom()));
                 return;

@@ -233,6 +233,24 @@ impl WordCounts {
         Ok(())
     }
 
+    /// [`WordCounts::add`] of counts given away: moved in whole where these hold no
+    /// word (a count's first part), rather than added word by word through an index
+    /// built for it (6% of counting a 1 GB unit of owt-12G on one thread, perf).
+    pub(crate) fn add_owned(&mut self, other: WordCounts) -> Result<()> {
+        if !self.is_empty() {
+            return self.add(&other);
+        }
+        let mut specials = std::mem::take(&mut self.special_tokens);
+        for t in &other.special_tokens {
+            if !specials.contains(t) {
+                specials.push(t.clone());
+            }
+        }
+        *self = other;
+        self.special_tokens = specials;
+        Ok(())
+    }
+
     /// Writes the counts to `path`, which shows the old file or the whole new one,
     /// never a part ([`WholeFile`]).
     pub fn save(&self, path: &Path) -> Result<()> {

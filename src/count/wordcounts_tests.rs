@@ -125,3 +125,27 @@ fn load_rejects_wrapping_counts_and_trailing_bytes_naming_where() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn counts_given_away_add_as_counts_lent() {
+    let part = |pairs: &[(&[u8], u64)], specials: &[&str]| {
+        let mut c =
+            WordCounts::from_pairs(pairs.iter().map(|&(w, n)| (w.to_vec(), n)), "gpt2").unwrap();
+        c.special_tokens = specials.iter().map(|s| s.to_string()).collect();
+        c
+    };
+    let a = part(&[(b" the", 3), (b"", 1)], &["<|b|>", "<|a|>"]);
+    let b = part(&[(b" the", 2), (b"x", 5)], &["<|a|>", "<|c|>"]);
+    for start in [
+        WordCounts::new("gpt2".into(), vec!["<|a|>".into()]),
+        a.clone(),
+    ] {
+        let (mut lent, mut given) = (start.clone(), start);
+        lent.add(&b).unwrap();
+        given.add_owned(b.clone()).unwrap();
+        assert_eq!(given, lent);
+        assert_eq!(given.special_tokens, lent.special_tokens);
+        assert_eq!(given.pattern, lent.pattern);
+        assert_eq!(given.get(b"x"), 5);
+    }
+}
