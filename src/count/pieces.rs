@@ -67,14 +67,17 @@ impl PieceCounts {
     ///   distinct pieces) doubled twice, and zeroing the new huge pages took 8% of the
     ///   unit's time (perf, owt-12G).
     ///
-    /// `None` where the table's memory cannot be had.
+    /// `None` where not even a small table's memory can be had (a large one that
+    /// cannot be had is left to grow from a small one, as far as memory allows).
     pub(crate) fn for_share(share: usize, threads: usize) -> Option<Self> {
         let seen = if threads > 1 { 2 * share } else { share };
         let heaps = 3.45 * (share as f64).powf(0.62);
         let distinct = (seen / 160).min(heaps as usize);
         let slots = (2 * distinct).next_power_of_two().clamp(1 << 12, 1 << 22);
+        let short = ShortCounts::try_with_slots(slots, 0)
+            .or_else(|| ShortCounts::try_with_slots(1 << 12, 0))?;
         Some(Self {
-            short: ShortCounts::try_with_slots(slots, 0)?,
+            short,
             ..Self::default()
         })
     }

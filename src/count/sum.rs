@@ -60,14 +60,14 @@ impl CountsSum {
         if let Some((pattern, _)) = &self.header {
             if has_words && n > 0 && *pattern != header.0 {
                 return Err(Error::invalid(format!(
-                    "cannot add counts made with different patterns: {pattern:?} and {:?}",
+                    "{name}: cannot add counts made with different patterns: {pattern:?} and {:?}",
                     header.0
                 )));
             }
         }
         let Some(sum) = self.total.checked_add(total) else {
             return Err(Error::Overflow(format!(
-                "adding these word counts would make the total count pass 2**64-1: {} + {total}",
+                "{name}: adding these word counts would make the total count pass 2**64-1: {} + {total}",
                 self.total
             )));
         };
@@ -108,17 +108,13 @@ impl CountsSum {
             ));
         }
         self.total = sum;
-        match &mut self.header {
-            None => self.header = Some(header),
-            Some((pattern, specials)) => {
-                if !has_words {
-                    *pattern = header.0;
-                }
-                for t in header.1 {
-                    if !specials.contains(&t) {
-                        specials.push(t);
-                    }
-                }
+        let (pattern, specials) = self.header.get_or_insert_with(Default::default);
+        if !has_words {
+            *pattern = header.0;
+        }
+        for t in header.1 {
+            if !specials.contains(&t) {
+                specials.push(t);
             }
         }
         Ok(())
@@ -191,6 +187,52 @@ mod tests {
         let has = |f: &dyn Fn(&[u8]) -> bool| got.iter().any(|(w, c)| f(w) && c > 0);
         assert!(has(&|w| w.is_empty()) && has(&|w| w.len() == 16) && has(&|w| w.len() == 15));
         assert!(has(&|w| w.len() > 1 && w.ends_with(&[0])));
+    }
+
+    #[test]
+    fn the_header_is_kept_as_adding_keeps_it() {
+        let with = |pairs: Vec<(Vec<u8>, u64)>, pattern: &str, specials: &[&str]| {
+            let mut c = WordCounts::from_pairs(pairs, pattern).unwrap();
+            c.special_tokens = specials.iter().map(|s| s.to_string()).collect();
+            c
+        };
+        // No words yet: the next file's pattern is taken; specials are a union, in
+        // order, a file's repeats dropped.
+        let empty = with(vec![], "cl100k", &["<|z|>", "<|a|>", "<|z|>"]);
+        let a = with(vec![(b" low".to_vec(), 3)], "gpt2", &["<|a|>", "<|c|>"]);
+        let mut sum = CountsSum::new();
+        let mut whole = WordCounts::default();
+        for part in [&empty, &a] {
+            sum.add_bytes(&part.to_bytes(), "part").unwrap();
+            whole.add_bytes(&part.to_bytes(), "part").unwrap();
+        }
+        let got = WordCounts::from_bytes(&sum.to_bytes().unwrap(), "sum").unwrap();
+        assert_eq!(got, whole);
+        assert_eq!(got.pattern, "gpt2");
+        assert_eq!(got.special_tokens, ["<|z|>", "<|a|>", "<|c|>"]);
+        assert_eq!(got.special_tokens, whole.special_tokens);
+    }
+
+    #[test]
+    fn a_short_word_at_the_very_end_is_keyed_exactly() {
+        // The last record's word has no 16 bytes after it in the buffer: its key is
+        // made from its own bytes, and must equal the key of the same word elsewhere.
+        for word in [&b"a"[..], b"ab\0", b"fifteen-bytes!!"] {
+            let last = WordCounts::from_pairs([(word.to_vec(), 2)], "gpt2").unwrap();
+            let first = WordCounts::from_pairs(
+                [
+                    (word.to_vec(), 1),
+                    (b"a much longer word after it".to_vec(), 1),
+                ],
+                "gpt2",
+            )
+            .unwrap();
+            let mut sum = CountsSum::new();
+            sum.add_bytes(&first.to_bytes(), "first").unwrap();
+            sum.add_bytes(&last.to_bytes(), "last").unwrap();
+            let got = WordCounts::from_bytes(&sum.to_bytes().unwrap(), "sum").unwrap();
+            assert_eq!((got.get(word), got.len()), (3, 2), "{word:?}");
+        }
     }
 
     #[test]

@@ -136,10 +136,9 @@ fn counts_given_away_add_as_counts_lent() {
     };
     let a = part(&[(b" the", 3), (b"", 1)], &["<|b|>", "<|a|>"]);
     let b = part(&[(b" the", 2), (b"x", 5)], &["<|a|>", "<|c|>"]);
-    for start in [
-        WordCounts::new("gpt2".into(), vec!["<|a|>".into()]),
-        a.clone(),
-    ] {
+    // Empty counts keep their own special tokens first and take the other's pattern.
+    let empty = || WordCounts::new("cl100k".into(), vec!["<|z|>".into(), "<|c|>".into()]);
+    for start in [empty(), a.clone()] {
         let (mut lent, mut given) = (start.clone(), start);
         lent.add(&b).unwrap();
         given.add_owned(b.clone()).unwrap();
@@ -147,5 +146,9 @@ fn counts_given_away_add_as_counts_lent() {
         assert_eq!(given.special_tokens, lent.special_tokens);
         assert_eq!(given.pattern, lent.pattern);
         assert_eq!(given.get(b"x"), 5);
+        assert_eq!(given.pattern, "gpt2");
     }
+    let mut given = empty();
+    given.add_owned(b).unwrap();
+    assert_eq!(given.special_tokens, ["<|z|>", "<|c|>", "<|a|>"]);
 }

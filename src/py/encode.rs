@@ -190,7 +190,9 @@ const WATCH_FROM: usize = 1 << 20;
 
 /// Texts of fewer bytes (or code points) are encoded with the GIL held: releasing and
 /// taking it back cost ~45 ns, a tenth of a call on a 10-byte text, and such a text
-/// holds it for a microsecond at most (OLMo 2, 180 bytes: ~1 us).
+/// holds it for about a microsecond (OLMo 2, 180 bytes: ~1 us; 255 code points that
+/// a normalizer expands many times over, tens of microseconds). An encoder's first
+/// call may also build its workspace or its table of cuts under the GIL, once.
 const KEEP_GIL_BELOW: usize = 256;
 
 /// Runs `work` with the GIL released (a short one with it held); a long one on a

@@ -89,8 +89,8 @@ def test_counts_sent_as_bytes_add_up_or_change_nothing() -> None:
     ``CountsSum.add_bytes`` of ``_to_bytes`` adds exactly; damaged bytes, a total past
     2**64-1 or another pattern are errors that name the bytes and leave the sum as it
     was."""
-    a = bpekit.WordCounts([(b" low", 3), (b"er", 2)])
-    b = bpekit.WordCounts([(b" low", 1), (b"est", 4), (b"", 1), (b"a-word-longer-than-15", 6)])
+    a = bpekit.WordCounts([(b" low", 3), (b"er", 2), (b"fifteen-bytes!!", 1), (b"sixteen-bytes!!!", 2)])
+    b = bpekit.WordCounts([(b" low", 1), (b"est", 4), (b"", 1), (b"er\0", 6), (b"fifteen-bytes!!\0", 1)])
     total = _core.CountsSum()
 
     def summed() -> bpekit.WordCounts:
@@ -101,16 +101,18 @@ def test_counts_sent_as_bytes_add_up_or_change_nothing() -> None:
     total.add_bytes(b._to_bytes())
     assert summed() == a + b and summed().pattern == a.pattern
     data = b._to_bytes()
+    got = summed().to_dict()
+    assert got[b"er"] == 2 and got[b"er\0"] == 6 and got[b""] == 1 and got[b"sixteen-bytes!!!"] == 2
     for damaged, why in [
-        (data[:-1], "unit 3: cut short in word record 3 of 4"),
-        (data + b"x", "unit 3: 1 byte\\(s\\) after its 4 word records"),
+        (data[:-1], "unit 3: cut short in word record 4 of 5"),
+        (data + b"x", "unit 3: 1 byte\\(s\\) after its 5 word records"),
         (b"BPEKITWX" + data[8:], "unit 3: not a bpekit word-counts file \\(bad magic\\)"),
     ]:
         with pytest.raises(ValueError, match=why):
             total.add_bytes(damaged, "unit 3")
     huge = bpekit.WordCounts([(b"x", 2**64 - 5)])
-    with pytest.raises(OverflowError, match="pass 2\\*\\*64-1"):
-        total.add_bytes(huge._to_bytes())
-    with pytest.raises(ValueError, match="different patterns"):
-        total.add_bytes(bpekit.WordCounts([(b"x", 1)], pattern="cl100k")._to_bytes())
+    with pytest.raises(OverflowError, match=r"^unit 4: .*pass 2\*\*64-1"):
+        total.add_bytes(huge._to_bytes(), "unit 4")
+    with pytest.raises(ValueError, match=r"^unit 5: .*different patterns"):
+        total.add_bytes(bpekit.WordCounts([(b"x", 1)], pattern="cl100k")._to_bytes(), "unit 5")
     assert summed() == a + b

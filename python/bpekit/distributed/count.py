@@ -188,7 +188,9 @@ def larger_units(total: int, workers: int) -> int:
     of 256 MiB, 22.2-22.8 s with 1 GiB and 21.6-22.2 s with 3 GiB). Why a multiple of
     the workers, of one size: each worker gets as much as the others, and none waits
     on the last unit; owt-12G in units of 1 GiB made eleven and a third, and one of
-    the 2 workers sat idle for the last 1.2 s of a 16 s count."""
+    the 2 workers sat idle for the last 1.2 s of a 16 s count. (Units are cut file by
+    file, and at least ``DEFAULT_UNIT_BYTES``: where files are several, or the input
+    is small, the count of units is what they make.)"""
     units = max(4 * workers, -(-total // MAX_KEPT_UNIT))
     units = -(-units // workers) * workers
     return max(DEFAULT_UNIT_BYTES, -(-total // units))

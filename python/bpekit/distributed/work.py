@@ -206,10 +206,9 @@ def reduce_partition(part: int, handles: list[Any]) -> bytes:
     """The sum of partition ``part`` of every unit's counts, as bytes
     (``WordCounts._to_bytes``); ``handles`` are where that partition of each unit lies
     (``backends.fetch_each``), taken in the order they are ready."""
-    del part  # named for the backend's errors and for a reader of the task list
     total = _core.CountsSum()
     for data in fetch_each(handles):
-        total.add_bytes(data)
+        total.add_bytes(data, f"partition {part} of a unit's counts")
     return total.to_bytes()
 
 
