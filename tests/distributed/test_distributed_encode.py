@@ -204,9 +204,7 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
 
 def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
     """Killed once three shards are written by the workers: the manifest says the
-    dataset is unfinished, and the rerun keeps every unit still there (those whose
-    shards were all written are let go of as the last shards are written:
-    ``release.EarlyRelease``), encodes the others again and writes the shards again."""
+    dataset is unfinished, and the rerun keeps every unit and writes the shards again."""
     out = tmp_path / "ds"
     script = textwrap.dedent(
         f"""
@@ -232,7 +230,7 @@ def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, 
     assert not manifest["complete"] and len(list((out / "train").glob("*.idx.npy"))) >= 3
     done = len(list((tmp_path / ".ds.units").glob("unit-*.json")))
     written = dist.dataset.write_dataset(dist_corpus, out, "gpt2", *OPTIONS, LOCAL)
-    assert 0 < written.stats["kept"] == done < written.stats["units"]
+    assert written.stats["kept"] == done == written.stats["units"]
     same_dataset(one_machine, out)
 
 
@@ -680,66 +678,6 @@ def test_a_shard_failing_after_others_names_it_and_a_pool_writes_all_at_once(
     calls.clear()
     dist.encode_dataset(dist_corpus, tmp_path / "ds2", "gpt2", **options)
     assert calls == ["unit_items", "write_shard"]
-
-
-def test_a_unit_file_goes_once_every_shard_it_feeds_is_written(tmp_path: Path) -> None:
-    """``EarlyRelease``: from the moment every shard is planned, a unit's file and its
-    record are deleted as soon as the shards that read it are written, and not
-    before; ``close`` waits for the deletions asked for."""
-    from bpekit.distributed.release import EarlyRelease
-    from bpekit.distributed.shardplan import ShardPlan
-
-    paths = {}
-    for unit in range(4):
-        ids, record = unit_files(tmp_path, unit, ".ids")
-        ids.write_bytes(b"ids")
-        record.write_text("{}")
-        paths[unit] = str(ids)
-    shards = [
-        ShardPlan("train", 0, False, 0, pieces=[(0, 0, 5), (-1, 7, 1), (1, 0, 3)]),
-        ShardPlan("train", 1, True, 1, pieces=[(1, 6, 4), (2, 0, 9)]),
-        ShardPlan("val", 0, False, 0, pieces=[(2, 18, 2)]),
-    ]
-    release = EarlyRelease(paths)
-
-    def left() -> set[int]:
-        release.wait()
-        return {u for u in range(4) if unit_files(tmp_path, u, ".ids")[0].exists()}
-
-    # Shard train/0 was written while the units encoded; unit 3 feeds no shard.
-    release.start(shards, [("train", 0)])
-    assert left() == {1, 2}
-    release.done("val", 0)
-    assert left() == {1, 2}
-    release.done("train", 1)
-    assert left() == set()
-    assert not list(tmp_path.glob("unit-*.json"))
-    release.close()
-
-
-def test_a_failure_while_the_last_shards_are_written_resumes_the_same(
-    dist_corpus, tmp_path: Path, monkeypatch
-) -> None:
-    """A shard write that fails after others were written: the units whose shards were
-    all written are deleted already, and encoded again by the rerun, which writes the
-    same dataset as one machine."""
-    from bpekit.distributed import dataset, shardwrite
-
-    monkeypatch.setattr(dataset, "open_backend", lambda *a: Serial())
-    monkeypatch.setattr(shardwrite, "_core", FullDisk(after=3))
-    with pytest.raises(OSError, match="No space left on device"):
-        dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *OPTIONS, LOCAL)
-    units = len(plan_units(dist_corpus, special_tokens=[EOT], unit_bytes=UNIT_BYTES).units)
-    left = len(list((tmp_path / ".ds.units").glob("unit-*.ids")))
-    assert 0 < left < units
-    monkeypatch.setattr(shardwrite, "_core", bpekit._core)
-    written = dataset.write_dataset(dist_corpus, tmp_path / "ds", "gpt2", *OPTIONS, LOCAL)
-    assert written.stats["kept"] == left
-    assert not (tmp_path / ".ds.units").exists()
-    one = bpekit.encode_dataset(dist_corpus, tmp_path / "one", "gpt2", **LAYOUT)
-    assert written.manifest == one
-    for shard in (tmp_path / "ds").rglob("*.npy"):
-        assert filecmp.cmp(shard, tmp_path / "one" / shard.relative_to(tmp_path / "ds"), shallow=False)
 
 
 def test_closing_ray_results_after_ray_is_shut_down_starts_no_ray() -> None:

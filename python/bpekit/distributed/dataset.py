@@ -49,7 +49,6 @@ from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend, workers_are_here
 from bpekit.distributed.plan import Plan, plan_units
-from bpekit.distributed.release import EarlyRelease
 from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
 from bpekit.distributed.shardwrite import ShardTask, write_shard
 from bpekit.distributed.work import (
@@ -550,13 +549,10 @@ def _write_by_workers(
                     bar.close(planned == len(plan.units))
             shards = planner.finish(len(plan.files))
             writes.start(planner.closed())
-            writes.release.start(shards, writes.out)
             written = writes.results()
         except BaseException:
             writes.cancel()
             raise
-        finally:
-            writes.release.close()
     finally:
         runner.close()
     for s in shards:
@@ -594,7 +590,6 @@ class _ShardWrites:
         self.later: list[tuple[ShardTask]] = []  # a local pool's, written after the units
         self.out: dict[tuple[str, int], dict[str, Any]] = {}
         self.shards: list[ShardPlan] = []
-        self.release = EarlyRelease(paths)
 
     def start(self, shards: list[ShardPlan]) -> None:
         if not shards:
@@ -641,7 +636,6 @@ class _ShardWrites:
         for k, written in results:
             s = self.shards[first + k]
             self.out[s.split, s.k] = written
-            self.release.done(s.split, s.k)
 
     def cancel(self) -> None:
         """Stops the shards still being written (the run failed) and waits for their
