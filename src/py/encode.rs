@@ -21,7 +21,7 @@ use super::load::{
     HfFrontArgs,
 };
 use super::offsets::{offsets_array, offsets_list, trim_of};
-use super::progress::run_with_progress;
+use super::progress::interruptible;
 use super::text::text_of;
 use crate::encode::StreamEncoder;
 use crate::encode::Text;
@@ -181,34 +181,6 @@ impl PyEncoder {
         }
         Ok(Some(self.inner.subset(&names)?))
     }
-}
-
-/// Texts of at least this many bytes (or code points) are encoded on a watched
-/// thread ([`run_with_progress`]), so that Ctrl-C stops them within ~0.1 s; a thread
-/// start (~30 us) is nothing beside the milliseconds such a text takes.
-const WATCH_FROM: usize = 1 << 20;
-
-/// Texts of fewer bytes (or code points) are encoded with the GIL held: releasing and
-/// taking it back cost ~45 ns, a tenth of a call on a 10-byte text, and such a text
-/// holds it for about a microsecond (OLMo 2, 180 bytes: ~1 us; 255 code points that
-/// a normalizer expands many times over, tens of microseconds). An encoder's first
-/// call may also build its workspace or its table of cuts under the GIL, once.
-const KEEP_GIL_BELOW: usize = 256;
-
-/// Runs `work` with the GIL released (a short one with it held); a long one on a
-/// watched thread.
-fn interruptible<T: Send>(
-    py: Python<'_>,
-    len: usize,
-    work: impl FnOnce() -> crate::Result<T> + Send,
-) -> PyResult<T> {
-    if len < KEEP_GIL_BELOW {
-        return Ok(work()?);
-    }
-    if len < WATCH_FROM {
-        return Ok(py.detach(work)?);
-    }
-    run_with_progress(py, None, |_| work())
 }
 
 fn check(disallowed: &Option<Specials>, text: &str) -> crate::Result<()> {

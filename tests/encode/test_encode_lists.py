@@ -128,3 +128,30 @@ def test_ctrl_c_stops_a_batch_between_texts(name: str, tmp_path: Path) -> None:
     words = run.stdout.split()
     assert words[:2] == ["interrupted", "after"], run.stdout
     assert float(words[2]) < 1.5, run.stdout
+
+
+def test_short_and_long_texts_from_many_threads_at_once(enc) -> None:
+    """A text under 256 bytes (or code points) is encoded with the GIL held, a longer
+    one with it released: both at once from 8 Python threads, wide strings and lone
+    surrogates among them, each call gives the ids of a call made alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [
+        "",
+        "hi",
+        "naïve café",
+        "東京" * 40,
+        "🙂 " * 100,
+        "x\ud800y",
+        TEXT[:255],
+        TEXT[:256],
+        TEXT,
+        "東京 " * 2000,
+    ]
+    alone = [enc.encode(t) for t in texts]
+    rounds = [texts[k % len(texts) :] + texts[: k % len(texts)] for k in range(64)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda ts: [enc.encode(t) for t in ts], rounds))
+    for k, got in enumerate(results):
+        shift = k % len(texts)
+        assert got == alone[shift:] + alone[:shift]
