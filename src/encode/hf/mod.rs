@@ -21,6 +21,7 @@ mod align;
 mod decode;
 mod metaspace;
 mod normalize;
+mod quick;
 mod sp_spans;
 mod space_map;
 mod spans;

@@ -4,14 +4,12 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::str::Chars;
 
-use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
 use unicode_normalization_alignments::{IsNormalized, UnicodeNormalization};
 
 use super::align::Aligned;
+use super::quick::{quick, NormalForm};
 use crate::error::{Error, Result};
-use crate::pretokenize::unicode::ascii_run;
 
 /// One normalizer, as the Python side describes it.
 #[derive(Clone, Debug)]
@@ -255,49 +253,18 @@ fn min_len(expr: &fancy_regex::Expr) -> usize {
     }
 }
 
-/// A normal form's quick check of `text`, run on its non-ASCII runs alone. ASCII is in
-/// every normal form and of combining class 0, so after ASCII the check's state is
-/// as at the start of a text: each run is checked apart, and the ASCII between them,
-/// most of English text, is skipped eight bytes at a time. Checking every character
-/// took ~10% of a per-document encode of English text with GPT-NeoX's NFC; text of
-/// other scripts pays a call per word (~1.3% of one of ml). Merging runs over short
-/// ASCII gaps measured slower still there (~7%).
-fn quick(text: &str, check: fn(Chars<'_>) -> IsNormalized) -> IsNormalized {
-    let b = text.as_bytes();
-    let (mut i, mut answer) = (0, IsNormalized::Yes);
-    loop {
-        i = ascii_run::<0, 0x7f, false>(b, i);
-        if i == b.len() {
-            return answer;
-        }
-        // `i` is a character's first byte (the byte before it, if any, is ASCII), and
-        // so is the next ASCII byte's place.
-        let end = b[i..]
-            .iter()
-            .position(u8::is_ascii)
-            .map_or(b.len(), |k| i + k);
-        match check(text[i..end].chars()) {
-            IsNormalized::No => return IsNormalized::No,
-            IsNormalized::Maybe => answer = IsNormalized::Maybe,
-            IsNormalized::Yes => {}
-        }
-        i = end;
-    }
-}
-
 impl Step {
     /// The text this step makes of `text`, or `None` where it is unchanged.
     fn apply(&self, text: &str) -> Result<Option<String>> {
-        let unchanged =
-            |check: fn(Chars<'_>) -> IsNormalized| quick(text, check) == IsNormalized::Yes;
+        let unchanged = |form| quick(text, form) == IsNormalized::Yes;
         Ok(match self {
-            Step::Nfc if unchanged(|c| is_nfc_quick(c)) => None,
+            Step::Nfc if unchanged(NormalForm::Nfc) => None,
             Step::Nfc => Some(text.nfc().map(|(c, _)| c).collect()),
-            Step::Nfd if unchanged(|c| is_nfd_quick(c)) => None,
+            Step::Nfd if unchanged(NormalForm::Nfd) => None,
             Step::Nfd => Some(text.nfd().map(|(c, _)| c).collect()),
-            Step::Nfkc if unchanged(|c| is_nfkc_quick(c)) => None,
+            Step::Nfkc if unchanged(NormalForm::Nfkc) => None,
             Step::Nfkc => Some(text.nfkc().map(|(c, _)| c).collect()),
-            Step::Nfkd if unchanged(|c| is_nfkd_quick(c)) => None,
+            Step::Nfkd if unchanged(NormalForm::Nfkd) => None,
             Step::Nfkd => Some(text.nfkd().map(|(c, _)| c).collect()),
             Step::Lowercase => {
                 if text
@@ -369,16 +336,15 @@ impl Step {
     /// the step leaves the text as it is (and `a` untouched).
     fn apply_aligned(&self, a: &mut Option<Aligned>, text: &str) -> Result<bool> {
         let cur = a.as_ref().map_or(text, |a| a.text.as_str());
-        let unchanged =
-            |check: fn(Chars<'_>) -> IsNormalized| quick(cur, check) == IsNormalized::Yes;
+        let unchanged = |form| quick(cur, form) == IsNormalized::Yes;
         let form: Option<Form> = match self {
-            Step::Nfc if unchanged(|c| is_nfc_quick(c)) => return Ok(false),
+            Step::Nfc if unchanged(NormalForm::Nfc) => return Ok(false),
             Step::Nfc => Some(|t| t.nfc().collect()),
-            Step::Nfd if unchanged(|c| is_nfd_quick(c)) => return Ok(false),
+            Step::Nfd if unchanged(NormalForm::Nfd) => return Ok(false),
             Step::Nfd => Some(|t| t.nfd().collect()),
-            Step::Nfkc if unchanged(|c| is_nfkc_quick(c)) => return Ok(false),
+            Step::Nfkc if unchanged(NormalForm::Nfkc) => return Ok(false),
             Step::Nfkc => Some(|t| t.nfkc().collect()),
-            Step::Nfkd if unchanged(|c| is_nfkd_quick(c)) => return Ok(false),
+            Step::Nfkd if unchanged(NormalForm::Nfkd) => return Ok(false),
             Step::Nfkd => Some(|t| t.nfkd().collect()),
             Step::Lowercase if cur.bytes().all(|b| !b.is_ascii_uppercase() && b.is_ascii()) => {
                 return Ok(false)
@@ -435,48 +401,6 @@ mod tests {
             .apply(text)
             .unwrap()
             .into_owned()
-    }
-
-    #[test]
-    fn quick_check_by_runs_equals_the_whole_texts() {
-        // ASCII, precomposed and decomposed letters, marks of several combining
-        // classes (in and out of order), a Hangul syllable and its jamo, a compatibility
-        // ligature, CJK.
-        let parts = [
-            "a", "e", " ", "\n", "\u{e9}", "\u{301}", "\u{316}", "\u{323}", "\u{1100}", "\u{1161}",
-            "\u{ac00}", "\u{fb01}", "\u{6771}", "\u{212b}", "\u{3099}",
-        ];
-        let mut seed = 11u64;
-        for len in 0..40 {
-            for _ in 0..200 {
-                let text: String = (0..len)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-                        parts[(seed >> 33) as usize % parts.len()]
-                    })
-                    .collect();
-                assert_eq!(
-                    quick(&text, |c| is_nfc_quick(c)),
-                    is_nfc_quick(text.chars()),
-                    "{text:?}"
-                );
-                assert_eq!(
-                    quick(&text, |c| is_nfd_quick(c)),
-                    is_nfd_quick(text.chars()),
-                    "{text:?}"
-                );
-                assert_eq!(
-                    quick(&text, |c| is_nfkc_quick(c)),
-                    is_nfkc_quick(text.chars()),
-                    "{text:?}"
-                );
-                assert_eq!(
-                    quick(&text, |c| is_nfkd_quick(c)),
-                    is_nfkd_quick(text.chars()),
-                    "{text:?}"
-                );
-            }
-        }
     }
 
     #[test]
