@@ -29,6 +29,7 @@ const SPECIAL_KEY: u128 = 1 << 126;
 
 /// A batch of pieces: their byte ranges (a special token's is `(SPECIAL_START, id)`),
 /// then (once keyed) their keys and hashes.
+#[derive(Debug)]
 pub(super) struct Batch {
     spans: [(usize, usize); BATCH],
     keys: [u128; BATCH],

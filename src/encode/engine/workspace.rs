@@ -1,6 +1,7 @@
 //! A thread's state for encoding (its piece caches and merge buffers), and how big
 //! to make them and the id buffer for a text.
 
+use super::batch::Batch;
 use super::prefault::Prefault;
 use crate::encode::cache::{LongCache, ShortCache};
 use crate::encode::vocab::Scratch;
@@ -36,6 +37,8 @@ pub(crate) struct Workspace {
     pub(crate) prefault: Prefault,
     /// The ends of a piece's parts, for the miss path's merge of a piece by parts.
     pub(super) part_ends: Vec<u32>,
+    /// The encode loop's two batches, kept from call to call (taken while in use).
+    pub(super) batches: Option<Box<[Batch; 2]>>,
     /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
     /// merging a huge piece), for the text loop to stop at its next batch.
     pub(super) failure: Option<Error>,
@@ -67,6 +70,7 @@ impl Workspace {
             long_holds_short: false,
             prefault: Prefault::default(),
             part_ends: Vec::new(),
+            batches: None,
             failure: None,
         })
     }
