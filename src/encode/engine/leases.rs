@@ -8,9 +8,14 @@ use crate::encode::cache::ShortCache;
 use crate::error::Result;
 
 /// An encoder's workspaces: those not lent out, and the shared short cache.
+///
+/// Boxed, so lending one and taking it back moves a pointer: moved by value, the
+/// struct was copied six times a call (callgrind: ~380 of the ~7.8 K instructions of
+/// `encode("hello world")` with OLMo 2).
 #[derive(Debug, Default)]
 pub(crate) struct Workspaces {
-    pool: Mutex<Vec<Workspace>>,
+    #[allow(clippy::vec_box)] // boxed to lend by pointer, as said above
+    pool: Mutex<Vec<Box<Workspace>>>,
     /// The short cache that the threads of a parallel encode share (see
     /// [`Workspaces::lease_shared`]), made on first use.
     shared_short: Mutex<Option<ShortCache>>,
@@ -19,7 +24,7 @@ pub(crate) struct Workspaces {
 /// A workspace borrowed from a [`Workspaces`] pool, given back on drop.
 pub(crate) struct Lease<'a> {
     owner: &'a Workspaces,
-    ws: Option<Workspace>,
+    ws: Option<Box<Workspace>>,
     /// The workspace's own short table while it holds a handle on the shared one.
     own_short: Option<ShortCache>,
 }
@@ -56,7 +61,7 @@ impl Workspaces {
     pub(crate) fn lease(&self) -> Result<Lease<'_>> {
         let ws = match self.pool.lock().ok().and_then(|mut p| p.pop()) {
             Some(ws) => ws,
-            None => Workspace::new()?,
+            None => Box::new(Workspace::new()?),
         };
         Ok(Lease {
             owner: self,

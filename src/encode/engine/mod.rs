@@ -164,7 +164,7 @@ impl Engine {
     }
 
     /// A full `next` batch: key it while emitting `ready`, then the two trade places
-    /// (by reference: by value, a swap copies 2.5 KB) and the new `next` starts empty.
+    /// (by reference: by value, a swap copies 3 KB) and the new `next` starts empty.
     /// After a failure (kept in `halt`) batches are only dropped.
     #[inline(always)]
     fn turn<'b>(

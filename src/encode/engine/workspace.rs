@@ -37,7 +37,8 @@ pub(crate) struct Workspace {
     pub(crate) prefault: Prefault,
     /// The ends of a piece's parts, for the miss path's merge of a piece by parts.
     pub(super) part_ends: Vec<u32>,
-    /// The encode loop's two batches, kept from call to call (taken while in use).
+    /// The encode loop's two batches, kept from call to call (taken while in use;
+    /// made with the workspace, so a fixed one allocates nothing later).
     pub(super) batches: Option<Box<[Batch; 2]>>,
     /// Why the last pieces could not be encoded (out of memory, or Ctrl-C while
     /// merging a huge piece), for the text loop to stop at its next batch.
@@ -70,7 +71,7 @@ impl Workspace {
             long_holds_short: false,
             prefault: Prefault::default(),
             part_ends: Vec::new(),
-            batches: None,
+            batches: Some(Box::default()),
             failure: None,
         })
     }

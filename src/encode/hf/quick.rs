@@ -6,10 +6,12 @@
 //! "starter" here, leaves the answer as it was and the state as at the start of a
 //! text: so the answer for a whole text is that of the runs of other characters, each
 //! checked apart. ASCII is such a character, skipped eight bytes at a time; so are
-//! nearly all letters of other scripts (Cyrillic, CJK, Hangul syllables, Arabic and
-//! Devanagari letters), found in a bit table rather than by the library's two hash
-//! lookups per character. Checking every non-ASCII character with the library took
-//! 15% of a warm per-document encode of the multilingual corpus with GPT-NeoX's NFC.
+//! nearly all letters of other scripts in the composed forms (Cyrillic, CJK, Arabic and
+//! Devanagari letters, and in NFC and NFKC precomposed letters and Hangul syllables),
+//! found in a bit table rather than by the library's hashed lookup of the combining
+//! class and branchy search of the property's ranges. Checking every non-ASCII
+//! character with the library took 15% of a warm per-document encode of the
+//! multilingual corpus with GPT-NeoX's NFC.
 //!
 //! The table covers the Basic Multilingual Plane, 256 code points a block, each block
 //! filled from the library's own answers on its first use (~5 us), so the tables are
