@@ -3,12 +3,13 @@
 //! after its line was prefetched, and a piece the probe does not settle takes the
 //! slow path (`miss`).
 //!
-//! Files, lowest first: `workspace`, `prefault`, `leases` (the pool of workspaces),
-//! `miss`, `batch`, then the [`Engine`] here, `profile` and `spans` (offsets).
+//! Files, lowest first: `pieces` (a batch of pieces, keyed), `workspace`, `prefault`,
+//! `leases` (the pool of workspaces), `miss`, `batch`, then the [`Engine`] here, `profile` and `spans` (offsets).
 
 mod batch;
 mod leases;
 mod miss;
+mod pieces;
 mod prefault;
 mod profile;
 mod spans;
@@ -30,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::piecekey;
 use crate::pretokenize::Pretokenizer;
 use crate::specials::{Segment, Specials};
-use batch::Batch;
+use pieces::Batch;
 
 /// A vocabulary and a pre-tokenizer: what encoding a text needs besides a workspace.
 #[derive(Debug)]

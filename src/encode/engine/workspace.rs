@@ -1,7 +1,7 @@
 //! A thread's state for encoding (its piece caches and merge buffers), and how big
 //! to make them and the id buffer for a text.
 
-use super::batch::Batch;
+use super::pieces::Batch;
 use super::prefault::Prefault;
 use crate::encode::cache::{LongCache, ShortCache};
 use crate::encode::vocab::Scratch;
