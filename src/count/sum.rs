@@ -10,7 +10,7 @@
 //! `AHEAD` records before it is added.
 
 use super::pieces::PieceCounts;
-use super::wordcounts::{parse_header, parse_record, write_record, Header, WordCounts};
+use super::wordcounts::{check_file, parse_record, write_record, Checked, Header, WordCounts};
 use crate::error::{Error, Result};
 
 /// How many records ahead a word's slot is prefetched.
@@ -36,26 +36,12 @@ impl CountsSum {
     /// file, are cut short or would make the total pass 2**64-1, and counts made with
     /// another pattern, are an error that changes nothing.
     pub fn add_bytes(&mut self, bytes: &[u8], name: &str) -> Result<()> {
-        let bad = |what: String| Error::invalid(format!("{name}: {what}"));
-        let (header, n, records) = parse_header(bytes).map_err(|e| bad(e.to_string()))?;
-        // A first pass checks every record and the total, so that the second cannot
-        // fail half way.
-        let mut total = 0u64;
-        let mut at = 0;
-        for i in 0..n {
-            let (count, _, next) = parse_record(records, at)
-                .ok_or_else(|| bad(format!("cut short in word record {i} of {n}")))?;
-            total = total
-                .checked_add(count)
-                .ok_or_else(|| bad("its counts add up past 2**64-1".into()))?;
-            at = next;
-        }
-        if at != records.len() {
-            return Err(bad(format!(
-                "{} byte(s) after its {n} word records",
-                records.len() - at
-            )));
-        }
+        let Checked {
+            header,
+            n,
+            records,
+            total,
+        } = check_file(bytes, name, None)?;
         let has_words = self.pieces.as_ref().is_some_and(|p| p.distinct() > 0);
         if let Some((pattern, _)) = &self.header {
             if has_words && n > 0 && *pattern != header.0 {

@@ -308,32 +308,12 @@ impl WordCounts {
         name: &str,
         new_here: Option<NewHere<'_>>,
     ) -> Result<()> {
-        let bad = |what: String| Error::invalid(format!("{name}: {what}"));
-        let (header, n, records) = parse_header(bytes).map_err(|e| bad(e.to_string()))?;
-        // A first pass checks every record and the total, so that the second cannot
-        // fail half way.
-        let mut total = 0u64;
-        let mut at = 0;
-        for i in 0..n {
-            let (count, word, next) = parse_record(records, at)
-                .ok_or_else(|| bad(format!("cut short in word record {i} of {n}")))?;
-            if new_here.is_some_and(|new_here| !new_here(word)) {
-                return Err(bad(format!(
-                    "word record {i} of {n} ({}) belongs to another partition",
-                    show(word)
-                )));
-            }
-            total = total
-                .checked_add(count)
-                .ok_or_else(|| bad("its counts add up past 2**64-1".into()))?;
-            at = next;
-        }
-        if at != records.len() {
-            return Err(bad(format!(
-                "{} byte(s) after its {n} word records",
-                records.len() - at
-            )));
-        }
+        let Checked {
+            header,
+            n,
+            records,
+            total,
+        } = check_file(bytes, name, new_here)?;
         if !self.is_empty() && n > 0 && self.pattern != header.0 {
             return Err(Error::invalid(format!(
                 "cannot add counts made with different patterns: {:?} and {:?}",
@@ -554,7 +534,7 @@ type NewHere<'a> = &'a dyn Fn(&[u8]) -> bool;
 pub(super) type Header = (String, Vec<String>);
 
 /// A saved file's header, the number of words and the bytes of the word records.
-pub(super) fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[u8]), String> {
+fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[u8]), String> {
     let rest = bytes
         .strip_prefix(MAGIC.as_slice())
         .ok_or("not a bpekit word-counts file (bad magic)")?;
@@ -578,6 +558,56 @@ pub(super) fn parse_header(bytes: &[u8]) -> std::result::Result<(Header, u64, &[
     let n = rest.get(..8).ok_or("cut short in the header")?;
     let n = u64::from_le_bytes(n.try_into().map_err(|_| "cut short in the header")?);
     Ok(((pattern, specials), n, &rest[8..]))
+}
+
+/// A saved file whose every record was read: its header, word count, records and
+/// the sum of its counts.
+pub(super) struct Checked<'b> {
+    pub(super) header: Header,
+    pub(super) n: u64,
+    pub(super) records: &'b [u8],
+    pub(super) total: u64,
+}
+
+/// Reads every record of the saved file `bytes` (named `name` in errors), so that
+/// adding them after cannot fail half way: an error where the bytes are not such a
+/// file, are cut short or run on, where the counts add up past 2**64-1, or where a
+/// word is not `new_here`.
+pub(super) fn check_file<'b>(
+    bytes: &'b [u8],
+    name: &str,
+    new_here: Option<NewHere<'_>>,
+) -> Result<Checked<'b>> {
+    let bad = |what: String| Error::invalid(format!("{name}: {what}"));
+    let (header, n, records) = parse_header(bytes).map_err(bad)?;
+    let mut total = 0u64;
+    let mut at = 0;
+    for i in 0..n {
+        let (count, word, next) = parse_record(records, at)
+            .ok_or_else(|| bad(format!("cut short in word record {i} of {n}")))?;
+        if new_here.is_some_and(|new_here| !new_here(word)) {
+            return Err(bad(format!(
+                "word record {i} of {n} ({}) belongs to another partition",
+                show(word)
+            )));
+        }
+        total = total
+            .checked_add(count)
+            .ok_or_else(|| bad("its counts add up past 2**64-1".into()))?;
+        at = next;
+    }
+    if at != records.len() {
+        return Err(bad(format!(
+            "{} byte(s) after its {n} word records",
+            records.len() - at
+        )));
+    }
+    Ok(Checked {
+        header,
+        n,
+        records,
+        total,
+    })
 }
 
 fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
