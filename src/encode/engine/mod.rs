@@ -4,7 +4,8 @@
 //! slow path (`miss`).
 //!
 //! Files, lowest first: `pieces` (a batch of pieces, keyed), `workspace`, `prefault`,
-//! `leases` (the pool of workspaces), `miss`, `batch`, then the [`Engine`] here, `profile` and `spans` (offsets).
+//! `leases` (the pool of workspaces), `miss`, `batch`, then the [`Engine`] here,
+//! `profile` and `spans` (offsets).
 
 mod batch;
 mod leases;
