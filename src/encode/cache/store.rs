@@ -208,6 +208,17 @@ impl Store {
     pub(super) fn doubled(&self, max_lines: usize) -> Option<Self> {
         let old = self;
         let bigger = Store::try_new(old.lines.len() * 2, max_lines, Arc::clone(&old.spill))?;
+        // Faulted in whole before the entries go in, which touch every page at once:
+        // each `put` reads its line first, so a huge page was mapped to the shared zero
+        // page, then copied on the write, with a TLB flush. A first `encode` of each
+        // document of the multilingual corpus (its table doubling 2 -> 32 MB) took
+        // 5-9% less time this way (gpt2-hub 0.826 -> 0.748 s, OLMo 2 0.855 -> 0.794,
+        // o200k 1.147 -> 1.089; medians of 3-4 interleaved fresh processes).
+        for block in 0..bigger.lines.blocks() {
+            if !bigger.lines.populate_block(block) {
+                break;
+            }
+        }
         let mut copied = 0;
         for i in 0..old.lines.len() {
             // SAFETY: `i` is a line of the old table; lines are read as the `line`
