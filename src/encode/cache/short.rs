@@ -321,6 +321,25 @@ mod tests {
     }
 
     #[test]
+    fn a_table_in_huge_pages_grows_faulted_in_and_keeps_the_pieces() {
+        // 2 MB of lines: mapped fresh, in huge pages where the kernel has them.
+        let lines = 1 << 15;
+        let mut t = ShortCache::new(lines, 4 * lines, 8 * lines);
+        let n = lines as u32 + 100;
+        for i in 0..n {
+            let k = piecekey::key_of(&i.to_le_bytes());
+            assert!(t.insert(k, piecekey::hash(k), &[i, i + 1]));
+        }
+        assert_eq!((t.capacity_lines(), t.len()), (2 * lines, n as usize));
+        for i in (0..n).step_by(97) {
+            assert_eq!(ids_of(&t, &i.to_le_bytes()), Some(vec![i, i + 1]), "{i}");
+        }
+        // Its blocks are all taken: a populate has nothing left to do.
+        let blocks = t.store.lines.blocks();
+        assert_eq!((blocks, t.store.fill.next_block.load(Relaxed)), (2, 2));
+    }
+
+    #[test]
     fn reserve_raises_the_limit_and_keeps_the_pieces() {
         let mut t = ShortCache::new(2, 4, 8);
         let k = piecekey::key_of(b"kept");
