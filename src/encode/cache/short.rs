@@ -226,16 +226,7 @@ impl ShortCache {
     /// 2-thread encode of the 116 MB English corpus on a 2-core VM, waiting for those
     /// flushes took up to 5% of the CPU time, by the host's load (perf, gpt2).
     pub fn populate(&self) {
-        let (lines, next) = (&self.store.lines, &self.store.fill.next_block);
-        let blocks = lines.blocks();
-        // A load first: a populated table's line is not written again.
-        while next.load(Relaxed) < blocks {
-            let block = next.fetch_add(1, Relaxed);
-            if block < blocks && !lines.populate_block(block) {
-                // The kernel cannot: leave the rest to ordinary faults.
-                next.store(blocks, Relaxed);
-            }
-        }
+        self.store.populate();
     }
 
     /// Spill-arena words for a table of at most `max_lines` lines: two a line (4 MB
