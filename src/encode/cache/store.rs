@@ -219,10 +219,12 @@ impl Store {
         }
     }
 
-    /// A store of twice the lines holding this one's entries, with the same spill.
-    pub(super) fn doubled(&self, max_lines: usize) -> Option<Self> {
+    /// A store of `factor` times the lines holding this one's entries, with the same
+    /// spill.
+    pub(super) fn grown(&self, factor: usize, max_lines: usize) -> Option<Self> {
         let old = self;
-        let bigger = Store::try_new(old.lines.len() * 2, max_lines, Arc::clone(&old.spill))?;
+        let lines = old.lines.len().checked_mul(factor)?;
+        let bigger = Store::try_new(lines, max_lines, Arc::clone(&old.spill))?;
         // Faulted in whole before the entries go in, which touch every page at once:
         // each `put` reads its line first, so a huge page was mapped to the shared zero
         // page, then copied on the write, with a TLB flush. A first `encode` of each
