@@ -205,7 +205,10 @@ pub(crate) struct ZeroedBuf<T: Zeroable> {
 
 // SAFETY: `ZeroedBuf` owns its allocation exclusively, like a `Box<[T]>`.
 unsafe impl<T: Zeroable + Send> Send for ZeroedBuf<T> {}
-// SAFETY: shared access only reads.
+// SAFETY: through `&ZeroedBuf` its own methods only read. A short-cache store also
+// writes lines through `as_ptr` while shared, which its `line` module makes sound:
+// writers claim a slot atomically and publish it with one store, and no shared
+// table is read through `as_slice`.
 unsafe impl<T: Zeroable + Sync> Sync for ZeroedBuf<T> {}
 
 impl<T: Zeroable> ZeroedBuf<T> {

@@ -100,7 +100,9 @@ impl Store {
     pub(super) fn find(&self, key: u128, home: usize) -> Option<(usize, usize, [u32; 4])> {
         let mask = self.lines.len() - 1;
         let mut i = home;
-        loop {
+        // A walk ends after every line: racing writers may fill a table past its
+        // limit, to its last slot.
+        for _ in 0..self.lines.len() {
             // SAFETY: `i` is masked into the table.
             let line = unsafe { line::load(self.line(i)) };
             for s in 0..2 {
@@ -117,15 +119,18 @@ impl Store {
             }
             i = (i + 1) & mask;
         }
+        None
     }
 
-    /// Writes `slot` into the first free slot of its walk; false if, `racing` other
-    /// writers, one of them added its key first. Without `racing` the caller holds
-    /// the only handle.
-    fn put(&self, slot: Slot, home: usize, racing: bool) -> bool {
+    /// Writes `slot` into the first free slot of its walk. Without `racing` the
+    /// caller holds the only handle.
+    fn put(&self, slot: Slot, home: usize, racing: bool) -> Put {
         let mask = self.lines.len() - 1;
         let mut i = home;
-        loop {
+        // Racing writers each check the limit before any of them adds to the count,
+        // so together they may pass it, up to the last slot: a walk that finds every
+        // line taken gives up rather than going round again.
+        for _ in 0..self.lines.len() {
             // SAFETY: `i` is masked into the table.
             let line = unsafe { line::load(self.line(i)) };
             for s in 0..2 {
@@ -135,21 +140,22 @@ impl Store {
                     if line.keys[s] == 0 {
                         // SAFETY: the slot is free and only this writer fills it.
                         unsafe { line::store(p, slot) };
-                        return true;
+                        return Put::Added;
                     }
                     continue;
                 }
                 if line.keys[s] == slot.key {
-                    return false;
+                    return Put::Present;
                 }
                 // A slot with ids but no key yet is being filled by another writer.
                 // SAFETY: `p` is a live slot of this table; sharing checked the CPU.
                 if line.keys[s] == 0 && line.words[s] == [0; 4] && unsafe { line::claim(p, slot) } {
-                    return true;
+                    return Put::Added;
                 }
             }
             i = (i + 1) & mask;
         }
+        Put::Full
     }
 
     /// Adds `key` with `ids` if there is room ([`entry_limit`], and the
@@ -182,15 +188,32 @@ impl Store {
             }
             slot.ids[0] = start as u32;
         }
-        if self.put(slot, home, racing) {
-            self.fill.len.fetch_add(1, Relaxed);
+        match self.put(slot, home, racing) {
+            Put::Added => {
+                self.fill.len.fetch_add(1, Relaxed);
+                true
+            }
+            Put::Present => true,
+            Put::Full => {
+                self.fill.full.store(true, Relaxed);
+                false
+            }
         }
-        true
     }
 }
 
+/// What [`Store::put`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Put {
+    Added,
+    /// Racing, another writer added the key first.
+    Present,
+    /// Every slot of the walk was taken.
+    Full,
+}
+
 /// The most entries a store of `lines` lines takes: one per pair (half its slots)
-/// while it may still double, as at 3/4 walks past the home line made en-small 20%
+/// while it may still grow, as at 3/4 walks past the home line made en-small 20%
 /// slower; 5/8 of its slots once it is at its size limit, where a piece left out is
 /// looked up in the long cache, or merged again, at every occurrence, and the pieces
 /// the extra room takes are the rarest (added last). With o200k the en corpus has
@@ -257,5 +280,39 @@ impl Store {
         }
         bigger.fill.len.store(copied, Relaxed);
         Some(bigger)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(key: u128, id: u32) -> Slot {
+        Slot {
+            key,
+            ids: [id, 0, 0],
+            n: 1,
+        }
+    }
+
+    /// A store whose every slot is taken: a lookup of another key and a put, by the
+    /// only writer or by racing ones, end (they walked the table round forever).
+    #[test]
+    fn a_table_with_no_free_slot_ends_its_walks() {
+        let spill = Arc::new(Spill::try_new(8).expect("memory"));
+        let store = Store::try_new(2, 2, spill).expect("memory");
+        for (k, home) in [(11, 0), (12, 0), (13, 1), (14, 1)] {
+            assert_eq!(store.put(slot(k, k as u32), home, false), Put::Added);
+        }
+        for home in 0..2 {
+            assert_eq!(store.find(99, home), None);
+            assert_eq!(store.find(13, home).map(|(_, _, w)| w[0]), Some(13));
+            assert_eq!(store.put(slot(99, 1), home, false), Put::Full);
+            #[cfg(target_arch = "x86_64")]
+            {
+                assert_eq!(store.put(slot(99, 1), home, true), Put::Full);
+                assert_eq!(store.put(slot(12, 1), home, true), Put::Present);
+            }
+        }
     }
 }
