@@ -587,6 +587,68 @@ mod tests {
         );
     }
 
+    /// tiktoken's merge of `piece` by `ranks` (bytes -> rank), with the ranks below
+    /// `max_rank` only: the adjacent parts whose joined bytes rank lowest merge,
+    /// leftmost first.
+    fn tiktoken_merge(ranks: &FxMap<Vec<u8>, u32>, piece: &[u8], max_rank: u32) -> Vec<u32> {
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let best = (0..parts.len().saturating_sub(1))
+                .filter_map(|i| {
+                    let joined = [parts[i].as_slice(), parts[i + 1].as_slice()].concat();
+                    ranks
+                        .get(&joined)
+                        .filter(|&&r| r < max_rank)
+                        .map(|&r| (r, i))
+                })
+                .min();
+            let Some((_, i)) = best else { break };
+            let right = parts.remove(i + 1);
+            parts[i].extend(right);
+        }
+        parts.iter().map(|p| ranks[p]).collect()
+    }
+
+    /// Random rank files over four letters, each token two earlier ones joined (some
+    /// are made of parts that their own bytes never merge into): every text merges
+    /// as tiktoken merges it, with and without a rank limit.
+    #[test]
+    fn ranks_merge_as_tiktoken() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..300 {
+            let mut ranks: Vec<(Vec<u8>, u32)> =
+                (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
+            let mut made: Vec<Vec<u8>> = b"abcd".iter().map(|&b| vec![b]).collect();
+            for _ in 0..next(40) {
+                let joined = [made[next(made.len())].as_slice(), &made[next(made.len())]].concat();
+                if joined.len() <= 12 && !made.contains(&joined) {
+                    ranks.push((joined.clone(), ranks.len() as u32));
+                    made.push(joined);
+                }
+            }
+            let map: FxMap<Vec<u8>, u32> = ranks.iter().cloned().collect();
+            let bpe = Bpe::from_ranks(ranks.clone()).unwrap();
+            let mut scratch = super::super::Scratch::default();
+            for _ in 0..30 {
+                let text: Vec<u8> = (0..1 + next(30)).map(|_| b"abcd"[next(4)]).collect();
+                let limit = [NONE, 256 + next(40) as u32][next(2)];
+                let mut out = Vec::new();
+                super::super::merge_piece(&bpe, &text, limit, &mut scratch, &mut out).unwrap();
+                assert_eq!(
+                    out,
+                    tiktoken_merge(&map, &text, limit),
+                    "{ranks:?} {text:?} {limit}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn ranks_with_a_token_twice_are_an_error_naming_both() {
         let mut ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], u32::from(b))).collect();
