@@ -276,7 +276,9 @@ impl ShortCache {
             return;
         }
         while self.capacity_lines() < lines && self.capacity_lines() < self.max_lines {
-            self.grow();
+            // To the size asked for, not past it.
+            let now = self.capacity_lines();
+            self.grow_by(growth(now, self.max_lines).min(lines / now));
         }
     }
 
@@ -285,7 +287,12 @@ impl ShortCache {
     /// stops growing only costs merges).
     #[cold]
     fn grow(&mut self) {
-        let factor = growth(self.store.lines.len(), self.max_lines);
+        self.grow_by(growth(self.store.lines.len(), self.max_lines));
+    }
+
+    /// Grows the table `factor` times (2 or 4), as [`Self::grow`].
+    #[cold]
+    fn grow_by(&mut self, factor: usize) {
         match self.store.grown(factor, self.max_lines) {
             Some(store) => self.store = Arc::new(store),
             None => self.max_lines = self.store.lines.len(),
@@ -377,6 +384,13 @@ mod tests {
         for i in 0u32..17 {
             assert_eq!(ids_of(&t, &i.to_le_bytes()), Some(vec![i]), "{i}");
         }
+        // Reserved, a filled table grows to the size asked for, not past it.
+        let mut t = ShortCache::new(2, 64, 64);
+        let k = piecekey::key_of(b"kept");
+        assert!(t.insert(k, piecekey::hash(k), &[7]));
+        t.reserve_lines(16);
+        assert_eq!(t.capacity_lines(), 16);
+        assert_eq!(ids_of(&t, b"kept"), Some(vec![7]));
     }
 
     #[test]
