@@ -6,7 +6,7 @@
 //! the long tokens for whole-piece lookups), `chars` (the first parts
 //! of a piece in a vocabulary of characters) and `cuts` (where a piece may be cut
 //! into parts that merge apart) come first, then `bpe` (the
-//! vocabulary), then `merge` (which merges with a vocabulary and recovers merges
+//! vocabulary; `bpe::ranks` builds it from tiktoken ranks), then `merge` (which merges with a vocabulary and recovers merges
 //! from ranks), then `rankfile` (parsing).
 
 mod bpe;
