@@ -5,9 +5,9 @@
 //! `shortids`/`longparts` (lookups used while building), `longtokens` (a filter of
 //! the long tokens for whole-piece lookups), `chars` (the first parts
 //! of a piece in a vocabulary of characters) and `cuts` (where a piece may be cut
-//! into parts that merge apart) come first, then `bpe` (the
-//! vocabulary; `bpe::ranks` builds it from tiktoken ranks), then `merge` (which merges with a vocabulary and recovers merges
-//! from ranks), then `rankfile` (parsing).
+//! into parts that merge apart) come first, then `bpe` (the vocabulary;
+//! `bpe::ranks` builds it from tiktoken ranks), then `merge` (which merges with a
+//! vocabulary and recovers merges from ranks), then `rankfile` (parsing).
 
 mod bpe;
 mod chars;
