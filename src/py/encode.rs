@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::dataset::PyJob;
 use super::encode_files::{self, PyAssembly, ResumeArg};
-use super::ints::IdInts;
+use super::ints::id_list;
 use super::iterable::PyStream;
 use super::load::{
     char_words, front_spec, hf_normalize, pre_steps, room_to_load, vocab_and_merges, CharArgs,
@@ -48,12 +48,10 @@ pub struct PyEncoder {
     inner: Arc<Encoder>,
     /// Address and length of the last `str` encoded from its code points.
     last_wide: Mutex<(usize, usize)>,
-    /// The Python ints of the ids, for lists.
-    ints: IdInts,
 }
 
 /// `items` as a Python list, or `MemoryError` where it cannot be made (see
-/// [`super::ints`]'s `fill_list`).
+/// [`id_list`]).
 fn object_list<'py, T>(py: Python<'py>, items: Vec<Bound<'py, T>>) -> PyResult<Bound<'py, PyList>> {
     let len = pyo3::ffi::Py_ssize_t::try_from(items.len())
         .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many items for a list"))?;
@@ -79,11 +77,9 @@ fn to_ids(ids: Vec<i64>) -> PyResult<Vec<u32>> {
 
 impl PyEncoder {
     fn new(inner: Encoder) -> Self {
-        let ints = IdInts::new(inner.bpe().id_limit());
         Self {
             inner: Arc::new(inner),
             last_wide: Mutex::new((0, 0)),
-            ints,
         }
     }
 
@@ -299,8 +295,7 @@ impl PyEncoder {
         allowed: Option<Vec<String>>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.ints
-            .list(py, &self.encode_ids(py, text, allowed, disallowed)?)
+        id_list(py, &self.encode_ids(py, text, allowed, disallowed)?)
     }
 
     #[pyo3(signature = (text, allowed = None, disallowed = Vec::new()))]
@@ -339,7 +334,6 @@ impl PyEncoder {
                 texts.len(),
             ))
         })?;
-        let ints = &self.ints;
         py.detach(|| {
             encode_texts_in_order(
                 &self.inner,
@@ -352,7 +346,7 @@ impl PyEncoder {
                         for (_, ids) in ready {
                             // None: a code point without UTF-8, redone below.
                             lists.push(match ids? {
-                                Some(ids) => Some(ints.list(py, &ids)?.unbind()),
+                                Some(ids) => Some(id_list(py, &ids)?.unbind()),
                                 None => None,
                             });
                         }
@@ -368,7 +362,7 @@ impl PyEncoder {
             .map(|(list, text)| match list {
                 Some(list) => Ok(list.into_bound(py)),
                 // CPython's conversion raises its own error for such a text.
-                None => self.ints.list(
+                None => id_list(
                     py,
                     &self.encode_utf8(py, text.to_str()?, &allowed, &disallowed)?,
                 ),
@@ -418,7 +412,7 @@ impl PyEncoder {
         trim: Option<(bool, usize)>,
     ) -> PyResult<IdsAndSpans<'py>> {
         let (ids, spans) = self.spans_of(py, text, allowed, disallowed, trim)?;
-        Ok((self.ints.list(py, &ids)?, offsets_list(py, &spans)?))
+        Ok((id_list(py, &ids)?, offsets_list(py, &spans)?))
     }
 
     /// `encode_with_offsets` as a `uint32` array of ids and an `(n, 2)` `uint64` array
@@ -467,7 +461,7 @@ impl PyEncoder {
         let pairs = encoded
             .iter()
             .map(|(ids, spans)| {
-                let pair = (self.ints.list(py, ids)?, offsets_list(py, spans)?);
+                let pair = (id_list(py, ids)?, offsets_list(py, spans)?);
                 pair.into_pyobject(py).map(Bound::into_any)
             })
             .collect::<PyResult<Vec<_>>>()?;

@@ -1,110 +1,46 @@
-//! Lists of token ids for Python: each encoder keeps the Python `int` of each id it has
-//! put in a list, so that a list is filled with new references to them (a pointer
-//! store and a reference count), not new objects.
+//! Lists of token ids for Python, filled with pointers to ints that live as long as
+//! the process: no new object, and no reference count touched, per id.
 //!
 //! Why: making an `int` per id (`PyLong_FromUnsignedLong`, and freeing it with the
 //! list) took ~37 ns an id, 70% of a per-document `encode` of en-small with GPT-2
-//! (`benchmarks/peers_compare.py`); a reference to a kept `int` takes a few. The ints
-//! are made the first time an id is listed and kept for the encoder's life: an encoder
-//! used only for arrays makes none, and one used for lists holds the ints of the ids
-//! its texts use (32 bytes each) in a table of 16 bytes a slot (o200k: 200,019 slots,
-//! 3.2 MB, made on the first list).
-
-use std::sync::OnceLock;
+//! (`benchmarks/peers_compare.py`). A table of each encoder's ints, with a new
+//! reference per id, still left list filling at a third of a warm per-document
+//! `encode` of en-small with OLMo 2 (perf): two thirds of it waiting to add to the
+//! int's reference count, a line the table's load had to find first. Now id `i`'s
+//! int is at a fixed place in the chunk of 4,096 ints that holds it, and is
+//! *immortal* as CPython 3.12 defines it (3.11 has no such notion: its count starts
+//! at 2^62, which the list's decrements never bring to zero), so a list gets the
+//! pointer alone. list filling: see docs/performance.md.
+//!
+//! A chunk is made, whole, the first time one of its ids is listed: 4,096 ints of 32
+//! bytes (128 KB), copied from the ints CPython makes, kept for the process's life,
+//! and shared by every encoder (a vocabulary of 200,019 ids, o200k's, is 49 chunks:
+//! 6.3 MB at most). Ids past [`MAX_IDS`], and every id on interpreters whose object
+//! layout this does not read (the limited API, PyPy, GraalPy, free-threaded or
+//! debug builds), get a new `int` each time.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-/// Ids past this get a new `int` each time instead of a slot (a vocabulary this large
-/// is unusual; the table would take 16 bytes an id of it up front).
-const MAX_SLOTS: usize = 1 << 22;
+/// Ids below this have a kept int: every id a vocabulary may have (up to 2,097,151
+/// tokens).
+const MAX_IDS: usize = 1 << 21;
 
-/// The kept `int`s of an encoder's ids, by id; made with the first list.
-#[derive(Default)]
-pub(super) struct IdInts {
-    slots: OnceLock<Box<[OnceLock<Py<PyAny>>]>>,
-    /// Ids below this have a slot (the encoder's id limit, up to [`MAX_SLOTS`]).
-    limit: usize,
-}
-
-impl IdInts {
-    /// A table for the ids below `id_limit`.
-    pub(super) fn new(id_limit: usize) -> Self {
-        Self {
-            slots: OnceLock::new(),
-            limit: id_limit.min(MAX_SLOTS),
-        }
-    }
-
-    /// The slots, made on first use; none where they cannot be allocated (every id then
-    /// gets a new `int`, as without a table).
-    fn slots(&self) -> &[OnceLock<Py<PyAny>>] {
-        self.slots.get_or_init(|| {
-            let mut v = Vec::new();
-            if v.try_reserve_exact(self.limit).is_err() {
-                return Box::default();
-            }
-            v.resize_with(self.limit, OnceLock::new);
-            v.into_boxed_slice()
-        })
-    }
-
-    /// A new reference to the `int` of `id`, or NULL with a Python error set.
-    #[inline]
-    fn int_of(py: Python<'_>, slots: &[OnceLock<Py<PyAny>>], id: u32) -> *mut ffi::PyObject {
-        let Some(slot) = slots.get(id as usize) else {
-            // SAFETY: a plain CPython call with the GIL held.
-            return unsafe { ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id)) };
-        };
-        if let Some(int) = slot.get() {
-            return int.clone_ref(py).into_ptr();
-        }
-        // SAFETY: a plain CPython call with the GIL held; NULL is passed on.
-        let made = unsafe { ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id)) };
-        if made.is_null() {
-            return made;
-        }
-        // SAFETY: `made` is a new, non-NULL reference, which the `Py` takes over.
-        let int: Py<PyAny> = unsafe { Bound::from_owned_ptr(py, made) }.unbind();
-        // Another thread may have set it meanwhile (free-threaded Python): either int
-        // is the same number.
-        let int = match slot.set(int) {
-            Ok(()) => slot.get(),
-            Err(_) => slot.get(),
-        };
-        int.map_or(std::ptr::null_mut(), |i| i.clone_ref(py).into_ptr())
-    }
-
-    /// `ids` as a Python list of the kept ints ([`id_list`]).
-    pub(super) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        fill_list(py, ids, self.slots())
-    }
-}
-
-/// `ids` as a Python list of new ints, for lists made without an encoder's table.
+/// `ids` as a Python list of ints, or `MemoryError` where the list cannot be made.
+/// PyO3's own conversion panics when `PyList_New` fails, and with memory gone the
+/// panic's message then aborts the process.
 pub(super) fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-    fill_list(py, ids, &[])
-}
-
-/// `ids` as a Python list, each id's int from `slots` where it has one, or
-/// `MemoryError` where the list cannot be made. PyO3's own conversion panics when
-/// `PyList_New` fails, and with memory gone the panic's message then aborts the
-/// process.
-fn fill_list<'py>(
-    py: Python<'py>,
-    ids: &[u32],
-    slots: &[OnceLock<Py<PyAny>>],
-) -> PyResult<Bound<'py, PyList>> {
     let len = ffi::Py_ssize_t::try_from(ids.len())
         .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("too many token ids for a list"))?;
     // SAFETY: plain CPython calls with the GIL held; every pointer is checked before
-    // use, each item's new reference moves into the list, and a list whose items are
-    // not all set yet is freed safely (its free function skips NULL items).
+    // use, each item is a reference the list may own (see `kept::int_of`), and a list
+    // whose items are not all set yet is freed safely (its free function skips NULL
+    // items).
     unsafe {
         let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?;
         for (i, &id) in ids.iter().enumerate() {
-            let item = IdInts::int_of(py, slots, id);
+            let item = kept::int_of(py, id);
             if item.is_null() {
                 return Err(PyErr::fetch(py));
             }
@@ -117,6 +53,144 @@ fn fill_list<'py>(
         // cycle is freed once the cycle is broken by hand.
         ffi::PyObject_GC_UnTrack(list.as_ptr().cast());
         Ok(list.cast_into_unchecked())
+    }
+}
+
+/// A new reference to a new `int` of `id`, or NULL with a Python error set.
+fn new_int(id: u32) -> *mut ffi::PyObject {
+    // SAFETY: a plain CPython call; callers hold the GIL.
+    unsafe { ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id)) }
+}
+
+#[cfg(all(
+    target_pointer_width = "64",
+    not(any(
+        Py_LIMITED_API,
+        PyPy,
+        GraalPy,
+        Py_GIL_DISABLED,
+        py_sys_config = "Py_TRACE_REFS",
+        py_sys_config = "Py_REF_DEBUG"
+    ))
+))]
+mod kept {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    use pyo3::ffi;
+    use pyo3::Python;
+
+    use crate::py::ints::{new_int, MAX_IDS};
+
+    /// Ints per chunk, as a shift.
+    const CHUNK_BITS: u32 = 12;
+    const CHUNK: usize = 1 << CHUNK_BITS;
+
+    /// The room of one int: an int below 2^30 is one 30-bit digit after the object's
+    /// header (24 bytes, then 4: CPython 3.11-3.14), checked when a chunk is made.
+    #[repr(C, align(32))]
+    struct Room([u8; 32]);
+
+    /// The reference count of a kept int: CPython's own for an immortal object from
+    /// 3.12 (increments and decrements leave it as it is), and on 3.11 a count that
+    /// the decrements of 4.6e18 freed list items would not bring to zero.
+    #[cfg(not(Py_3_12))]
+    const IMMORTAL: isize = 1 << 62;
+    #[cfg(all(Py_3_12, not(Py_3_14)))]
+    const IMMORTAL: isize = u32::MAX as isize;
+    #[cfg(Py_3_14)]
+    const IMMORTAL: isize = 3 << 30;
+
+    /// The chunks made, by chunk number (null: not made yet, or could not be).
+    static CHUNKS: [AtomicPtr<Room>; MAX_IDS >> CHUNK_BITS] =
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_IDS >> CHUNK_BITS];
+
+    /// A reference the list may own to the int of `id`: the kept int's pointer (its
+    /// count is not raised: it is immortal), or a new int's; NULL with a Python
+    /// error set where neither can be made.
+    #[inline(always)]
+    pub(super) fn int_of(py: Python<'_>, id: u32) -> *mut ffi::PyObject {
+        let id = id as usize;
+        let Some(slot) = CHUNKS.get(id >> CHUNK_BITS) else {
+            return new_int(id as u32);
+        };
+        let mut chunk = slot.load(Ordering::Acquire);
+        if chunk.is_null() {
+            chunk = make(py, id >> CHUNK_BITS);
+            if chunk.is_null() {
+                return new_int(id as u32);
+            }
+        }
+        // SAFETY: a made chunk holds `CHUNK` rooms and is never freed.
+        unsafe { chunk.add(id & (CHUNK - 1)).cast() }
+    }
+
+    /// Makes chunk `c` and records it; null where it cannot be made (no memory, or an
+    /// int that does not fit its room), with no Python error left set.
+    #[cold]
+    #[inline(never)]
+    fn make(_py: Python<'_>, c: usize) -> *mut Room {
+        let mut rooms: Vec<Room> = Vec::new();
+        if rooms.try_reserve_exact(CHUNK).is_err() {
+            return std::ptr::null_mut();
+        }
+        for k in 0..CHUNK {
+            let id = (c << CHUNK_BITS | k) as u32;
+            let made = new_int(id);
+            if made.is_null() {
+                // SAFETY: the GIL is held (`_py`); the error is dropped, as the caller
+                // makes the int the other way.
+                unsafe { ffi::PyErr_Clear() };
+                return std::ptr::null_mut();
+            }
+            let mut room = Room([0; 32]);
+            // SAFETY: `made` is a live int (the GIL is held), whose type gives its
+            // size: the header and at most one digit, as `id` is below 2^30. Its bytes
+            // are copied into the room when they fit, and the reference is released.
+            let fits = unsafe {
+                let ty = ffi::Py_TYPE(made);
+                let size = (*ty).tp_basicsize + (*ty).tp_itemsize;
+                let fits = usize::try_from(size).is_ok_and(|s| s <= room.0.len());
+                if fits {
+                    let n = size as usize;
+                    std::ptr::copy_nonoverlapping(made.cast::<u8>(), room.0.as_mut_ptr(), n);
+                }
+                ffi::Py_DECREF(made);
+                fits
+            };
+            if !fits {
+                return std::ptr::null_mut();
+            }
+            // The count is the header's first word in every build this module is for.
+            room.0[..8].copy_from_slice(&IMMORTAL.to_ne_bytes());
+            rooms.push(room);
+        }
+        let chunk = Box::into_raw(rooms.into_boxed_slice()).cast::<Room>();
+        // Only a thread holding the GIL makes a chunk, so no other has made this one
+        // meanwhile; Release publishes its ints to `int_of`'s Acquire.
+        CHUNKS[c].store(chunk, Ordering::Release);
+        chunk
+    }
+}
+
+#[cfg(not(all(
+    target_pointer_width = "64",
+    not(any(
+        Py_LIMITED_API,
+        PyPy,
+        GraalPy,
+        Py_GIL_DISABLED,
+        py_sys_config = "Py_TRACE_REFS",
+        py_sys_config = "Py_REF_DEBUG"
+    ))
+)))]
+mod kept {
+    use pyo3::ffi;
+    use pyo3::Python;
+
+    /// A new int of `id`: this interpreter's object layout is not read here.
+    #[inline(always)]
+    pub(super) fn int_of(_py: Python<'_>, id: u32) -> *mut ffi::PyObject {
+        crate::py::ints::new_int(id)
     }
 }
 

@@ -1,6 +1,6 @@
-"""Lists of ids are filled from each encoder's kept Python ints: the same ids as the
-arrays, the same int objects from one call to the next, no reference left behind when
-the lists go, and no work for the cyclic garbage collector."""
+"""Lists of ids are filled with the process's kept Python ints: the same ids as the
+arrays, the same int objects from one call to the next, ints in every way, nothing left
+behind when the lists go, and no work for the cyclic garbage collector."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from _subprocess import run_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import bpekit
 from tests.conftest import bpekit_encoding
 
 TEXT = "Hello, world! The encoder keeps its ints: 12345 tokens, naïve café, 東京, 🙂.\n" * 20
@@ -42,15 +43,56 @@ def test_the_same_ids_are_the_same_int_objects(enc) -> None:
     assert all(x is y for x, y in zip(a, c, strict=True))
 
 
-def test_lists_leave_no_reference_behind(enc) -> None:
+def test_listed_ints_are_immortal_and_lists_leave_nothing_behind(enc) -> None:
+    """A list holds the process's kept int of each id, whose count no list raises and
+    no number of freed lists brings to zero (immortal as CPython 3.12 defines it; on
+    3.11 a count of 2**62); lists made and freed leave no memory behind."""
+    import tracemalloc
+
     ids = enc.encode_ordinary(TEXT)
     kept = max(ids)
-    before = sys.getrefcount(kept)
-    lists = [enc.encode_ordinary(TEXT) for _ in range(50)]
-    assert sys.getrefcount(kept) > before  # the lists hold it
-    del lists
-    assert sys.getrefcount(kept) == before
+    assert sys.getrefcount(kept) >= 2**30
+    tracemalloc.start()
+    try:
+        enc.encode_ordinary(TEXT)
+        before = tracemalloc.get_traced_memory()[0]
+        lists = [enc.encode_ordinary(TEXT) for _ in range(50)]
+        assert tracemalloc.get_traced_memory()[0] >= before + 50 * len(ids) * 8  # the lists
+        del lists
+        assert tracemalloc.get_traced_memory()[0] <= before + 4096
+    finally:
+        tracemalloc.stop()
+    assert sys.getrefcount(kept) >= 2**30
     assert np.array_equal(enc.encode_to_numpy(TEXT), ids)
+
+
+def test_listed_ints_are_ints_in_every_way() -> None:
+    """The kept ints are copies of CPython's own: the same values, hashes, arithmetic,
+    pickling and JSON as ints made by Python, zero falsy, across the chunks' borders
+    (4,096 ids each) up to the largest id a vocabulary may have; one object per id,
+    whatever the encoder."""
+    import json
+    import pickle
+
+    gpt2, o200k = bpekit_encoding("gpt2"), bpekit_encoding("o200k_base")
+    text = "".join(chr(c) for c in range(32, 127)) + TEXT + " tokenization ünïcödé 東京 🙂"
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab.update({4095: b"ab", 4096: b"cd", 8191: b"ef", 2_097_150: b"gh"})
+    sparse = bpekit.Tokenizer(vocab, [(b"a", b"b"), (b"c", b"d"), (b"e", b"f"), (b"g", b"h")])
+    assert sparse.encode("abcdefgh!") == [4095, 4096, 8191, 2_097_150, 33]
+    seen: dict[int, int] = {}
+    for ids in (gpt2.encode_ordinary(text), o200k.encode_ordinary(text), sparse.encode("abcdefgh!\x00")):
+        for i in ids:
+            made = int(str(i))
+            assert type(i) is int and i == made and hash(i) == hash(made)
+            assert (i + 1 - 1, i * 3 // 3, 0 - i, i % 4096) == (made, made, 0 - made, made % 4096)
+            assert i.bit_length() == made.bit_length() and i.to_bytes(4, "little") == made.to_bytes(
+                4, "little"
+            )
+            assert seen.setdefault(i, i) is i  # one object per id, whatever the encoder
+        assert pickle.loads(pickle.dumps(ids)) == ids and json.loads(json.dumps(ids)) == ids
+    zero = gpt2.encode_ordinary("!")
+    assert zero == [0] and not zero[0] and str(zero[0]) == "0"
 
 
 def test_lists_are_not_tracked_by_the_cyclic_collector_and_behave_as_lists(enc) -> None:
