@@ -10,22 +10,24 @@
 //! int is at a fixed place in the chunk of 4,096 ints that holds it, and is
 //! *immortal* as CPython 3.12 defines it (3.11 has no such notion: its count starts
 //! at 2^62, which the list's decrements never bring to zero), so a list gets the
-//! pointer alone. list filling: see docs/performance.md.
+//! pointer alone.
 //!
 //! A chunk is made, whole, the first time one of its ids is listed: 4,096 ints of 32
 //! bytes (128 KB), copied from the ints CPython makes, kept for the process's life,
 //! and shared by every encoder (a vocabulary of 200,019 ids, o200k's, is 49 chunks:
-//! 6.3 MB at most). Ids past [`MAX_IDS`], and every id on interpreters whose object
-//! layout this does not read (the limited API, PyPy, GraalPy, free-threaded or
-//! debug builds), get a new `int` each time.
+//! 6.3 MB at most). This reads CPython 3.11-3.13's object layout (64-bit, with the
+//! GIL, 30-bit digits, as the interpreter being built for and the first chunk say).
+//! Elsewhere every id gets a new `int`: 3.14 tags the interpreter stack's references
+//! by a flag in the count's word and reads them apart from the count, which copies
+//! would have to follow; PyPy, GraalPy, the limited API and free-threaded builds lay
+//! objects out otherwise.
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-/// Ids below this have a kept int: every id a vocabulary may have (up to 2,097,151
-/// tokens).
-const MAX_IDS: usize = 1 << 21;
+/// Ids below this have a kept int: every id a vocabulary may have.
+const KEPT_IDS: usize = crate::ids::MAX_IDS + 1;
 
 /// `ids` as a Python list of ints, or `MemoryError` where the list cannot be made.
 /// PyO3's own conversion panics when `PyList_New` fails, and with memory gone the
@@ -69,40 +71,42 @@ fn new_int(id: u32) -> *mut ffi::PyObject {
         PyPy,
         GraalPy,
         Py_GIL_DISABLED,
-        py_sys_config = "Py_TRACE_REFS",
+        Py_3_14,
         py_sys_config = "Py_REF_DEBUG"
     ))
 ))]
 mod kept {
-    use std::sync::atomic::{AtomicPtr, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
     use pyo3::ffi;
     use pyo3::Python;
 
-    use crate::py::ints::{new_int, MAX_IDS};
+    use crate::py::ints::{new_int, KEPT_IDS};
 
     /// Ints per chunk, as a shift.
     const CHUNK_BITS: u32 = 12;
     const CHUNK: usize = 1 << CHUNK_BITS;
 
-    /// The room of one int: an int below 2^30 is one 30-bit digit after the object's
-    /// header (24 bytes, then 4: CPython 3.11-3.14), checked when a chunk is made.
+    /// The room of one int: an id is one 30-bit digit after the object's header (24
+    /// bytes, then 4), as each chunk's making checks.
     #[repr(C, align(32))]
     struct Room([u8; 32]);
 
-    /// The reference count of a kept int: CPython's own for an immortal object from
-    /// 3.12 (increments and decrements leave it as it is), and on 3.11 a count that
-    /// the decrements of 4.6e18 freed list items would not bring to zero.
+    /// The reference count of a kept int: CPython's own for an immortal object on 3.12
+    /// and 3.13 (increments and decrements leave it as it is), and on 3.11 a count
+    /// that the decrements of 4.6e18 freed list items would not bring to zero.
     #[cfg(not(Py_3_12))]
     const IMMORTAL: isize = 1 << 62;
-    #[cfg(all(Py_3_12, not(Py_3_14)))]
+    #[cfg(Py_3_12)]
     const IMMORTAL: isize = u32::MAX as isize;
-    #[cfg(Py_3_14)]
-    const IMMORTAL: isize = 3 << 30;
+
+    /// Set once an int did not fit a room (a build with other digits, say): no chunk
+    /// is made again, and every id gets a new `int`.
+    static UNFIT: AtomicBool = AtomicBool::new(false);
 
     /// The chunks made, by chunk number (null: not made yet, or could not be).
-    static CHUNKS: [AtomicPtr<Room>; MAX_IDS >> CHUNK_BITS] =
-        [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_IDS >> CHUNK_BITS];
+    static CHUNKS: [AtomicPtr<Room>; KEPT_IDS >> CHUNK_BITS] =
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; KEPT_IDS >> CHUNK_BITS];
 
     /// A reference the list may own to the int of `id`: the kept int's pointer (its
     /// count is not raised: it is immortal), or a new int's; NULL with a Python
@@ -115,6 +119,9 @@ mod kept {
         };
         let mut chunk = slot.load(Ordering::Acquire);
         if chunk.is_null() {
+            if UNFIT.load(Ordering::Relaxed) {
+                return new_int(id as u32);
+            }
             chunk = make(py, id >> CHUNK_BITS);
             if chunk.is_null() {
                 return new_int(id as u32);
@@ -144,12 +151,14 @@ mod kept {
             }
             let mut room = Room([0; 32]);
             // SAFETY: `made` is a live int (the GIL is held), whose type gives its
-            // size: the header and at most one digit, as `id` is below 2^30. Its bytes
-            // are copied into the room when they fit, and the reference is released.
+            // size. With 30-bit digits (4 bytes an item) an id below 2^30 is the header
+            // and one digit, and those bytes are copied into the room where they fit;
+            // the reference is released either way.
             let fits = unsafe {
                 let ty = ffi::Py_TYPE(made);
                 let size = (*ty).tp_basicsize + (*ty).tp_itemsize;
-                let fits = usize::try_from(size).is_ok_and(|s| s <= room.0.len());
+                let fits = (*ty).tp_itemsize == 4
+                    && usize::try_from(size).is_ok_and(|s| s <= room.0.len());
                 if fits {
                     let n = size as usize;
                     std::ptr::copy_nonoverlapping(made.cast::<u8>(), room.0.as_mut_ptr(), n);
@@ -158,6 +167,7 @@ mod kept {
                 fits
             };
             if !fits {
+                UNFIT.store(true, Ordering::Relaxed);
                 return std::ptr::null_mut();
             }
             // The count is the header's first word in every build this module is for.
@@ -179,7 +189,7 @@ mod kept {
         PyPy,
         GraalPy,
         Py_GIL_DISABLED,
-        py_sys_config = "Py_TRACE_REFS",
+        Py_3_14,
         py_sys_config = "Py_REF_DEBUG"
     ))
 )))]
