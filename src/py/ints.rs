@@ -64,17 +64,7 @@ fn new_int(id: u32) -> *mut ffi::PyObject {
     unsafe { ffi::PyLong_FromUnsignedLong(std::ffi::c_ulong::from(id)) }
 }
 
-#[cfg(all(
-    target_pointer_width = "64",
-    not(any(
-        Py_LIMITED_API,
-        PyPy,
-        GraalPy,
-        Py_GIL_DISABLED,
-        Py_3_14,
-        py_sys_config = "Py_REF_DEBUG"
-    ))
-))]
+#[cfg(kept_ints)]
 mod kept {
     use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -182,17 +172,7 @@ mod kept {
     }
 }
 
-#[cfg(not(all(
-    target_pointer_width = "64",
-    not(any(
-        Py_LIMITED_API,
-        PyPy,
-        GraalPy,
-        Py_GIL_DISABLED,
-        Py_3_14,
-        py_sys_config = "Py_REF_DEBUG"
-    ))
-)))]
+#[cfg(not(kept_ints))]
 mod kept {
     use pyo3::ffi;
     use pyo3::Python;
