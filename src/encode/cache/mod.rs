@@ -11,6 +11,6 @@ mod long;
 mod short;
 mod store;
 
-pub(crate) use line::SHORT_IDS;
+pub(crate) use line::{CachedIds, SHORT_IDS};
 pub(crate) use long::{hash as long_hash, LongCache};
-pub(crate) use short::ShortCache;
+pub(crate) use short::{Lines, ShortCache};

@@ -130,50 +130,18 @@ impl ShortCache {
         (hash as usize) & (self.store.lines.len() - 1)
     }
 
-    /// Asks the CPU to start loading the line a lookup of `hash` reads first, into
-    /// the L1 cache.
-    #[inline]
-    pub fn prefetch(&self, hash: u64) {
-        self.prefetch_into::<3>(hash);
-    }
-
-    /// [`Self::prefetch`] into the L2 cache only.
-    #[inline]
-    pub fn prefetch_l2(&self, hash: u64) {
-        self.prefetch_into::<2>(hash);
-    }
-
-    /// Prefetches with x86's locality `HINT` (3: `_MM_HINT_T0`, 2: `_MM_HINT_T1`).
+    /// The table's lines as they are now, for a loop that looks up many pieces while
+    /// nothing is added (an insert may move the table, so the borrow lasts until then).
+    ///
+    /// Why: reached through the handle, the table's address and size were loaded
+    /// again (two pointers deep) for every piece, as the loop's stores might have
+    /// changed them; in locals they stay in registers.
     #[inline(always)]
-    fn prefetch_into<const HINT: i32>(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the index is masked into the table; a prefetch never faults.
-        unsafe {
-            let p = self.store.line(self.home(hash));
-            std::arch::x86_64::_mm_prefetch::<HINT>(p.cast::<i8>());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
-    }
-
-    /// The emit loop's probe: the words ([`Slot::words`]) of `key` from its home line,
-    /// and whether it was there, with no branch at all: the words of a miss are
-    /// another entry's. `key` must not be 0 (it would match an empty slot).
-    #[inline(always)]
-    pub fn probe_home(&self, key: &u128, hash: u64) -> (CachedIds, bool) {
-        let p = self.store.line(self.home(hash));
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `p` is a line of the table, which lives as long as `self`.
-        unsafe {
-            sse2::probe_line(p, key)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            // SAFETY: `p` is a line of the table.
-            let line = unsafe { line::load(p) };
-            let hit_a = line.keys[0] == *key;
-            let words = if hit_a { line.words[0] } else { line.words[1] };
-            (CachedIds(words), hit_a | (line.keys[1] == *key))
+    pub fn lines(&self) -> Lines<'_> {
+        Lines {
+            base: self.store.line(0),
+            mask: self.store.lines.len() - 1,
+            _table: std::marker::PhantomData,
         }
     }
 
@@ -307,6 +275,69 @@ impl ShortCache {
     /// Pairs in the table now.
     pub fn capacity_lines(&self) -> usize {
         self.store.lines.len()
+    }
+}
+
+/// The lines of a short table, borrowed from its handle ([`ShortCache::lines`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Lines<'a> {
+    base: *const Line,
+    mask: usize,
+    _table: std::marker::PhantomData<&'a ShortCache>,
+}
+
+impl Lines<'_> {
+    /// The line a lookup of `hash` reads first.
+    #[inline(always)]
+    fn home(self, hash: u64) -> *const Line {
+        // SAFETY: the index is masked into the table, which outlives `self`.
+        unsafe { self.base.add(hash as usize & self.mask) }
+    }
+
+    /// Asks the CPU to start loading the line a lookup of `hash` reads first, into
+    /// the L1 cache.
+    #[inline(always)]
+    pub(crate) fn prefetch(self, hash: u64) {
+        self.prefetch_into::<3>(hash);
+    }
+
+    /// [`Self::prefetch`] into the L2 cache only.
+    #[inline(always)]
+    pub(crate) fn prefetch_l2(self, hash: u64) {
+        self.prefetch_into::<2>(hash);
+    }
+
+    /// Prefetches with x86's locality `HINT` (3: `_MM_HINT_T0`, 2: `_MM_HINT_T1`).
+    #[inline(always)]
+    fn prefetch_into<const HINT: i32>(self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch never faults, and the line is in the table anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<HINT>(self.home(hash).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// The emit loop's probe: the words ([`Slot::words`]) of `key` from its home line,
+    /// and whether it was there, with no branch at all: the words of a miss are
+    /// another entry's. `key` must not be 0 (it would match an empty slot).
+    #[inline(always)]
+    pub(crate) fn probe_home(self, key: &u128, hash: u64) -> (CachedIds, bool) {
+        let p = self.home(hash);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `p` is a line of the table, which outlives `self`.
+        unsafe {
+            sse2::probe_line(p, key)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            // SAFETY: `p` is a line of the table.
+            let line = unsafe { line::load(p) };
+            let hit_a = line.keys[0] == *key;
+            let words = if hit_a { line.words[0] } else { line.words[1] };
+            (CachedIds(words), hit_a | (line.keys[1] == *key))
+        }
     }
 }
 

@@ -121,7 +121,7 @@ fn merge_parts(bpe: &Bpe, piece: &[u8], ws: &mut Workspace, out: &mut Vec<u32>) 
         let part = &piece[start..end as usize];
         start = end as usize;
         if let Some((_, hash)) = part_key(part) {
-            ws.short.prefetch(hash);
+            ws.short.lines().prefetch(hash);
         }
     }
     let mut start = 0;

@@ -1,11 +1,11 @@
 //! A batch of pieces for the encode loop (`batch`): their byte ranges from the
 //! scanner, then their keys and hashes, with their short-table lines prefetched.
 
-use crate::encode::cache::{long_hash, LongCache, ShortCache};
+use crate::encode::cache::{long_hash, Lines, LongCache};
 use crate::piecekey;
 
 /// Pieces per batch.
-const BATCH: usize = 64;
+const BATCH: usize = 256;
 
 /// Flags in the top bits of the loop's keys, which no entry has (a real key's top
 /// byte is its length, 1 to 15): a piece longer than [`piecekey::KEY_LEN`], and a special
@@ -19,7 +19,9 @@ pub(super) const SPECIAL_KEY: u128 = 1 << 126;
 pub(super) struct Batch {
     pub(super) spans: [(usize, usize); BATCH],
     pub(super) keys: [u128; BATCH],
-    pub(super) hashes: [u64; BATCH],
+    /// With [`NEAR`] more, which the emit prefetches past the last piece: stale or
+    /// zero, they only ask for a line that is not needed.
+    pub(super) hashes: [u64; BATCH + NEAR],
     /// The `long_hash` of each long piece (others' are stale).
     pub(super) long_hashes: [u64; BATCH],
     pub(super) len: usize,
@@ -33,7 +35,7 @@ impl Default for Batch {
         Self {
             spans: [(0, 0); BATCH],
             keys: [0; BATCH],
-            hashes: [0; BATCH],
+            hashes: [0; BATCH + NEAR],
             long_hashes: [0; BATCH],
             len: 0,
         }
@@ -89,43 +91,45 @@ fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
 }
 
 impl Batch {
-    /// Keys piece `i` and prefetches its table line; a long piece's, too, in the
-    /// long cache. The branch costs little: on the multilingual corpus, where 7% of
-    /// the pieces are long, a long-cache hit waited on memory for 12% of a warm
+    /// Keys every piece and prefetches its table line into L2; a long piece's, too,
+    /// in the long cache. The branch costs little: on the multilingual corpus, where
+    /// 7% of the pieces are long, a long-cache hit waited on memory for 12% of a warm
     /// encode before its slot was prefetched.
+    ///
+    /// Why a loop of its own, before the emit of the previous batch rather than
+    /// interleaved with it: the two together kept more values than there are
+    /// registers, and ran ~120 instructions a piece, a sixth of them stack loads and
+    /// stores (callgrind, o200k, warm).
     #[inline(always)]
-    pub(super) fn key(&mut self, i: usize, bytes: &[u8], short: &ShortCache, long: &LongCache) {
-        let (start, end) = self.spans[i];
-        let len = end.wrapping_sub(start);
-        // Away from the end of the text the key is one load and a mask.
-        let key = match bytes.get(start..).and_then(<[u8]>::first_chunk::<16>) {
-            Some(window) => {
+    pub(super) fn key_all(&mut self, bytes: &[u8], short: Lines<'_>, long: &LongCache) {
+        let n = self.len;
+        // A piece that starts before this has 16 bytes of text from its start.
+        let window_end = bytes.len().saturating_sub(piecekey::KEY_LEN);
+        let spans = &self.spans[..n];
+        let (keys, hashes) = (&mut self.keys[..n], &mut self.hashes[..n]);
+        for i in 0..n {
+            let (start, end) = spans[i];
+            let len = end.wrapping_sub(start);
+            // Away from the end of the text the key is one load and a mask.
+            let key = if start < window_end {
+                // SAFETY: `start + 16 <= bytes.len()`, as `start < window_end`.
+                let window = unsafe { &*bytes.as_ptr().add(start).cast::<[u8; 16]>() };
                 piecekey::key_in(window, len) | (u128::from(len > piecekey::KEY_LEN) << 127)
+            } else {
+                rare_key(bytes, start, end)
+            };
+            let hash = piecekey::hash(key);
+            short.prefetch_l2(hash);
+            if key & LONG_KEY != 0 {
+                let h = long_hash(bytes.get(start..end).unwrap_or_default());
+                long.prefetch(h);
+                self.long_hashes[i] = h;
             }
-            None => rare_key(bytes, start, end),
-        };
-        let hash = piecekey::hash(key);
-        short.prefetch_l2(hash);
-        if key & LONG_KEY != 0 {
-            let h = long_hash(bytes.get(start..end).unwrap_or_default());
-            long.prefetch(h);
-            self.long_hashes[i] = h;
+            keys[i] = key;
+            hashes[i] = hash;
         }
-        self.keys[i] = key;
-        self.hashes[i] = hash;
     }
 }
 
 /// How many pieces ahead of its emit a piece's line is moved from L2 into L1.
 pub(super) const NEAR: usize = 4;
-
-impl Batch {
-    /// Moves the line of piece `i + NEAR` (keyed) from L2 into L1, where there is one.
-    #[inline(always)]
-    pub(super) fn prefetch_near(&self, i: usize, short: &ShortCache) {
-        let j = i + NEAR;
-        if j < self.len {
-            short.prefetch(self.hashes[j]);
-        }
-    }
-}
