@@ -7,8 +7,8 @@
 //! over megabytes; here a 32-byte slot holds the key (the piece's bytes and length in
 //! one `u128`, compared in one instruction) and the ids, two slots share a 64-byte
 //! line, and a lookup that lands in its home line reads exactly that line. The
-//! encoder computes the key and hash a few pieces ahead and prefetches the line, so a
-//! lookup rarely waits on memory. The table keeps every short piece (it grows up
+//! encoder computes the key and hash a batch of pieces ahead and prefetches the line,
+//! so a lookup rarely waits on memory. The table keeps every short piece (it grows up
 //! to a limit), so after the first occurrence a piece is never merged again. It is
 //! in huge pages where the kernel allows: the en corpus needs a 32 MB table, whose
 //! 8192 ordinary pages are more than the TLB holds (warm, gpt2: ~360 -> ~380 MB/s;

@@ -58,8 +58,8 @@ impl Engine {
     ///
     /// The scanner only records each piece's range (a special token is a piece of its
     /// own); full batches go through [`batch::step`], which keys and prefetches one
-    /// batch while it emits the one before, so each table line has a whole batch of
-    /// work (~0.5 us) to arrive in. The batches run on across special tokens: ending
+    /// batch and then emits the one before, so each table line has a whole batch of
+    /// work (~2 us) to arrive in. The batches run on across special tokens: ending
     /// them at each document cost the first batch of every document its prefetches.
     pub(crate) fn encode_into(
         &self,
@@ -68,8 +68,8 @@ impl Engine {
         ws: &mut Workspace,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        // The workspace's batches: two new ones (6 KB zeroed, at 64 pieces a batch) for
-        // every call were 12% of the instructions of a per-document encode with
+        // The workspace's batches (24 KB): two new ones for every call (6 KB zeroed, at
+        // 64 pieces a batch) were 12% of the instructions of a per-document encode with
         // GPT-NeoX, whose runs of spaces are added tokens that cut a document into ~270
         // texts.
         let mut pair = ws.batches.take().unwrap_or_default();
@@ -166,8 +166,8 @@ impl Engine {
         result
     }
 
-    /// A full `next` batch: key it while emitting `ready`, then the two trade places
-    /// (by reference: by value, a swap copies 3 KB) and the new `next` starts empty.
+    /// A full `next` batch: key it, emit `ready`, then the two trade places (by
+    /// reference: by value, a swap copies 12 KB) and the new `next` starts empty.
     /// After a failure (kept in `halt`) batches are only dropped.
     #[inline(always)]
     fn turn<'b>(

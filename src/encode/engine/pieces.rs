@@ -104,6 +104,7 @@ impl Batch {
     pub(super) fn key_all(&mut self, bytes: &[u8], short: Lines<'_>, long: &LongCache) {
         let n = self.len;
         // A piece that starts before this has 16 bytes of text from its start.
+        const _: () = assert!(piecekey::KEY_LEN + 1 == 16);
         let window_end = bytes.len().saturating_sub(piecekey::KEY_LEN);
         let spans = &self.spans[..n];
         let (keys, hashes) = (&mut self.keys[..n], &mut self.hashes[..n]);
