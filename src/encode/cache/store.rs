@@ -24,10 +24,10 @@ pub(super) struct Store {
 
 /// What inserts write, on lines of their own ([`CachePadded`]).
 ///
-/// Why: lookups read the store's table pointer and size (the encode loop once per run of
-/// hits, the others every time). When the insert count
-/// shared their cache line, each insert by one thread of a shared table took that
-/// line from the other thread's core, and the other's next lookup waited for it.
+/// Why: lookups read the store's table pointer and size (the encode loop once per run
+/// of hits, the others every time). When the insert count shared their cache line,
+/// each insert by one thread of a shared table took that line from the other thread's
+/// core, and the other's next lookup waited for it.
 #[derive(Debug, Default)]
 pub(super) struct Fill {
     /// Entries held.
