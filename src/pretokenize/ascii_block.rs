@@ -60,6 +60,22 @@ impl Classify for Avx512 {
     }
 }
 
+/// AVX2: two 32-byte halves, one compare and one mask move per class and half (SSE2
+/// needs four of each). Only for code compiled with `avx2` enabled, on a CPU that has
+/// it.
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Classify for Avx2 {
+    #[inline(always)]
+    fn masks(block: &[u8; 64]) -> Masks {
+        // SAFETY: `Avx2` is only used inside functions compiled with AVX2, which run
+        // only after the CPU was checked for it.
+        unsafe { avx2::masks(block) }
+    }
+}
+
 /// The reference (and the fallback on other targets): one byte at a time.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 pub(crate) fn scalar_masks(block: &[u8; 64]) -> Masks {
@@ -141,6 +157,84 @@ mod sse2 {
             m.space |= bits(space) << shift;
             m.newline |= bits(newline) << shift;
             m.apostrophe |= bits(apostrophe) << shift;
+        }
+        m
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use crate::pretokenize::ascii_block::Masks;
+    use std::arch::x86_64::*;
+
+    /// Bytes with `x + add` (wrapping) below `limit` as signed bytes: a range test in
+    /// two instructions (AVX2 has only signed byte compares).
+    ///
+    /// # Safety
+    /// As [`masks`]: the CPU must have AVX2.
+    #[inline(always)]
+    unsafe fn in_range(x: __m256i, add: i8, limit: i8) -> __m256i {
+        // SAFETY: the caller guarantees AVX2; only register values.
+        unsafe {
+            _mm256_cmpgt_epi8(
+                _mm256_set1_epi8(limit),
+                _mm256_add_epi8(x, _mm256_set1_epi8(add)),
+            )
+        }
+    }
+
+    /// The bytes of `x` equal to `c`.
+    ///
+    /// # Safety
+    /// As [`masks`]: the CPU must have AVX2.
+    #[inline(always)]
+    unsafe fn eq(x: __m256i, c: u8) -> __m256i {
+        // SAFETY: the caller guarantees AVX2; only register values.
+        unsafe { _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c as i8)) }
+    }
+
+    /// # Safety
+    /// As [`masks`]: the CPU must have AVX2.
+    #[inline(always)]
+    unsafe fn bits(v: __m256i) -> u64 {
+        // SAFETY: the caller guarantees AVX2; only a register.
+        unsafe { _mm256_movemask_epi8(v) as u32 as u64 }
+    }
+
+    /// Unsafe, as the AVX-512 kernel is: AVX2 is not in the baseline.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, and the caller be compiled with it (so that the
+    /// intrinsics are inlined).
+    #[inline(always)]
+    pub(crate) unsafe fn masks(block: &[u8; 64]) -> Masks {
+        let mut m = Masks::default();
+        for (i, half) in block.chunks_exact(32).enumerate() {
+            let shift = 32 * i;
+            // SAFETY: the caller guarantees AVX2 (for this and the helpers above);
+            // `half` is 32 readable bytes, and `loadu` needs no alignment.
+            unsafe {
+                let x = _mm256_loadu_si256(half.as_ptr().cast());
+                let folded = _mm256_or_si256(x, _mm256_set1_epi8(0x20));
+                let space = eq(x, b' ');
+                // As in the SSE2 kernel: `x + (128 - low)` below `count - 128`.
+                let letter = in_range(
+                    folded,
+                    128u8.wrapping_sub(b'a') as i8,
+                    (128 + 26 - 256) as i8,
+                );
+                let upper = in_range(x, 128u8.wrapping_sub(b'A') as i8, (128 + 26 - 256) as i8);
+                let digit = in_range(x, 128u8.wrapping_sub(b'0') as i8, (128 + 10 - 256) as i8);
+                let controls = in_range(x, 128u8.wrapping_sub(9) as i8, (128 + 5 - 256) as i8);
+                m.non_ascii |= bits(x) << shift;
+                m.letter |= bits(letter) << shift;
+                m.upper |= bits(upper) << shift;
+                m.digit |= bits(digit) << shift;
+                m.ws |= bits(_mm256_or_si256(space, controls)) << shift;
+                m.space |= bits(space) << shift;
+                m.newline |= bits(_mm256_or_si256(eq(x, b'\r'), eq(x, b'\n'))) << shift;
+                m.apostrophe |= bits(eq(x, b'\'')) << shift;
+            }
         }
         m
     }
@@ -359,11 +453,26 @@ mod tests {
             let want = scalar_masks(block);
             assert_eq!(Baseline::masks(block), want);
             #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                assert_eq!(unsafe { avx2_masks(block) }, want);
+            }
+            #[cfg(target_arch = "x86_64")]
             if std::is_x86_feature_detected!("avx512bw") {
                 // SAFETY: the CPU has AVX-512BW (and so AVX-512F).
                 assert_eq!(unsafe { avx512_masks(block) }, want);
             }
         }
+    }
+
+    /// [`Avx2::masks`] compiled with the feature it needs.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2_masks(block: &[u8; 64]) -> Masks {
+        Avx2::masks(block)
     }
 
     /// [`Avx512::masks`] compiled with the features it needs.

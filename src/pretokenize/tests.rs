@@ -55,16 +55,14 @@ const NAMED: [(&str, &str); 4] = [
 /// Each scanner, with each block kernel this CPU has, and its pattern on the regex
 /// engine, compiled once.
 fn engines() -> Vec<(Pretokenizer, RegexSplitter)> {
-    let mut kernels = vec![Simd::Baseline];
-    if Simd::best() != Simd::Baseline {
-        kernels.push(Simd::best());
-    }
     let mut out = Vec::new();
     for (name, pattern) in NAMED {
-        for &simd in &kernels {
+        for simd in [Simd::Baseline, Simd::Avx2, Simd::Avx512] {
             let scanner = Pretokenizer::new(name).unwrap().with_simd(simd);
-            assert_eq!(scanner.simd(), simd);
-            out.push((scanner, RegexSplitter::new(pattern).unwrap()));
+            // A kernel this CPU lacks falls back to the baseline, tested already.
+            if scanner.simd() == simd {
+                out.push((scanner, RegexSplitter::new(pattern).unwrap()));
+            }
         }
     }
     out

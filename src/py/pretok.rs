@@ -32,8 +32,9 @@ fn pretokenizer_engine(pattern: &str) -> PyResult<&'static str> {
     })
 }
 
-/// The block kernel the scanners use in this process: "avx512" or "baseline" (SSE2 on
-/// x86_64); `BPEKIT_SIMD=baseline` in the environment forces the baseline.
+/// The block kernel the scanners use in this process: "avx512", "avx2" or "baseline"
+/// (SSE2 on x86_64); `BPEKIT_SIMD=baseline` in the environment forces the baseline,
+/// and `BPEKIT_SIMD=avx2` AVX2 on a CPU with AVX-512.
 #[pyfunction]
 fn scanner_kernel() -> &'static str {
     crate::pretokenize::Simd::detect().name()

@@ -124,12 +124,12 @@ def test_long_inputs(name):
     assert_same(name, "a" * 100_000 + "1" * 100_001 + "!" * 100_002 + " " * 100_003 + "b")
 
 
-BASELINE_CHECK = """
-import json, sys
+KERNEL_CHECK = """
+import json, os, sys
 import regex
 import bpekit
 from bpekit import _core, patterns
-assert _core.scanner_kernel() == "baseline", _core.scanner_kernel()
+assert _core.scanner_kernel() == os.environ["BPEKIT_SIMD"], _core.scanner_kernel()
 text = sys.stdin.read()
 bad = [n for n in ["gpt2", "cl100k", "o200k"]
        if bpekit.pretokenize(text, n) != regex.findall(patterns.resolve(n), text)]
@@ -137,16 +137,21 @@ print(json.dumps(bad))
 """
 
 
-def test_baseline_kernel_when_forced():
-    """The SSE2 block kernel (what CPUs without AVX-512 run) is the one in use with
-    BPEKIT_SIMD=baseline, and gives the regex's pieces on mixed ASCII-heavy text."""
-    assert _core.scanner_kernel() in ("avx512", "baseline")
+@pytest.mark.parametrize("kernel", ["baseline", "avx2"])
+def test_kernel_when_forced(kernel):
+    """The SSE2 block kernel (what CPUs without AVX2 run) is the one in use with
+    BPEKIT_SIMD=baseline, AVX2 with BPEKIT_SIMD=avx2 where the CPU has AVX2 (also
+    when it has AVX-512), and each gives the regex's pieces on mixed ASCII-heavy text."""
+    best = _core.scanner_kernel()
+    assert best in ("avx512", "avx2", "baseline")
+    if kernel == "avx2" and best == "baseline":
+        pytest.skip("this CPU lacks AVX2")
     text = (
         "The quick brown fox's 12345 jumps!!\r\n\r\n   über ǅ 中文  \t It'S camelCase/path\n" * 500
     ) + " " * 70
-    env = dict(os.environ, BPEKIT_SIMD="baseline")
+    env = dict(os.environ, BPEKIT_SIMD=kernel)
     proc = subprocess.run(
-        [sys.executable, "-c", BASELINE_CHECK],
+        [sys.executable, "-c", KERNEL_CHECK],
         input=text,
         capture_output=True,
         text=True,
