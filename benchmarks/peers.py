@@ -127,10 +127,10 @@ def _specials(src: Source) -> dict[str, int]:
 # ---- calls -----------------------------------------------------------------------------
 
 
-def _bpekit_file(tok: Any, path: Path, threads: int) -> np.ndarray:
+def _bpekit_file(tok: Any, path: Path, threads: int, folder: str = "PEERS_TMP") -> np.ndarray:
     import bpekit
 
-    out = Path(os.environ["PEERS_TMP"]) / "tokens.npy"
+    out = Path(os.environ[folder]) / "tokens.npy"
     # A new output each run, as a first run writes: replacing the last run's would time
     # the file system freeing its blocks inside the rename.
     out.unlink(missing_ok=True)
@@ -192,6 +192,15 @@ def _calls(tool: str, kind: str) -> dict[str, Call]:
             )
         file = Call("encode_file(path, out.npy, num_threads={n}); load_tokens", _bpekit_file)
         return {"doc": doc, "batch": batch, "flat": flat, "file": file}
+    if tool == "bpekit-shm":
+        # The same call with its output in memory (tmpfs), as gigatoken's and tokie's
+        # are: on a VM, writing to the disk costs more than encoding (see the notes).
+        return {
+            "file": Call(
+                "encode_file(path, /dev/shm/out.npy, num_threads={n}); load_tokens",
+                lambda t, path, n: _bpekit_file(t, path, n, "PEERS_SHM"),
+            )
+        }
     if tool == "fastokens":
         # An OpenAI encoding encodes special tokens' text as text (encode_ordinary).
         split = not hf
@@ -262,6 +271,7 @@ def _calls(tool: str, kind: str) -> dict[str, Call]:
 
 LOADERS: dict[str, Callable[[Source], Any]] = {
     "bpekit": _load_bpekit,
+    "bpekit-shm": _load_bpekit,
     "fastokens": _load_fastokens,
     "tokie": _load_tokie,
     "kitoken": _load_kitoken,
@@ -271,8 +281,17 @@ LOADERS: dict[str, Callable[[Source], Any]] = {
 }
 # The tools of each kind of source; the oracle's own row comes last.
 TOOLS = {
-    "json": ["bpekit", "fastokens", "tokie", "kitoken", "gigatoken", "tokenizers"],
-    "tiktoken": ["bpekit", "fastokens", "tokie", "kitoken", "gigatoken", "tiktoken", "tokenizers"],
+    "json": ["bpekit", "bpekit-shm", "fastokens", "tokie", "kitoken", "gigatoken", "tokenizers"],
+    "tiktoken": [
+        "bpekit",
+        "bpekit-shm",
+        "fastokens",
+        "tokie",
+        "kitoken",
+        "gigatoken",
+        "tiktoken",
+        "tokenizers",
+    ],
 }
 # Where a tool reads an OpenAI encoding from bpekit's exported tokenizer.json, not from
 # the rank file: its row says so.

@@ -21,7 +21,9 @@ Documents: the text between the ``<|endoftext|>`` of a corpus of ``benchmarks/co
 Workloads (``peers.py`` says how each tool is driven): ``doc``, each document in turn on
 one thread, lists of ids; ``batch``, one batch call on ``--threads`` threads, lists;
 ``flat``, one batch call to one numpy array; ``file``, from the ``--file-corpus`` file
-(a corpus name or a path) to ids.
+(a corpus name or a path) to ids: bpekit's ``encode_file`` writes a ``.npy`` in a
+temporary folder on disk, and again (the row ``bpekit-shm``) in ``/dev/shm``, in memory
+as the peers' results are.
 
 Each (workload, tool) runs in a fresh process that reads the documents, loads the
 tokenizer (timed: ``load``), then times ``--runs`` calls, each on new ``str`` objects
@@ -215,7 +217,9 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         # CPU time over wall time of the calls: the cores a tool kept busy.
         "cpu_s": cpu,
         "peak_mib": peak_rss_mib(),
-        "version": os.environ.get("PEERS_BPEKIT_VERSION", "?") if tool == "bpekit" else tool_version(tool),
+        "version": (
+            os.environ.get("PEERS_BPEKIT_VERSION", "?") if tool.startswith("bpekit") else tool_version(tool)
+        ),
     }
     o = np.load(spec["oracle"])
     report["exact"] = peers.differing(
@@ -233,8 +237,9 @@ def measure(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """``worker(spec)`` in a fresh process with the thread settings of its workload; a
     failure is a report with an ``error``."""
     env = dict(encodings_env(), **peers.env(spec["threads"]))
-    with tempfile.TemporaryDirectory() as tmp:
-        env["PEERS_TMP"] = tmp
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=shm) as in_memory:
+        env["PEERS_TMP"], env["PEERS_SHM"] = tmp, in_memory
         found, why = call_worker(Path(__file__), [json.dumps(spec)], env, timeout=timeout)
     return found if found is not None else {"error": f"failed: {why[:200]}"}
 
@@ -381,6 +386,7 @@ def save_case(
             f"compared with {oracle_name}'s; differing documents are counted, never hidden. "
             "`vs bpekit` is time over bpekit's. `1 thread` and `N threads` are enforced with each "
             "tool's setting and the process's CPU set (`benchmarks/peers.py`)."
+            + (FILE_NOTE if "file" in workloads else "")
         ),
         command=command("peers_compare.py", cmd),
         corpus={"name": corpus_name, "bytes": docs_bytes},
@@ -390,6 +396,13 @@ def save_case(
         tables=tables,
     )
 
+
+# Where each tool's file workload leaves its ids.
+FILE_NOTE = (
+    " `file`: bpekit's `encode_file` writes its `.npy` into a folder on the disk, and in the row "
+    "`bpekit-shm` into `/dev/shm`, in memory, where the peers' ids are (gigatoken and tokie return "
+    "arrays)."
+)
 
 DEFAULTS = {"rounds": 1, "runs": 4, "threads": 2, "mb": None, "tools": None}
 
