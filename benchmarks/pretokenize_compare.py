@@ -47,7 +47,8 @@ def main() -> None:
     ap.add_argument("--no-regex", action="store_true", help="skip the (slow) regex-engine figures")
     args = ap.parse_args()
 
-    # BPEKIT_SIMD=baseline in the environment times the SSE2 kernel instead.
+    # BPEKIT_SIMD=baseline in the environment times the SSE2 kernel instead, and
+    # BPEKIT_SIMD=avx2 the AVX2 one on a CPU with AVX-512.
     kernel = _core.scanner_kernel()
     version = tool_version("bpekit")
     print(f"scanner block kernel: {kernel}")

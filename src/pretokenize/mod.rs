@@ -288,7 +288,7 @@ impl Pretokenizer {
     }
 
     /// The same pre-tokenizer using the block kernel `simd` (for tests; the default
-    /// is the best the CPU has). A kernel the CPU lacks falls back to the baseline.
+    /// is [`Simd::detect`]'s). A kernel the CPU lacks falls back to the baseline.
     #[cfg(test)]
     pub(crate) fn with_simd(mut self, simd: Simd) -> Self {
         let best = Simd::best();
@@ -357,7 +357,8 @@ impl Simd {
 impl Simd {
     /// The kernel the scanners use: the best this CPU runs, unless the environment
     /// variable `BPEKIT_SIMD` asks for `baseline`, or for `avx2` on a CPU with
-    /// AVX-512 (to compare the kernels, or to rule one out). Read once per process.
+    /// AVX-512 (to compare the kernels, or to rule one out); any other value, or a
+    /// kernel the CPU lacks, leaves the best. Read once per process.
     pub fn detect() -> Self {
         static CHOSEN: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
         *CHOSEN.get_or_init(|| {
@@ -376,7 +377,9 @@ impl Simd {
         {
             use std::is_x86_feature_detected as has;
             let bits = has!("bmi1") && has!("bmi2") && has!("lzcnt") && has!("popcnt");
-            if bits && has!("avx512f") && has!("avx512bw") {
+            // AVX2 too: a virtual CPU may report the two apart, and `BPEKIT_SIMD=avx2`
+            // picks AVX2 on a CPU with AVX-512.
+            if bits && has!("avx2") && has!("avx512f") && has!("avx512bw") {
                 return Simd::Avx512;
             }
             if bits && has!("avx2") {
@@ -422,7 +425,8 @@ fn scan_named<C: Classify>(named: Named, text: &str, f: impl FnMut(usize, usize)
 /// [`scan_named`] compiled for AVX-512 (with BMI for the bit scans), callback included.
 ///
 /// # Safety
-/// The CPU must have AVX-512F, AVX-512BW, BMI1, BMI2 and LZCNT ([`Simd::detect`]).
+/// The CPU must have AVX-512F, AVX-512BW, BMI1, BMI2, LZCNT and POPCNT
+/// ([`Simd::detect`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,bmi1,bmi2,lzcnt,popcnt")]
 unsafe fn scan_avx512(named: Named, text: &str, f: impl FnMut(usize, usize)) -> Option<()> {

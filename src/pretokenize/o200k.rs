@@ -112,7 +112,7 @@ fn first_alternative(b: &[u8], start: usize) -> Option<usize> {
 /// Splits `text`, calling `f(start, end)` with each piece's byte range (`None` if a
 /// scanner broke its promise).
 // Closures, not the functions themselves: passed as fn items they were called
-// through a shim that was not inlined into the AVX-512 copy of the loop.
+// through a shim that was not inlined into the SIMD kernels' copies of the loop.
 #[allow(clippy::redundant_closure)]
 #[inline(always)]
 pub(crate) fn scan<C: Classify>(text: &str, f: impl FnMut(usize, usize)) -> Option<()> {

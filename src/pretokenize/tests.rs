@@ -65,6 +65,15 @@ fn engines() -> Vec<(Pretokenizer, RegexSplitter)> {
             }
         }
     }
+    // A CPU with AVX2 and the bit instructions runs the AVX2 kernel here, so that a
+    // broken detection cannot leave it untested.
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("lzcnt") && has!("popcnt") {
+            assert!(out.iter().any(|(s, _)| s.simd() == Simd::Avx2));
+        }
+    }
     out
 }
 
