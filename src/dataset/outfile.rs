@@ -102,8 +102,10 @@ impl OutFile {
             flushed: 0,
             checksum: None,
         };
+        // Buffered first (see the module's docs); where that cannot be set, the
+        // writes stay direct, which is only slower for a small file.
         if out.direct {
-            out.set_direct(false)?;
+            let _ = out.set_direct(false);
         }
         Ok(out)
     }
