@@ -46,9 +46,15 @@ type IdsAndArray<'py> = (
 #[pyclass(name = "Encoder", module = "bpekit._core", frozen)]
 pub struct PyEncoder {
     inner: Arc<Encoder>,
-    /// Address and length of the last `str` encoded from its code points.
-    last_wide: Mutex<(usize, usize)>,
+    /// The last `str` encoded from its code points, if it was at most
+    /// [`REMEMBERED_WIDE`] bytes.
+    last_wide: Mutex<Option<Py<PyString>>>,
 }
+
+/// The largest `str` storage (code points times their width) [`PyEncoder::seen_again`]
+/// keeps alive to know it again: 16 MiB, held until the next such call. A larger text
+/// is transcoded at every call, which costs ~7% of its encode.
+const REMEMBERED_WIDE: usize = 16 << 20;
 
 /// `items` as a Python list, or `MemoryError` where it cannot be made (see
 /// [`id_list`]).
@@ -79,24 +85,37 @@ impl PyEncoder {
     fn new(inner: Encoder) -> Self {
         Self {
             inner: Arc::new(inner),
-            last_wide: Mutex::new((0, 0)),
+            last_wide: Mutex::new(None),
         }
     }
 
-    /// Whether `text` (read as code points, `len` of them) seems to be the `str` the
-    /// last such call read; remembers it either way.
+    /// Whether `text` (read as code points, `wide`) is the `str` the last such call
+    /// read; remembers it either way, if it is small enough to keep.
     ///
     /// Why: transcoding costs every call (~40 ms for 116 MB stored as UCS-4), while
     /// the UTF-8 CPython makes on request (~160 ms) stays with the `str`. A `str`
-    /// encoded a second time is likely encoded again, so then CPython is asked. The
-    /// address and length are only a guess (a new `str` may reuse a freed one's
-    /// address); a wrong guess costs one conversion, never a wrong id.
-    fn seen_again(&self, text: &Bound<'_, PyString>, len: usize) -> bool {
-        let now = (text.as_ptr() as usize, len);
+    /// encoded a second time is likely encoded again, so then CPython is asked.
+    ///
+    /// Why a reference and not the address: a new `str` read in place of a freed one
+    /// often gets its address and length (a file read again, the next record of a
+    /// fixed size), and was then taken for it: CPython made its UTF-8 at every such
+    /// call, ~50% more time (2 MB of TinyStories, gpt2: 15 ms, against 10 ms
+    /// transcoded). Held, the last `str` cannot be freed, so its address is its own.
+    fn seen_again(&self, text: &Bound<'_, PyString>, wide: &crate::encode::Wide<'_>) -> bool {
         let Ok(mut last) = self.last_wide.lock() else {
             return false;
         };
-        std::mem::replace(&mut *last, now) == now
+        if last.as_ref().is_some_and(|l| l.as_ptr() == text.as_ptr()) {
+            return true;
+        }
+        let bytes = match wide {
+            crate::encode::Wide::Latin1(s) => s.len(),
+            crate::encode::Wide::Ucs2(s) => 2 * s.len(),
+            crate::encode::Wide::Ucs4(s) => 4 * s.len(),
+        };
+        // The last one is let go either way (its reference dropped with the GIL held).
+        *last = (bytes <= REMEMBERED_WIDE).then(|| text.clone().unbind());
+        false
     }
 
     /// `encode` of UTF-8 text, with the GIL released.
@@ -126,9 +145,7 @@ impl PyEncoder {
         let encode_utf8 = |utf8: &str| self.encode_utf8(py, utf8, &allowed, &disallowed);
         let wide = match text_of(text)? {
             Text::Utf8(utf8) => return encode_utf8(utf8),
-            Text::Wide(wide) if self.seen_again(text, wide.len()) => {
-                return encode_utf8(text.to_str()?)
-            }
+            Text::Wide(wide) if self.seen_again(text, &wide) => return encode_utf8(text.to_str()?),
             Text::Wide(wide) => wide,
         };
         let encoded = interruptible(py, wide.len(), || {

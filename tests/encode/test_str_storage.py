@@ -143,6 +143,31 @@ def test_batch_errors() -> None:
     assert got == [tok.encode("é ok\n"), tok.encode("x\ufffdy")]
 
 
+def test_a_new_str_in_a_freed_ones_place_is_not_taken_for_it() -> None:
+    """A text read again into the memory of the last one (same address, same length)
+    is a new str: transcoded, its UTF-8 not made. The last str is held to know it
+    again only up to 16 MiB of storage, so a larger one is never kept alive."""
+    tok = bpekit_encoding("gpt2")
+    base = "été 🙃 line\n" * 5000
+    text = fresh(base)
+    for _ in range(6):
+        del text
+        text = fresh(base)
+        size = sys.getsizeof(text)
+        tok.encode(text)
+        assert sys.getsizeof(text) == size, "a new str's UTF-8 was made"
+    refs = sys.getrefcount(text)
+    tok.encode(fresh("ü" * 10))
+    assert sys.getrefcount(text) == refs - 1, "the last str is let go at the next call"
+    big = fresh("é" * (16 << 20 | 1))  # Latin-1 storage: 1 byte a code point
+    refs = sys.getrefcount(big)
+    tok.encode(big)
+    assert sys.getrefcount(big) == refs, "a text over 16 MiB is not kept"
+    size = sys.getsizeof(big)
+    tok.encode(big)
+    assert sys.getsizeof(big) == size, "so it is transcoded again, not converted"
+
+
 def test_a_str_encoded_again_gets_its_utf8_cached() -> None:
     """Transcoded the first time; the second time CPython's UTF-8 is made and kept."""
     tok = bpekit_encoding("gpt2")
