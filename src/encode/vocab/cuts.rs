@@ -66,8 +66,14 @@ fn is_continuation(b: u8) -> bool {
 
 impl Cuts {
     /// The table of `tokens` (every token a merge may make, or more).
+    ///
+    /// Built on the first piece a process cuts, so its time is that call's. The
+    /// records go into a set as they are found (o200k: 187K records, 21K distinct)
+    /// rather than all into a list that is sorted: o200k's first call with a CJK word,
+    /// 12.7-14.5 -> 10.0-13.4 ms (3 fresh processes each, interleaved). The rest is the
+    /// walk over the tokens' bytes.
     pub fn new<'a>(tokens: impl Iterator<Item = &'a [u8]>) -> Self {
-        let mut records = Vec::new();
+        let mut records = hashbrown::HashSet::<u64, rustc_hash::FxBuildHasher>::default();
         for t in tokens.filter(|t| !t.is_ascii()) {
             for q in 1..t.len() {
                 if is_continuation(t[q]) || (t[q - 1].is_ascii() && t[q].is_ascii()) {
@@ -80,11 +86,9 @@ impl Cuts {
                 let whole = from.and_then(|j| char_at(&t[j..q]).filter(|&(_, n)| j + n == q));
                 let left = whole.map_or(PARTIAL | u32::from(t[q - 1]), |(code, _)| code);
                 let right = char_at(&t[q..]).map_or(PARTIAL | u32::from(t[q]), |(code, _)| code);
-                records.push(record(left, right));
+                records.insert(record(left, right));
             }
         }
-        records.sort_unstable();
-        records.dedup();
         let n_bits = (records.len() * BITS_PER_RECORD)
             .next_power_of_two()
             .max(1 << 12);
@@ -92,7 +96,7 @@ impl Cuts {
             bits: vec![0; n_bits / 64].into_boxed_slice(),
             shift: 64 - n_bits.trailing_zeros(),
         };
-        for r in records {
+        for &r in &records {
             let i = cuts.index(r);
             cuts.bits[i / 64] |= 1 << (i % 64);
         }
