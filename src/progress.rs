@@ -20,12 +20,17 @@ pub struct Progress {
     /// Shared with readers that wait outside any loop of the core (a pipe's,
     /// [`Progress::cancel_flag`]).
     cancelled: Arc<AtomicBool>,
+    /// The thread watching this job, while one does ([`run_watched`]): for
+    /// [`Progress::check_now`].
+    watcher: Mutex<Option<mpsc::Sender<Wake>>>,
 }
 
-/// What wakes the thread that watches a job: the job's end, or work to run there.
+/// What wakes the thread that watches a job: the job's end, work to run there, or a
+/// look for a stop now (answered on the channel).
 enum Wake {
     Done,
     Call(Box<dyn FnOnce() + Send>),
+    Tick(mpsc::SyncSender<()>),
 }
 
 /// The threads that watch a job now ([`run_watched`]), and where work for each goes
@@ -70,6 +75,31 @@ impl Progress {
             Err(Error::Cancelled)
         } else {
             Ok(())
+        }
+    }
+
+    /// [`Progress::check`] after the watching thread has looked for a stop (Ctrl-C)
+    /// now, not at its next tick: for a job about to commit its result.
+    ///
+    /// Why: the watcher looks every 100 ms, and a job whose last unit of work was long
+    /// (one large chunk) ended and put its file in place before the look that saw the
+    /// Ctrl-C pressed meanwhile; the call then raised `KeyboardInterrupt` with the new
+    /// file in place of the old.
+    pub(crate) fn check_now(&self) -> Result<()> {
+        let watcher = self.watcher.lock().ok().and_then(|w| w.clone());
+        if let Some(watcher) = watcher {
+            let (tx, rx) = mpsc::sync_channel(1);
+            if watcher.send(Wake::Tick(tx)).is_ok() {
+                // No answer: the watcher has ended, after the job's last look.
+                let _ = rx.recv();
+            }
+        }
+        self.check()
+    }
+
+    fn set_watcher(&self, sender: Option<mpsc::Sender<Wake>>) {
+        if let Ok(mut w) = self.watcher.lock() {
+            *w = sender;
         }
     }
 }
@@ -164,6 +194,7 @@ where
     let stopped_by = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
         set_watcher(Some(tx.clone()));
+        progress.set_watcher(Some(tx.clone()));
         let done = DoneOnDrop(tx);
         let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
             let _done = done;
@@ -175,6 +206,7 @@ where
             // no ticks, and fails where it needs memory it cannot get.
             Err(_) => {
                 set_watcher(None);
+                progress.set_watcher(None);
                 run();
                 return None;
             }
@@ -188,6 +220,15 @@ where
                 // Once the job is cancelled, a call is dropped unrun: its asker stops.
                 Ok(Wake::Call(call)) if stopped_by.is_none() && progress.check().is_ok() => call(),
                 Ok(Wake::Call(_)) | Err(RecvTimeoutError::Timeout) => {}
+                Ok(Wake::Tick(answer)) => {
+                    if stopped_by.is_none() {
+                        if let Err(e) = tick(progress) {
+                            progress.cancel();
+                            stopped_by = Some(e);
+                        }
+                    }
+                    let _ = answer.send(());
+                }
             }
             // Also after calls, which may come faster than ticks.
             if Instant::now() >= next_tick {
@@ -201,6 +242,7 @@ where
             }
         }
         set_watcher(None);
+        progress.set_watcher(None);
         // Calls sent after the end are dropped with `rx`: their askers stop.
         drop(rx);
         if let Err(payload) = handle.join() {
@@ -276,6 +318,38 @@ mod tests {
         );
         assert!(matches!(outcome, Ok(42)));
         assert!(stopped.is_none() && ticks > 0 && progress.done() == 7);
+    }
+
+    #[test]
+    fn check_now_looks_for_a_stop_at_once() {
+        // Ticks an hour apart: only `check_now` can make the watcher look. The stop
+        // (a Ctrl-C) comes while the job works; the job sees it before it commits.
+        let progress = Progress::new();
+        let pressed = AtomicBool::new(false);
+        let started = Instant::now();
+        let (outcome, stopped) = run_watched(
+            &progress,
+            |p| {
+                p.check_now()?;
+                pressed.store(true, Ordering::Relaxed);
+                p.check()?;
+                p.check_now()?;
+                Ok("committed")
+            },
+            Duration::from_secs(3600),
+            |_| match pressed.load(Ordering::Relaxed) {
+                true => Err("interrupted"),
+                false => Ok(()),
+            },
+        );
+        assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
+        assert_eq!(stopped, Some("interrupted"));
+        assert!(started.elapsed() < Duration::from_secs(60));
+        // Outside a watched job it is `check`.
+        let idle = Progress::new();
+        assert!(idle.check_now().is_ok());
+        idle.cancel();
+        assert!(matches!(idle.check_now(), Err(Error::Cancelled)));
     }
 
     #[test]

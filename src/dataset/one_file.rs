@@ -153,8 +153,10 @@ fn write_npy(
         &mut writer,
         None,
     )?;
-    // Before the output is in place: a run that read no document writes nothing.
+    // Before the output is in place: a run that read no document writes nothing, and
+    // one stopped (Ctrl-C) during its last chunk leaves the old file where it was.
     stats.check_some_read()?;
+    progress.check_now()?;
     let count = writer.count;
     file.finish(&npy::header(descr, count)).map_err(io)?;
     Ok((count, stats))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import threading
 
@@ -145,6 +146,33 @@ def test_interrupted_encode_leaves_no_output(tmp_path) -> None:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_in_the_last_chunk_leaves_the_old_output(tmp_path) -> None:
+    """A Ctrl-C while the one chunk of a file is encoded: the encode saw it only at its
+    end, after its file had replaced the old output, and then raised anyway. The
+    watcher now looks for a stop before the file is put in place."""
+    tok = bpekit_encoding("gpt2")
+    rng = random.Random(0)
+    words = [" " + "".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+    line = "".join(rng.choice(words) for _ in range(300_000)) + "\n"
+    src = tmp_path / "one_line.txt"
+    # Lines that start with a space are no place to cut for gpt2: one chunk of 78 MB
+    # (a second or more of work).
+    src.write_text(line * 40, encoding="utf-8")
+    out = tmp_path / "tokens.npy"
+    out.write_bytes(b"OLD CONTENT")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bpekit.encode_file(src, out, tok)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert out.read_bytes() == b"OLD CONTENT"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one_line.txt", "tokens.npy"]
 
 
 def test_get_batch() -> None:
