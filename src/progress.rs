@@ -264,19 +264,36 @@ thread_local! {
     static WATCHED: std::cell::Cell<*const AtomicBool> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
-/// Marks this thread as running a watched job until dropped.
-struct Watched;
+/// Marks this thread as running for a watched job until dropped, when what it ran
+/// for before comes back. Borrows the job's `Progress`, whose flag it points to, and
+/// stays on its thread (a raw pointer is not `Send`).
+pub(crate) struct Watched<'p> {
+    before: *const AtomicBool,
+    _progress: std::marker::PhantomData<&'p Progress>,
+}
 
-impl Watched {
-    fn enter(progress: &Progress) -> Self {
-        WATCHED.with(|w| w.set(Arc::as_ptr(&progress.cancelled)));
-        Watched
+impl<'p> Watched<'p> {
+    fn enter(progress: &'p Progress) -> Self {
+        let before = WATCHED.with(|w| w.replace(Arc::as_ptr(&progress.cancelled)));
+        Watched {
+            before,
+            _progress: std::marker::PhantomData,
+        }
     }
 }
 
-impl Drop for Watched {
+impl Drop for Watched<'_> {
     fn drop(&mut self) {
-        WATCHED.with(|w| w.set(std::ptr::null()));
+        WATCHED.with(|w| w.set(self.before));
+    }
+}
+
+impl Progress {
+    /// Makes [`interrupted`] on this thread read this job's stop, while the guard
+    /// lives: for the threads a watched job starts, whose deep loops (one chunk's
+    /// encode) would otherwise run to their end after a Ctrl-C.
+    pub(crate) fn watch_here(&self) -> Watched<'_> {
+        Watched::enter(self)
     }
 }
 
@@ -287,8 +304,8 @@ impl Drop for Watched {
 pub(crate) fn interrupted() -> bool {
     WATCHED.with(|w| {
         let flag = w.get();
-        // SAFETY: the pointer is set only while `run_watched`'s job runs on this
-        // thread, during which the `Progress` it points into is borrowed.
+        // SAFETY: the pointer is set only while a `Watched` guard lives on this
+        // thread, which borrows the `Progress` it points into.
         !flag.is_null() && unsafe { (*flag).load(Ordering::Relaxed) }
     })
 }
@@ -350,6 +367,32 @@ mod tests {
         assert!(idle.check_now().is_ok());
         idle.cancel();
         assert!(matches!(idle.check_now(), Err(Error::Cancelled)));
+    }
+
+    #[test]
+    fn a_thread_watching_for_a_job_sees_its_stop_until_the_guard_goes() {
+        let (outer, inner) = (Progress::new(), Progress::new());
+        assert!(!interrupted(), "no job on this thread");
+        {
+            let _outer = outer.watch_here();
+            {
+                let _inner = inner.watch_here();
+                inner.cancel();
+                assert!(interrupted());
+            }
+            assert!(!interrupted(), "the outer job's flag is back");
+            outer.cancel();
+            assert!(interrupted());
+            // Another thread sees it only while it watches for the job too.
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    assert!(!interrupted());
+                    let _w = outer.watch_here();
+                    assert!(interrupted());
+                });
+            });
+        }
+        assert!(!interrupted());
     }
 
     #[test]
