@@ -127,6 +127,16 @@ impl OutFile {
         Ok(file)
     }
 
+    /// Keeps every write in the page cache (no direct writes), for a file read back
+    /// within seconds and then deleted: a distributed encode's unit files. Written
+    /// direct, their ids went to the disk and the shard writers read them back from
+    /// it; through the page cache the reads come from memory, and a file deleted
+    /// before the kernel writes it back never reaches the disk.
+    pub fn through_page_cache(mut self) -> Self {
+        self.can_direct = false;
+        self
+    }
+
     /// Adds `bytes`, just staged, to the checksum.
     fn sum(&mut self, bytes_at: usize, len: usize) {
         match &mut self.checksum {
@@ -463,6 +473,31 @@ mod tests {
                 assert_eq!(c, &ids[i].to_le_bytes()[..width], "id {i}, width {width}");
             }
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_through_the_page_cache_is_never_direct() {
+        // Past the bytes after which a file goes direct, and through finish.
+        let dir = std::env::temp_dir().join(format!("bpekit-outfile-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.bin");
+        let ids: Vec<u32> = (0..(BUFFERED_BYTES as usize + 3 * BLOCK) as u32 / 2).collect();
+        let mut out = OutFile::with_checksum(&path, 2)
+            .unwrap()
+            .through_page_cache();
+        out.write_bytes(&[0; 2]).unwrap();
+        for part in ids.chunks(50_000) {
+            out.write_ids(part, 2).unwrap();
+            assert!(!out.direct);
+        }
+        let (len, crc) = out.finish_checked(b"HD").unwrap();
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(
+            (data.len() as u64, crc),
+            (len, Some(crc32fast::hash(&data)))
+        );
+        assert_eq!(len, 2 + 2 * ids.len() as u64);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

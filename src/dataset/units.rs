@@ -70,7 +70,9 @@ pub fn encode_unit(
 ) -> Result<UnitWritten> {
     check_options(encoder, &options)?;
     let io = |e| Error::io(output, e);
-    let mut file = OutFile::with_checksum(output, HEADER_LEN).map_err(io)?;
+    let mut file = OutFile::with_checksum(output, HEADER_LEN)
+        .map_err(io)?
+        .through_page_cache();
     file.write_bytes(&[0; HEADER_LEN]).map_err(io)?;
     let mut cut_ids: Vec<u32> = encoder.specials().tokens().map(|(_, id)| id).collect();
     cut_ids.sort_unstable();
