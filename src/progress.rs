@@ -97,6 +97,13 @@ impl Progress {
         self.check()
     }
 
+    /// Makes [`interrupted`] on this thread read this job's stop, while the guard
+    /// lives: for the threads a watched job starts, whose deep loops (one chunk's
+    /// encode) would otherwise run to their end after a Ctrl-C.
+    pub(crate) fn watch_here(&self) -> Watched<'_> {
+        Watched::enter(self)
+    }
+
     fn set_watcher(&self, sender: Option<mpsc::Sender<Wake>>) {
         if let Ok(mut w) = self.watcher.lock() {
             *w = sender;
@@ -285,15 +292,6 @@ impl<'p> Watched<'p> {
 impl Drop for Watched<'_> {
     fn drop(&mut self) {
         WATCHED.with(|w| w.set(self.before));
-    }
-}
-
-impl Progress {
-    /// Makes [`interrupted`] on this thread read this job's stop, while the guard
-    /// lives: for the threads a watched job starts, whose deep loops (one chunk's
-    /// encode) would otherwise run to their end after a Ctrl-C.
-    pub(crate) fn watch_here(&self) -> Watched<'_> {
-        Watched::enter(self)
     }
 }
 

@@ -253,6 +253,17 @@ impl Job<'_> {
             encoder.workspaces().size_shared_for(sized_for);
         }
         let marks = self.options.record_marks;
+        // A worker's workspace: its own on one thread, else one sharing the
+        // encoder's short table.
+        let worker_lease = || {
+            let mut lease = match self.threads {
+                1 => encoder.lease(),
+                _ => encoder.workspaces().lease_shared(),
+            }?;
+            lease.short.reserve_lines(short_lines_for(sized_for));
+            lease.short.populate();
+            Ok(lease)
+        };
         let mut write_error = None;
         let outcome = ordered_map(
             usize::MAX,
@@ -262,19 +273,7 @@ impl Job<'_> {
             // Each worker's encode loop sees a Ctrl-C (`progress::interrupted`) within a
             // batch of pieces, not at the end of its chunk: one chunk of 78 MB, on 2
             // threads, ran to its end after it.
-            || {
-                let watched = self.progress.watch_here();
-                let lease = (|| {
-                    let mut lease = match self.threads {
-                        1 => encoder.lease(),
-                        _ => encoder.workspaces().lease_shared(),
-                    }?;
-                    lease.short.reserve_lines(short_lines_for(sized_for));
-                    lease.short.populate();
-                    Ok(lease)
-                })();
-                (lease, watched)
-            },
+            || (worker_lease(), self.progress.watch_here()),
             |i, (ws, _)| {
                 self.progress.check()?;
                 // A workspace that could not be made fails the worker's first chunk.
