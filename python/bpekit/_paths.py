@@ -48,6 +48,21 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, not through a link: for a record of
+    bpekit's own in a folder others may write to, where a FIFO (which would block the
+    read for ever), a device or a link planted under its name is an ``OSError``, as a
+    missing file is."""
+    import stat
+
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return f.read()
+
+
 def crc32_of(path: Path) -> int:
     """The CRC-32 of the file at ``path`` (``zlib.crc32``), read 4 MiB at a time."""
     import zlib

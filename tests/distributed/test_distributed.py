@@ -437,7 +437,11 @@ def test_clearing_units_removes_the_temporary_files_of_stopped_workers(tmp_path:
 
     work = tmp_path / ".ds.units"
     work.mkdir()
-    for name in ("unit-000001.ids", "unit-000001.json", ".unit-000002.ids.d20bb5bd1fce8384.tmp", "plan.json"):
+    names = ("unit-000001.ids", "unit-000001.json", ".unit-000002.ids.d20bb5bd1fce8384.tmp", "plan.json")
+    # And a dataset's records of its shards written and of the units whose files went.
+    names += ("written.jsonl", "unit-000004.skel", ".unit-000005.skel.0123456789abcdef.tmp")
+    names += (".written.jsonl.k2j3h4g5.tmp", ".plan.json.a_b1c2d3.tmp")
+    for name in names:
         (work / name).write_bytes(b"x")
     clear_units(work)
     assert not work.exists()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,7 +19,16 @@ from bpekit._stores import StoreObject, is_url
 from bpekit.dataset.manifest import differences, read_own_manifest, start_sha256
 from bpekit.dataset.spec import MANIFEST, NPY_HEADER_BYTES, SPLITS, split_names
 
-__all__ = ["Done", "Fresh", "check_output_folder", "checked_folder", "is_file", "prepare_folder"]
+__all__ = [
+    "Done",
+    "Fresh",
+    "check_output_folder",
+    "check_shards",
+    "checked_folder",
+    "is_file",
+    "prepare_folder",
+    "shard_files",
+]
 
 
 def is_file(source: tuple[Any, ...]) -> bool:
@@ -95,12 +104,15 @@ def prepare_folder(
     num_threads: int | None,
     keep: bool = True,
     feeds: Callable[[], str | None] | None = None,
+    keep_files: Collection[str] = (),
 ) -> Done | Fresh:
     """Makes ``root`` (held by the caller's ``FolderLock``) ready for the dataset
     ``manifest`` describes: a finished one there already, the shards an interrupted
     run left to go on after (none unless ``keep``), or an empty folder. ``feeds``: where
     inputs are known only by their documents, reads them for their sha256, which a
-    finished dataset must have recorded to be returned as it is.
+    finished dataset must have recorded to be returned as it is. ``keep_files``: the
+    files (``"train/00003.npy"``) of shards the caller keeps by records of its own (a
+    distributed run's), kept with their folder when the dataset is gone on with.
 
     Only the dataset's own files are ever removed (its manifest, and in its split
     folders the shards, indexes and temporary files its runs name so); a split folder
@@ -164,7 +176,9 @@ def prepare_folder(
     kept = _kept_shards(root, old, names, num_threads) if resume and keep else fresh.kept
     # Whatever is not kept goes: shards after the kept ones, temporary files. Other
     # files in the split folders stay, as does a folder they keep from being empty.
-    keep_names = {name for shards in kept for s, _ in shards for name in _files_of(s)}
+    keep_names = {name for shards in kept for s, _ in shards for name in shard_files(s)}
+    if resume:
+        keep_names |= set(keep_files)
     for split in SPLITS:
         folder = root / split
         if not folder.is_dir():
@@ -180,7 +194,7 @@ def prepare_folder(
     for name in present:
         if _TEMP.fullmatch(name):
             (root / name).unlink(missing_ok=True)
-    if not any(kept):
+    if not any(kept) and not (resume and keep_files):
         (root / MANIFEST).unlink()
     return Fresh(kept)
 
@@ -195,7 +209,7 @@ _OURS = re.compile(
 )
 
 
-def _files_of(shard: dict[str, Any]) -> list[str]:
+def shard_files(shard: dict[str, Any]) -> list[str]:
     """The files of a shard's manifest entry: its ids, its index and a trainer's files."""
     return [shard["file"], shard["index"], *(f["file"] for f in _trainer_files(shard))]
 
@@ -278,7 +292,7 @@ def _kept_shards(
         # Up to the first entry that is no shard at all (a damaged manifest).
         whole = next((k for k, (s, _) in enumerate(pairs) if not isinstance(s, dict)), len(pairs))
         recorded.append(pairs[:whole])
-    ok = _check_shards(root, [s for split in recorded for s, _ in split], num_threads)
+    ok = check_shards(root, [s for split in recorded for s, _ in split], num_threads)
     kept = []
     for name, split in zip(names, recorded, strict=True):
         good = []
@@ -294,8 +308,9 @@ def _kept_shards(
     return kept
 
 
-def _check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | None) -> dict[int, bool]:
-    """Whether each shard's file and index have the recorded size and sha256."""
+def check_shards(root: Path, shards: list[dict[str, Any]], num_threads: int | None) -> dict[int, bool]:
+    """Whether each shard's file and index (manifest entries, by ``id``) have the
+    recorded size and sha256."""
     from concurrent.futures import ThreadPoolExecutor
 
     def check(shard: dict[str, Any]) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 
 from bpekit import _stores
 from bpekit._paths import sha256_of
-from bpekit.dataset.folder import _OURS, _files_of, _same_feeds
+from bpekit.dataset.folder import _OURS, _same_feeds, shard_files
 from bpekit.dataset.manifest import REWRITE, differences, dump
 from bpekit.dataset.spec import FORMAT_VERSION, MANIFEST, SPLITS
 
@@ -142,7 +142,7 @@ class StoreTarget:
         """Whether every object ``manifest`` names is there, each shard at its size."""
         for split in manifest.get("splits", {}).values():
             for shard in split["shards"]:
-                if any(name not in self.present for name in _files_of(shard)):
+                if any(name not in self.present for name in shard_files(shard)):
                     return False
                 if int(self.present[shard["file"]].get("size") or 0) != shard.get("size"):
                     return False
@@ -178,7 +178,7 @@ class StoreTarget:
 
     def put_shard(self, root: Path, shard: dict[str, Any]) -> None:
         """A finished shard's files put, then deleted from staging."""
-        for name in _files_of(shard):
+        for name in shard_files(shard):
             self.put_file(root / name, name)
             (root / name).unlink()
 
@@ -186,7 +186,7 @@ class StoreTarget:
         """Step 4: the files staging still holds put, our objects the dataset does not
         name deleted, and the finished manifest put last."""
         named = {
-            name for split in manifest["splits"].values() for s in split["shards"] for name in _files_of(s)
+            name for split in manifest["splits"].values() for s in split["shards"] for name in shard_files(s)
         }
         for name in sorted(named):
             if (root / name).is_file():
@@ -264,7 +264,7 @@ def fetch_dataset(url: str, split: str | None) -> Path:
                 continue
             for shard in entry["shards"]:
                 wanted += [(shard["file"], shard.get("sha256")), (shard["index"], shard.get("index_sha256"))]
-                wanted += [(extra, None) for extra in _files_of(shard)[2:]]
+                wanted += [(extra, None) for extra in shard_files(shard)[2:]]
     except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(
             f"{where}: not a bpekit dataset manifest ({type(e).__name__}: {e}); "

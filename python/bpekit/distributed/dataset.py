@@ -17,15 +17,19 @@ machine writes them, whatever the units or workers.
 Unit files are as large as the dataset's shards. They are kept in ``work_dir`` (a
 folder every worker and the driver can reach: workers write there) or, without one, in
 ``.<name>.units`` beside the dataset (written there by workers on this machine; workers
-of a cluster joined at an address send them back for the driver to write). A rerun
-after the driver died keeps every unit file whose size and CRC-32 its record gives,
-and encodes only the rest; once the dataset is written, the unit files are deleted.
+of a cluster joined at an address send them back for the driver to write). Where the
+workers write the shards, each unit file is deleted as soon as the shards its ids go
+into are written (``consumed``). A rerun after the driver died keeps every unit file
+whose size and CRC-32 its record gives, every shard the workers recorded as written
+whose files check out, and the units whose files went into those; it encodes only the
+rest. Once the dataset is written, the units' folder is deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import pickle
 import threading
@@ -39,7 +43,14 @@ from bpekit._atomic import atomic_write
 from bpekit._lock import FolderLock
 from bpekit._progress import ProgressBar
 from bpekit._stores import StoreObject
-from bpekit.dataset.folder import Done, check_output_folder, checked_folder, prepare_folder
+from bpekit.dataset.folder import (
+    Done,
+    check_output_folder,
+    check_shards,
+    checked_folder,
+    prepare_folder,
+    shard_files,
+)
 from bpekit.dataset.job import Job, prepare, resolve_framing
 from bpekit.dataset.manifest import dataset_manifest, dump, fingerprint
 from bpekit.dataset.options import Layout, Marks
@@ -48,6 +59,7 @@ from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend, workers_are_here
+from bpekit.distributed.consumed import Consumption, ShardKey, kept_skeleton, written_log
 from bpekit.distributed.plan import Plan, plan_units
 from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
 from bpekit.distributed.shardwrite import ShardTask, write_shard
@@ -228,11 +240,21 @@ def _write(
     they can reach the dataset's folder (``_write_by_workers``), else (or ``replay``)
     the driver replays the unit files into them."""
     framing, read = job.framing, job.read
-    # A finished dataset is returned as it is; an unfinished one keeps no shards: the
-    # units are what a rerun keeps.
-    state = prepare_folder(root, manifest, job.run.resume, None, keep=False)
+    work_dir = spread.work_dir
+    shared = work_dir is not None
+    folder = Path(os.fspath(work_dir)) if work_dir is not None else root.parent / f".{root.name}.units"
+    # A finished dataset is returned as it is; an unfinished one keeps the shards its
+    # workers recorded as written (``consumed``), none of its own writer's: the units
+    # and those are what a rerun keeps.
+    written = _written_shards(root, folder, job.layout.shard_format) if job.run.resume else {}
+    keep_files = [name for row in written.values() for name in shard_files(row["entry"])]
+    state = prepare_folder(root, manifest, job.run.resume, None, keep=False, keep_files=keep_files)
     if isinstance(state, Done):
+        if not shared and folder.is_dir():
+            clear_units(folder)  # a run killed between its manifest and this
         return Written(state.manifest, state.stats(), framing, sources.files, True)
+    # What the folder kept: a finished dataset with a shard gone is written again whole.
+    written = {key: row for key, row in written.items() if _present(root, row["entry"])}
     cut_pattern, cut_specials = tok._core.cut_rule()
     plan = plan_units(
         [_name(path) for path, _ in files],
@@ -243,9 +265,6 @@ def _write(
         text_field=read.text_field,
         unit_bytes=spread.unit_bytes,
     )
-    work_dir = spread.work_dir
-    shared = work_dir is not None
-    folder = Path(os.fspath(work_dir)) if work_dir is not None else root.parent / f".{root.name}.units"
     # Workers on this machine (the local pool, a Ray started here) write the unit files
     # into the folder themselves: sending them back through a pipe or Ray's object
     # store, for the driver to write and hash, made the driver the bottleneck. They
@@ -265,11 +284,18 @@ def _write(
         # refused (by _resume), never emptied.
         _resume(folder, plan, spec, own=not shared)
         clear_units(folder)
-    results = _resume(folder, plan, spec, own=not shared)
+    by_workers = here and not replay
+    # Units whose files went once their shards were written: only the workers' path
+    # can go on without their files (the replay reads every unit file).
+    skeletons: dict[int, list[Item]] = {}
+    results = _resume(
+        folder, plan, spec, own=not shared, written=written if by_workers else None, skeletons=skeletons
+    )
     kept = len(results)
-    if here and not replay:
+    if by_workers:
         open_runner = functools.partial(open_backend, spread.address, spread.backend, spread.workers, here)
-        manifest = _write_by_workers(root, manifest, state, plan, spec, tok, results, open_runner)
+        kept_now = _Kept(results, skeletons, written)
+        manifest = _write_by_workers(root, manifest, state, plan, spec, tok, kept_now, open_runner)
         stats = plan.stats({i: r.stats for i, r in results.items()}, kept=kept)
         clear_units(folder)
         return Written(manifest, stats, framing, sources.files, False)
@@ -400,9 +426,64 @@ def _sources(files: list[tuple[Path | StoreObject, str]], text_field: str) -> So
     return out
 
 
-def _resume(folder: Path, plan: Plan, spec: EncodeSpec, own: bool) -> dict[int, UnitEncoded]:
+def _written_shards(root: Path, folder: Path, shard_format: str) -> dict[ShardKey, dict[str, Any]]:
+    """The shards an earlier run's workers recorded as written in ``folder``
+    (``consumed.written_log``), each under its own names, whose files in ``root``
+    still have the sizes and sha256 recorded."""
+    if not folder.is_dir() or not root.is_dir():
+        return {}
+    logged = {key: row for key, row in written_log(folder).items() if _own_row(key, row, shard_format)}
+    ok = check_shards(root, [row["entry"] for row in logged.values()], None)
+    return {key: row for key, row in logged.items() if ok[id(row["entry"])]}
+
+
+def _own_row(key: ShardKey, row: dict[str, Any], shard_format: str) -> bool:
+    """Whether a line of ``written.jsonl`` is shard ``key``'s, as ``_write_by_workers``
+    writes it: its files named as the shard's, its sizes and hashes its writer's."""
+    split, k = key
+    entry, written = row["entry"], row.get("written")
+    try:
+        beside = f"{split}/{k:05d}."  # a trainer's files: the shard's name, another suffix
+        return bool(
+            isinstance(written, dict)
+            and entry["file"] == shard_name(split, k, shard_format)
+            and entry["index"] == index_name(split, k)
+            and all(
+                f["file"].startswith(beside) and "/" not in f["file"][len(beside) :]
+                for f in entry.get("trainer_files", [])
+            )
+            and entry.get("trainer_files", []) == (written["trainer_files"] or [])
+            and (entry["size"], entry["sha256"], entry["index_sha256"])
+            == (written["size"], written["sha256"], written["index_sha256"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _present(root: Path, entry: dict[str, Any]) -> bool:
+    """Whether a shard's files are in ``root`` at the sizes its entry gives (checked
+    whole before the folder was made ready: this sees what that kept)."""
+    try:
+        side = entry.get("trainer_files", [])
+        sizes = [(entry["file"], entry["size"])] + [(f["file"], f["size"]) for f in side]
+        return (root / entry["index"]).is_file() and all((root / f).stat().st_size == n for f, n in sizes)
+    except (OSError, KeyError, TypeError):
+        return False
+
+
+def _resume(
+    folder: Path,
+    plan: Plan,
+    spec: EncodeSpec,
+    own: bool,
+    written: dict[ShardKey, dict[str, Any]] | None = None,
+    skeletons: dict[int, list[Item]] | None = None,
+) -> dict[int, UnitEncoded]:
     """The units done by an earlier run of the same plan, kept in ``folder``; another
-    run's work there is refused (``work_dir``) or cleared (the folder of our own)."""
+    run's work there is refused (``work_dir``) or cleared (the folder of our own).
+    With ``written`` (the shards kept, ``_written_shards``), also the units whose file
+    was deleted once written into shards that are all kept; their skeletons go into
+    ``skeletons``."""
     read, framing = spec.job.read, spec.job.framing
     # What a unit's ids depend on (not the threads, the chunk size or where units go).
     options = {
@@ -419,11 +500,18 @@ def _resume(folder: Path, plan: Plan, spec: EncodeSpec, own: bool) -> dict[int, 
 
     def keep(work_dir: Path, index: int) -> UnitEncoded | None:
         entry = kept_record(work_dir, index, ".ids")
+        if entry is None and written is not None and skeletons is not None:
+            gone = kept_skeleton(work_dir, index)
+            if gone is not None and all(key in written for key in gone[2]):
+                entry = gone[0]
+                skeletons[index] = gone[1]
         try:
             if entry is None:
                 return None
             return UnitEncoded(index, None, int(entry["tokens"]), dict(entry["stats"]), int(entry["crc32"]))
         except (KeyError, TypeError, ValueError):
+            if skeletons is not None:
+                skeletons.pop(index, None)
             return None
 
     return resume_units(folder, job, [u.index for u in plan.units], keep, fresh=own)
@@ -475,6 +563,17 @@ def _encode_units(
             bar.close(completed)
 
 
+@dataclass
+class _Kept:
+    """What a rerun keeps for the workers' path: the units done (``results``, filled
+    in with those encoded now), the skeletons of those whose files went once their
+    shards were written, and the shards written (``_written_shards``)."""
+
+    results: dict[int, UnitEncoded]
+    skeletons: dict[int, list[Item]]
+    written: dict[ShardKey, dict[str, Any]]
+
+
 def _write_by_workers(
     root: Path,
     manifest: dict[str, Any],
@@ -482,16 +581,18 @@ def _write_by_workers(
     plan: Plan,
     spec: EncodeSpec,
     tok: Tokenizer,
-    results: dict[int, UnitEncoded],
+    kept: _Kept,
     open_runner: Callable[[], Any],
 ) -> dict[str, Any]:
-    """The dataset written by the workers: each encodes its units (those not kept in
-    ``results``) and sends back their skeletons; the driver plans every shard from
-    them (``ShardPlanner``) and the workers write the shards; the driver writes the
-    manifest last. Returns it, finished; ``results`` gets the units encoded."""
-    del state  # prepare_folder kept no shards: the units are what a rerun keeps
+    """The dataset written by the workers: each encodes its units (those not kept)
+    and sends back their skeletons; the driver plans every shard from them
+    (``ShardPlanner``), the workers write the shards (but those kept) and each unit
+    file goes once its shards are written (``consumed``); the driver writes the
+    manifest last. Returns it, finished; ``kept.results`` gets the units encoded."""
+    del state  # the shards kept are those of kept.written
     job, framing = spec.job, spec.job.framing
     layout = job.layout
+    results = kept.results
     names = split_names(manifest["val_fraction"])
     splits: dict[str, dict[str, Any]] = {name: {"shards": []} for name in names}
     manifest["splits"] = splits
@@ -517,46 +618,97 @@ def _write_by_workers(
     folder = spec.work_dir
     assert folder is not None
     paths = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
+    consumption = Consumption(folder, [row for row in kept.written.values()])
+    out: dict[ShardKey, dict[str, Any]] = {}
+
+    def on_written(s: ShardPlan, written: dict[str, Any]) -> None:
+        out[s.split, s.k] = written
+        consumption.written(s, _entry(s, layout.shard_format, written), written)
+        consumption.release(planner.open_units())
+
+    def start(shards: list[ShardPlan]) -> None:
+        """Starts writing the shards closed, but those an earlier run wrote."""
+        todo = []
+        for s in shards:
+            row = kept.written.get((s.split, s.k))
+            if row is not None:
+                planned_entry = json.loads(json.dumps(_entry(s, layout.shard_format, row["written"])))
+                row = row if planned_entry == row["entry"] else None  # recorded otherwise: written again
+            gone = sorted({p[0] for p in s.pieces if p[0] in kept.skeletons}) if row is None else []
+            if gone:
+                # Only records edited by hand get here: the shards they name were kept
+                # and this one was not. Every skeleton kept goes, so that the next run
+                # encodes those units again (it still keeps the shards that match).
+                for unit in kept.skeletons:
+                    unit_files(folder, unit, ".skel")[0].unlink(missing_ok=True)
+                raise RuntimeError(
+                    f"{folder}: the records of an earlier run do not hold shard {s.split}/{s.k:05d} of "
+                    f"units {', '.join(map(str, gone))}, whose files are gone; those units' records are "
+                    "removed, and a rerun encodes them again"
+                )
+            consumption.closed(s, written=row is not None)
+            if row is None:
+                todo.append(s)
+            else:
+                out[s.split, s.k] = row["written"]
+        writes.start(todo)
+        consumption.release(planner.open_units())
+
+    # The units to encode, or to read back (their files kept); the others are known
+    # by their skeletons alone.
+    todo_units = [u for u in plan.units if u.index not in kept.skeletons]
+    position = {u.index: k for k, u in enumerate(plan.units)}
     runner = open_runner()
     spec = replace(
         spec, table_bytes=worker_share([u for u in plan.units if u.index not in results], runner.workers)
     )
     try:
-        writes = _ShardWrites(runner, root, job, width, paths)
-        tasks = [(u, spec, specials, u.index not in results) for u in plan.units]
+        writes = _ShardWrites(runner, root, job, width, paths, on_written)
+        tasks = [(u, spec, specials, u.index not in results) for u in todo_units]
         bar = ProgressBar("encoding", unit="bytes") if progress else None
         size, done_bytes = sum(u.size for u in plan.units), 0
-        waiting: dict[int, list[Item]] = {}
+        waiting = {position[i]: items for i, items in kept.skeletons.items()}
         planned = 0
+
+        def plan_ready() -> None:
+            # The units in input order, as they come: each shard is written once
+            # closed, while later units are still being encoded.
+            nonlocal planned
+            while planned in waiting:
+                unit = plan.units[planned].index
+                items = waiting.pop(planned)
+                planner.add(unit, items)
+                if unit not in kept.skeletons:
+                    consumption.planned(unit, items)
+                planned += 1
+            start(planner.closed())
+
         try:
             try:
+                plan_ready()
                 for k, (result, items) in runner.run(unit_items, tasks):
                     if result is not None:
                         results[result.index] = result
-                    waiting[k] = items
-                    # The units in input order, as they come: each shard is written once
-                    # closed, while later units are still being encoded.
-                    while planned in waiting:
-                        planner.add(plan.units[planned].index, waiting.pop(planned))
-                        planned += 1
-                    writes.start(planner.closed())
+                    waiting[position[todo_units[k].index]] = items
+                    plan_ready()
                     writes.check()
-                    done_bytes += plan.units[k].size
+                    done_bytes += todo_units[k].size
                     if bar is not None:
                         bar(done_bytes, size)
             finally:
                 if bar is not None:
                     bar.close(planned == len(plan.units))
             shards = planner.finish(len(plan.files))
-            writes.start(planner.closed())
-            written = writes.results()
+            start(planner.closed())
+            writes.results()
         except BaseException:
             writes.cancel()
             raise
     finally:
         runner.close()
+        consumption.close()
     for s in shards:
-        splits[s.split]["shards"].append(_entry(s, layout.shard_format, written[s.split, s.k]))
+        splits[s.split]["shards"].append(_entry(s, layout.shard_format, out[s.split, s.k]))
     for split in splits.values():
         split["tokens"] = sum(s["tokens"] for s in split["shards"])
         split["documents"] = sum(s["documents"] for s in split["shards"])
@@ -574,21 +726,31 @@ def _write_by_workers(
 
 class _ShardWrites:
     """The shards' writing on the workers: ``start`` hands shards over as they are
-    planned, ``results`` gives each one's sizes and hashes by ``(split, k)``.
+    planned, and ``on_written`` hears of each written (with its sizes and hashes) as
+    ``check`` or ``results`` takes it.
 
     Where the backend takes tasks while others run (Ray's ``submit``), each shard starts at once:
     written all after the encoding, owt-12G's 8 GB of shards were ~10 s of a 57 s run
     on 2 CPUs here, as the page cache's dirty limit held the writers to the disk's
-    speed; written while the units encode, they reach the disk at the encoding's pace.
-    A local pool writes them after the encoding."""
+    speed; written while the units encode, they reach the disk at the encoding's pace
+    (and the unit files go as they are used up). A local pool writes them after the
+    encoding."""
 
-    def __init__(self, runner: Any, root: Path, job: Job, width: int, paths: dict[int, str]) -> None:
+    def __init__(
+        self,
+        runner: Any,
+        root: Path,
+        job: Job,
+        width: int,
+        paths: dict[int, str],
+        on_written: Callable[[ShardPlan, dict[str, Any]], None],
+    ) -> None:
         self.runner, self.root, self.job, self.width, self.paths = runner, root, job, width, paths
+        self.on_written = on_written
         self.now = hasattr(runner, "submit")  # Ray's: tasks started while others run
         # Ray's: (the first shard's place in ``shards``, its tasks' results), as started.
         self.started: list[tuple[int, Any]] = []
         self.later: list[tuple[ShardTask]] = []  # a local pool's, written after the units
-        self.out: dict[tuple[str, int], dict[str, Any]] = {}
         self.shards: list[ShardPlan] = []
 
     def start(self, shards: list[ShardPlan]) -> None:
@@ -625,17 +787,16 @@ class _ShardWrites:
         for first, started in self.started:
             self._take(first, started.finished())
 
-    def results(self) -> dict[tuple[str, int], dict[str, Any]]:
+    def results(self) -> None:
+        """Waits for every shard started."""
         for first, started in self.started:
             self._take(first, started)
         if self.later:
             self._take(len(self.shards) - len(self.later), self.runner.run(write_shard, self.later))
-        return self.out
 
     def _take(self, first: int, results: Iterable[tuple[int, dict[str, Any]]]) -> None:
         for k, written in results:
-            s = self.shards[first + k]
-            self.out[s.split, s.k] = written
+            self.on_written(self.shards[first + k], written)
 
     def cancel(self) -> None:
         """Stops the shards still being written (the run failed) and waits for their

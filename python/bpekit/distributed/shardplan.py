@@ -280,6 +280,15 @@ class ShardPlanner:
             self.given[i] = len(split.done)
         return out
 
+    def open_units(self) -> set[int]:
+        """The units whose ids a shard not yet closed holds (or will: a document
+        waiting for the next shard)."""
+        out: set[int] = set()
+        for split in self.splits:
+            pieces = [*(split.open.pieces if split.open is not None else []), *split.waiting]
+            out.update(p[0] for p in pieces if p[0] >= 0)
+        return out
+
     def _split_of(self, n: int) -> int:
         if self.val_fraction <= 0.0:
             return 0

@@ -33,7 +33,7 @@ from typing import Any
 
 from bpekit import _core
 from bpekit._atomic import atomic_write
-from bpekit._paths import crc32_of
+from bpekit._paths import crc32_of, read_regular
 from bpekit.dataset.job import Job
 from bpekit.distributed.backends import Handle, fetch_each
 from bpekit.distributed.plan import Unit
@@ -41,6 +41,7 @@ from bpekit.distributed.shardplan import Item, unit_skeleton
 from bpekit.options import ReadOptions, RunOptions
 
 __all__ = [
+    "WRITTEN_LOG",
     "CountSpec",
     "EncodeSpec",
     "UnitCounts",
@@ -56,6 +57,7 @@ __all__ = [
     "save_record",
     "unit_files",
     "unit_items",
+    "whole_record",
 ]
 
 
@@ -91,6 +93,11 @@ class UnitCounts:
     stats: dict[str, Any]
 
 
+#: The shards a dataset's workers wrote, one JSON line each, which its rerun keeps
+#: (``consumed``).
+WRITTEN_LOG = "written.jsonl"
+
+
 def unit_files(work_dir: str | os.PathLike[str], index: int, suffix: str = ".parts") -> tuple[Path, Path]:
     """Where unit ``index`` keeps its result (counts: ``.parts``; ids: ``.ids``) and its
     record."""
@@ -123,8 +130,8 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
     has the size and CRC-32 it gives; else None."""
     result, record = unit_files(work_dir, index, suffix)
     try:
-        entry = json.loads(record.read_bytes())
-        if entry["unit"] != index or result.stat().st_size != entry["size"] or not _whole_stats(entry):
+        entry = json.loads(read_regular(record))
+        if entry["unit"] != index or result.stat().st_size != entry["size"] or not whole_record(entry):
             return None
         return entry if crc32_of(result) == entry["crc32"] else None
     # RecursionError: JSON nested ~1,000 deep, which is no record of bpekit's either.
@@ -132,7 +139,7 @@ def kept_record(work_dir: str | os.PathLike[str], index: int, suffix: str) -> di
         return None
 
 
-def _whole_stats(entry: dict[str, Any]) -> bool:
+def whole_record(entry: dict[str, Any]) -> bool:
     """Whether a record's ``stats`` hold what ``Plan.stats`` adds up (a record edited
     or cut by hand is not kept: its unit is done again)."""
     stats = entry["stats"]
@@ -326,10 +333,11 @@ def resume_units(
     record = work_dir / "plan.json"
     job = json.loads(json.dumps(job))  # tuples as lists, as read back
     try:
-        old = json.loads(record.read_bytes())
+        old = json.loads(read_regular(record))
     except FileNotFoundError:
         old = None
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
+    # Not JSON, nested too deeply to read, or no regular file (a FIFO would block).
+    except (ValueError, RecursionError, OSError):
         if not fresh:
             raise ValueError(f"{record}: not a bpekit plan; give an empty or new work_dir") from None
         old = {}
@@ -352,17 +360,23 @@ def clear_units(work_dir: Path) -> None:
     """Deletes the units' results and records (and their temporary files) and the plan
     from ``work_dir`` (no other file), and the folder if that empties it."""
     for path in work_dir.glob("unit-*"):
-        if path.suffix in (".parts", ".wc", ".ids", ".json") and path.name[5:11].isdigit():
+        if path.suffix in (".parts", ".wc", ".ids", ".json", ".skel") and path.name[5:11].isdigit():
             path.unlink(missing_ok=True)
     # A worker stopped while writing a unit leaves its temporary file (".unit-N.ids.X.tmp",
     # the name both the Rust and the Python atomic writers give it).
     for path in work_dir.glob(".unit-*.tmp"):
         if path.name[6:12].isdigit():
             path.unlink(missing_ok=True)
+    # The log of shards written and the plan, by a run killed while writing them
+    # (``bpekit._atomic``'s temporary names).
+    for path in work_dir.glob(".*.tmp"):
+        if re.fullmatch(rf"\.({re.escape(WRITTEN_LOG)}|plan\.json)\.[a-z0-9_]{{8}}\.tmp", path.name):
+            path.unlink(missing_ok=True)
     # A run killed while Ray's nodes read its probe file (backends.workers_are_here).
     for path in work_dir.glob(".bpekit-probe-*"):
         if re.fullmatch(r"\.bpekit-probe-[0-9a-f]{32}", path.name):
             path.unlink(missing_ok=True)
+    (work_dir / WRITTEN_LOG).unlink(missing_ok=True)
     (work_dir / "plan.json").unlink(missing_ok=True)
     try:
         work_dir.rmdir()
