@@ -3,7 +3,8 @@ files in the driver vs Ray's workers writing the shards, each in a fresh process
 
     python benchmarks/dist_shards.py /tmp/bpekit_bench/owt-1G.txt --cpus 2
 
-Prints, per way, the wall time, the driver's peak RSS (``getrusage``) and the bytes it
+Prints, per way, the wall time (a Ray's start apart: it is started before the clock),
+the driver's peak RSS (``getrusage``) and the bytes it
 read and wrote (``/proc/self/io``'s rchar and wchar: files, pipes and sockets), and
 whether the dataset equals the one process's (manifest bytes).
 """
@@ -26,6 +27,13 @@ from bpekit.distributed import dataset
 from bpekit.options import DistributedOptions, ReadOptions, RunOptions
 way, path, out, cpus, shard_tokens, unit_bytes = sys.argv[1:7]
 tok = bpekit.get_encoding("gpt2")
+ray_start = 0.0
+if way != "one":
+    # Started before the clock, as benchmarks/scale.py does: its start is reported apart.
+    import ray
+    t = time.perf_counter()
+    ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False)
+    ray_start = time.perf_counter() - t
 t = time.perf_counter()
 if way == "one":
     bpekit.encode_dataset(path, out, tok, shard_tokens=int(shard_tokens), num_threads=int(cpus))
@@ -37,7 +45,7 @@ wall = time.perf_counter() - t
 io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, from the parent's memory.
 hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
-print(json.dumps({"wall": wall, "rss_mb": hwm / 1024,
+print(json.dumps({"wall": wall, "ray_start": ray_start, "rss_mb": hwm / 1024,
                   "read_mb": int(io["rchar"]) / 1e6, "written_mb": int(io["wchar"]) / 1e6}))
 """
 
@@ -53,8 +61,8 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bpekit-dist-shards-", dir="/tmp"))
     manifests = {}
     try:
-        for way in args.ways.split(","):
-            out = root / way
+        for n, way in enumerate(args.ways.split(",")):
+            out = root / f"{way}-{n}"
             cmd = [
                 sys.executable,
                 "-c",
@@ -70,12 +78,11 @@ def main() -> int:
             result = json.loads(run.stdout.strip().splitlines()[-1])
             manifests[way] = (out / "manifest.json").read_bytes()
             same = manifests[way] == manifests.get("one", manifests[way])
+            shutil.rmtree(out)
             print(
                 json.dumps({"way": way, **{k: round(v, 2) for k, v in result.items()}, "same": same}),
                 flush=True,
             )
-            if way != "one":
-                shutil.rmtree(out)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
