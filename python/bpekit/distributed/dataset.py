@@ -658,7 +658,11 @@ def _write_by_workers(
     # by their skeletons alone.
     todo_units = [u for u in plan.units if u.index not in kept.skeletons]
     position = {u.index: k for k, u in enumerate(plan.units)}
-    runner = open_runner()
+    try:
+        runner = open_runner()
+    except BaseException:
+        consumption.close()
+        raise
     spec = replace(
         spec, table_bytes=worker_share([u for u in plan.units if u.index not in results], runner.workers)
     )
