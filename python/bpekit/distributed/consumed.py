@@ -35,10 +35,12 @@ from typing import Any
 
 from bpekit._atomic import atomic_write
 from bpekit._paths import read_regular
+from bpekit.dataset.folder import check_shards
+from bpekit.dataset.spec import index_name, shard_name
 from bpekit.distributed.shardplan import Item, ShardPlan
 from bpekit.distributed.work import WRITTEN_LOG, unit_files, whole_record
 
-__all__ = ["Consumption", "ShardKey", "kept_skeleton", "written_log"]
+__all__ = ["Consumption", "ShardKey", "kept_skeleton", "own_row", "present", "written_log", "written_shards"]
 
 #: A shard, by split and number.
 ShardKey = tuple[str, int]
@@ -193,3 +195,48 @@ class Consumption:
 
 def _units(shard: ShardPlan) -> set[int]:
     return {p[0] for p in shard.pieces if p[0] >= 0}
+
+
+def written_shards(root: Path, folder: Path, shard_format: str) -> dict[ShardKey, dict[str, Any]]:
+    """The shards an earlier run's workers recorded as written in ``folder``
+    (``consumed.written_log``), each under its own names, whose files in ``root``
+    still have the sizes and sha256 recorded."""
+    if not folder.is_dir() or not root.is_dir():
+        return {}
+    logged = {key: row for key, row in written_log(folder).items() if own_row(key, row, shard_format)}
+    ok = check_shards(root, [row["entry"] for row in logged.values()], None)
+    return {key: row for key, row in logged.items() if ok[id(row["entry"])]}
+
+
+def own_row(key: ShardKey, row: dict[str, Any], shard_format: str) -> bool:
+    """Whether a line of ``written.jsonl`` is shard ``key``'s, as ``dataset._write_by_workers``
+    writes it: its files named as the shard's, its sizes and hashes its writer's."""
+    split, k = key
+    entry, written = row["entry"], row.get("written")
+    try:
+        beside = f"{split}/{k:05d}."  # a trainer's files: the shard's name, another suffix
+        return bool(
+            isinstance(written, dict)
+            and entry["file"] == shard_name(split, k, shard_format)
+            and entry["index"] == index_name(split, k)
+            and all(
+                f["file"].startswith(beside) and "/" not in f["file"][len(beside) :]
+                for f in entry.get("trainer_files", [])
+            )
+            and entry.get("trainer_files", []) == (written["trainer_files"] or [])
+            and (entry["size"], entry["sha256"], entry["index_sha256"])
+            == (written["size"], written["sha256"], written["index_sha256"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def present(root: Path, entry: dict[str, Any]) -> bool:
+    """Whether a shard's files are in ``root`` at the sizes its entry gives (checked
+    whole before the folder was made ready: this sees what that kept)."""
+    try:
+        side = entry.get("trainer_files", [])
+        sizes = [(entry["file"], entry["size"])] + [(f["file"], f["size"]) for f in side]
+        return (root / entry["index"]).is_file() and all((root / f).stat().st_size == n for f, n in sizes)
+    except (OSError, KeyError, TypeError):
+        return False

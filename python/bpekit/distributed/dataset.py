@@ -46,7 +46,6 @@ from bpekit._stores import StoreObject
 from bpekit.dataset.folder import (
     Done,
     check_output_folder,
-    check_shards,
     checked_folder,
     prepare_folder,
     shard_files,
@@ -59,10 +58,10 @@ from bpekit.dataset.spec import MANIFEST, index_name, shard_name, split_names
 from bpekit.dataset.store import remove_staging, store_or_folder
 from bpekit.dataset.writer import Written
 from bpekit.distributed.backends import open_backend, workers_are_here
-from bpekit.distributed.consumed import Consumption, ShardKey, kept_skeleton, written_log
+from bpekit.distributed.consumed import Consumption, ShardKey, kept_skeleton, present, written_shards
 from bpekit.distributed.plan import Plan, plan_units
 from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
-from bpekit.distributed.shardwrite import ShardTask, write_shard
+from bpekit.distributed.shardwrites import ShardWrites
 from bpekit.distributed.work import (
     EncodeSpec,
     UnitEncoded,
@@ -246,7 +245,7 @@ def _write(
     # A finished dataset is returned as it is; an unfinished one keeps the shards its
     # workers recorded as written (``consumed``), none of its own writer's: the units
     # and those are what a rerun keeps.
-    written = _written_shards(root, folder, job.layout.shard_format) if job.run.resume else {}
+    written = written_shards(root, folder, job.layout.shard_format) if job.run.resume else {}
     keep_files = [name for row in written.values() for name in shard_files(row["entry"])]
     state = prepare_folder(root, manifest, job.run.resume, None, keep=False, keep_files=keep_files)
     if isinstance(state, Done):
@@ -254,7 +253,7 @@ def _write(
             clear_units(folder)  # a run killed between its manifest and this
         return Written(state.manifest, state.stats(), framing, sources.files, True)
     # What the folder kept: a finished dataset with a shard gone is written again whole.
-    written = {key: row for key, row in written.items() if _present(root, row["entry"])}
+    written = {key: row for key, row in written.items() if present(root, row["entry"])}
     cut_pattern, cut_specials = tok._core.cut_rule()
     plan = plan_units(
         [_name(path) for path, _ in files],
@@ -426,51 +425,6 @@ def _sources(files: list[tuple[Path | StoreObject, str]], text_field: str) -> So
     return out
 
 
-def _written_shards(root: Path, folder: Path, shard_format: str) -> dict[ShardKey, dict[str, Any]]:
-    """The shards an earlier run's workers recorded as written in ``folder``
-    (``consumed.written_log``), each under its own names, whose files in ``root``
-    still have the sizes and sha256 recorded."""
-    if not folder.is_dir() or not root.is_dir():
-        return {}
-    logged = {key: row for key, row in written_log(folder).items() if _own_row(key, row, shard_format)}
-    ok = check_shards(root, [row["entry"] for row in logged.values()], None)
-    return {key: row for key, row in logged.items() if ok[id(row["entry"])]}
-
-
-def _own_row(key: ShardKey, row: dict[str, Any], shard_format: str) -> bool:
-    """Whether a line of ``written.jsonl`` is shard ``key``'s, as ``_write_by_workers``
-    writes it: its files named as the shard's, its sizes and hashes its writer's."""
-    split, k = key
-    entry, written = row["entry"], row.get("written")
-    try:
-        beside = f"{split}/{k:05d}."  # a trainer's files: the shard's name, another suffix
-        return bool(
-            isinstance(written, dict)
-            and entry["file"] == shard_name(split, k, shard_format)
-            and entry["index"] == index_name(split, k)
-            and all(
-                f["file"].startswith(beside) and "/" not in f["file"][len(beside) :]
-                for f in entry.get("trainer_files", [])
-            )
-            and entry.get("trainer_files", []) == (written["trainer_files"] or [])
-            and (entry["size"], entry["sha256"], entry["index_sha256"])
-            == (written["size"], written["sha256"], written["index_sha256"])
-        )
-    except (KeyError, TypeError, ValueError):
-        return False
-
-
-def _present(root: Path, entry: dict[str, Any]) -> bool:
-    """Whether a shard's files are in ``root`` at the sizes its entry gives (checked
-    whole before the folder was made ready: this sees what that kept)."""
-    try:
-        side = entry.get("trainer_files", [])
-        sizes = [(entry["file"], entry["size"])] + [(f["file"], f["size"]) for f in side]
-        return (root / entry["index"]).is_file() and all((root / f).stat().st_size == n for f, n in sizes)
-    except (OSError, KeyError, TypeError):
-        return False
-
-
 def _resume(
     folder: Path,
     plan: Plan,
@@ -481,7 +435,7 @@ def _resume(
 ) -> dict[int, UnitEncoded]:
     """The units done by an earlier run of the same plan, kept in ``folder``; another
     run's work there is refused (``work_dir``) or cleared (the folder of our own).
-    With ``written`` (the shards kept, ``_written_shards``), also the units whose file
+    With ``written`` (the shards kept, ``consumed.written_shards``), also the units whose file
     was deleted once written into shards that are all kept; their skeletons go into
     ``skeletons``."""
     read, framing = spec.job.read, spec.job.framing
@@ -567,7 +521,7 @@ def _encode_units(
 class _Kept:
     """What a rerun keeps for the workers' path: the units done (``results``, filled
     in with those encoded now), the skeletons of those whose files went once their
-    shards were written, and the shards written (``_written_shards``)."""
+    shards were written, and the shards written (``consumed.written_shards``)."""
 
     results: dict[int, UnitEncoded]
     skeletons: dict[int, list[Item]]
@@ -667,7 +621,7 @@ def _write_by_workers(
         spec, table_bytes=worker_share([u for u in plan.units if u.index not in results], runner.workers)
     )
     try:
-        writes = _ShardWrites(runner, root, job, width, paths, on_written)
+        writes = ShardWrites(runner, root, job, width, paths, on_written)
         tasks = [(u, spec, specials, u.index not in results) for u in todo_units]
         bar = ProgressBar("encoding", unit="bytes") if progress else None
         size, done_bytes = sum(u.size for u in plan.units), 0
@@ -726,87 +680,6 @@ def _write_by_workers(
     }
     finish_manifest(root, manifest)
     return manifest
-
-
-class _ShardWrites:
-    """The shards' writing on the workers: ``start`` hands shards over as they are
-    planned, and ``on_written`` hears of each written (with its sizes and hashes) as
-    ``check`` or ``results`` takes it.
-
-    Where the backend takes tasks while others run (Ray's ``submit``), each shard starts at once:
-    written all after the encoding, owt-12G's 8 GB of shards were ~10 s of a 57 s run
-    on 2 CPUs here, as the page cache's dirty limit held the writers to the disk's
-    speed; written while the units encode, they reach the disk at the encoding's pace
-    (and the unit files go as they are used up). A local pool writes them after the
-    encoding."""
-
-    def __init__(
-        self,
-        runner: Any,
-        root: Path,
-        job: Job,
-        width: int,
-        paths: dict[int, str],
-        on_written: Callable[[ShardPlan, dict[str, Any]], None],
-    ) -> None:
-        self.runner, self.root, self.job, self.width, self.paths = runner, root, job, width, paths
-        self.on_written = on_written
-        self.now = hasattr(runner, "submit")  # Ray's: tasks started while others run
-        # Ray's: (the first shard's place in ``shards``, its tasks' results), as started.
-        self.started: list[tuple[int, Any]] = []
-        self.later: list[tuple[ShardTask]] = []  # a local pool's, written after the units
-        self.shards: list[ShardPlan] = []
-
-    def start(self, shards: list[ShardPlan]) -> None:
-        if not shards:
-            return
-        layout = self.job.layout
-        tasks = [
-            (
-                ShardTask(
-                    str(self.root),
-                    s.split,
-                    s.k,
-                    layout.shard_format,
-                    self.width,
-                    self.job.tokenizer_name,
-                    layout.checksums,
-                    s.tokens,
-                    s.starts,
-                    s.pieces,
-                    {u: self.paths[u] for u in {p[0] for p in s.pieces if p[0] >= 0}},
-                ),
-            )
-            for s in shards
-        ]
-        if self.now:
-            self.started.append((len(self.shards), self.runner.submit(write_shard, tasks)[0]))
-        else:
-            self.later += tasks
-        self.shards += shards
-
-    def check(self) -> None:
-        """Takes the shards written by now, raising the first failure at once (a full
-        disk stops the encoding rather than waiting for its end)."""
-        for first, started in self.started:
-            self._take(first, started.finished())
-
-    def results(self) -> None:
-        """Waits for every shard started."""
-        for first, started in self.started:
-            self._take(first, started)
-        if self.later:
-            self._take(len(self.shards) - len(self.later), self.runner.run(write_shard, self.later))
-
-    def _take(self, first: int, results: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        for k, written in results:
-            self.on_written(self.shards[first + k], written)
-
-    def cancel(self) -> None:
-        """Stops the shards still being written (the run failed) and waits for their
-        tasks to end: none is left writing into the dataset's folder."""
-        for _, started in self.started:
-            started.close()
 
 
 def _entry(s: ShardPlan, shard_format: str, written: dict[str, Any]) -> dict[str, Any]:
