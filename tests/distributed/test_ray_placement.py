@@ -137,6 +137,25 @@ def test_a_submission_cut_short_cancels_the_tasks_it_started(ray_local: Any, mon
             ray_local.get(ref)
 
 
+def test_a_cancel_ray_drops_is_sent_again() -> None:
+    """Ray drops a cancel that reaches a task handed to a worker not yet running it;
+    closing the results cancels the tasks still pending again until they end."""
+    cancels: list[str] = []
+
+    def wait(refs: list[str], num_returns: int, timeout: float) -> tuple[list[str], list[str]]:
+        # The first cancel of "b" is lost: it stays pending until cancelled twice.
+        pending = [r for r in refs if r == "b" and cancels.count("b") < 2]
+        return [r for r in refs if r not in pending], pending
+
+    fake = types.SimpleNamespace(
+        is_initialized=lambda: True,
+        cancel=lambda ref, force: cancels.append(ref),
+        wait=wait,
+    )
+    backends._Results(fake, ["a", "b"]).close()
+    assert sorted(cancels) == ["a", "b", "b"]
+
+
 def test_tasks_that_write_here_stay_on_this_node(ray_local: Any, monkeypatch) -> None:
     """A backend for tasks that write into this machine's folders pins them to the
     driver's node (not soft): a node joining the caller's Ray later gets none."""

@@ -19,6 +19,7 @@ import secrets
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -397,9 +398,17 @@ class _Results:
         # Ray calls on a Ray shut down meanwhile would start a new one.
         if not refs or not self.ray.is_initialized():
             return
-        for ref in refs:
-            self.ray.cancel(ref, force=True)
-        self.ray.wait(refs, num_returns=len(refs), timeout=60)
+        # Ray drops a cancel that reaches a task handed to a worker not yet running it
+        # (the task then runs to its end), so the tasks still pending are cancelled
+        # again every second until all have ended.
+        deadline = time.monotonic() + 60
+        while refs:
+            for ref in refs:
+                self.ray.cancel(ref, force=True)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            _, refs = self.ray.wait(refs, num_returns=len(refs), timeout=min(1.0, left))
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # Ray may be shut down already
