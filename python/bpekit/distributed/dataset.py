@@ -573,11 +573,12 @@ def _write_by_workers(
     assert folder is not None
     paths = {u.index: str(unit_files(folder, u.index, ".ids")[0]) for u in plan.units}
     consumption = Consumption(folder, [row for row in kept.written.values()])
-    out: dict[ShardKey, dict[str, Any]] = {}
+    entries: dict[ShardKey, dict[str, Any]] = {}  # the manifest's, as each shard is written
 
     def on_written(s: ShardPlan, written: dict[str, Any]) -> None:
-        out[s.split, s.k] = written
-        consumption.written(s, _entry(s, layout.shard_format, written), written)
+        entries[s.split, s.k] = entry = _entry(s, layout.shard_format, written)
+        consumption.written(s, entry, written)
+        s.let_go()
         consumption.release(planner.open_units())
 
     def start(shards: list[ShardPlan]) -> None:
@@ -604,7 +605,8 @@ def _write_by_workers(
             if row is None:
                 todo.append(s)
             else:
-                out[s.split, s.k] = row["written"]
+                entries[s.split, s.k] = _entry(s, layout.shard_format, row["written"])
+                s.let_go()
         writes.start(todo)
         consumption.release(planner.open_units())
 
@@ -666,7 +668,7 @@ def _write_by_workers(
         runner.close()
         consumption.close()
     for s in shards:
-        splits[s.split]["shards"].append(_entry(s, layout.shard_format, out[s.split, s.k]))
+        splits[s.split]["shards"].append(entries[s.split, s.k])
     for split in splits.values():
         split["tokens"] = sum(s["tokens"] for s in split["shards"])
         split["documents"] = sum(s["documents"] for s in split["shards"])

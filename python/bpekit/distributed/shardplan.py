@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Item", "ShardPlan", "ShardPlanner", "unit_skeleton"]
 
@@ -122,10 +123,20 @@ class ShardPlan:
     starts: list[int] = field(default_factory=list)
     ranges: list[list[int]] = field(default_factory=list)
     pieces: list[Piece] = field(default_factory=list)
+    let_go_documents: int | None = None
 
     @property
     def documents(self) -> int:
+        if self.let_go_documents is not None:
+            return self.let_go_documents
         return len(self.starts) - int(self.continues)
+
+    def let_go(self) -> None:
+        """Drops the document starts and the pieces, once the shard is written: the
+        driver would hold ~36 bytes a document (a Python int in a list) to the end of
+        the run, ~29 GB for 10 TB of OpenWebText-like text."""
+        self.let_go_documents = self.documents
+        self.starts, self.pieces = [], []
 
     def add(self, unit: int, offset: int, n: int, width: int) -> None:
         last = self.pieces[-1] if self.pieces else None
@@ -152,7 +163,7 @@ class _Split:
         self.waiting: list[Piece] = []
         self.waiting_len = 0
         self.in_doc = self.movable = False
-        self.doc_tokens = self.document = 0
+        self.document = 0
         self.place = (0, 0)
 
     def _start(self, continues: bool) -> None:
@@ -166,7 +177,7 @@ class _Split:
 
     def begin(self, document: int, place: tuple[int, int]) -> None:
         self.end()
-        self.in_doc, self.document, self.place, self.doc_tokens = True, document, place, 0
+        self.in_doc, self.document, self.place = True, document, place
         if self.open is not None and self.open.tokens >= self.shard_tokens:
             self._finish_shard()
         if self.open is None:
@@ -221,10 +232,63 @@ class _Split:
                 room = min(self.shard_tokens - self.open.tokens, n)
                 self.open.add(unit, offset, room, width)
                 self.open.tokens += room
-                self.doc_tokens += room
                 n -= room
                 if unit >= 0:
                     offset += room * width
+
+    def whole_run(self, input: int, numbers: Any, places: Any, unit: int, offsets: Any, lengths: Any) -> None:
+        """``whole`` for each of these documents in turn (numpy arrays: their numbers,
+        their places in ``input``, their byte offsets in unit file ``unit`` and their
+        ids), a shard at a time: the documents that fit what is left of the open shard
+        are found by a search on their running sum, not one by one. No document may be
+        open (``end`` was called)."""
+        import numpy as np
+
+        size, width, m = self.shard_tokens, self.width, len(lengths)
+        ends = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ends[1:])
+        i = 0
+        while i < m:
+            # ``begin``'s and ``whole``'s choice of shard for document i.
+            if self.open is not None and self.open.tokens >= size:
+                self._finish_shard()
+            if self.open is not None and self.open.tokens > 0 and self.open.tokens + int(lengths[i]) > size:
+                self._finish_shard()
+            if self.open is None:
+                self.document = int(numbers[i])
+                self._start(False)
+            shard = self.open
+            assert shard is not None
+            if shard.tokens == 0 and int(lengths[i]) > size:
+                # Longer than a shard: cut over the next ones, document by document.
+                n = int(lengths[i])
+                self.whole(int(numbers[i]), (input, int(places[i])), [(unit, int(offsets[i]), n)], n)
+                i += 1
+                continue
+            # Documents i..j-1 go in: each starts before the shard is full and ends
+            # within it (document i does, by the choice above).
+            room = int(ends[i]) + size - shard.tokens
+            j = min(
+                int(np.searchsorted(ends, room, side="right")) - 1,
+                int(np.searchsorted(ends, room, side="left")),
+                m,
+            )
+            shard.starts.extend((ends[i:j] - int(ends[i]) + shard.tokens).tolist())
+            run = places[i:j]
+            breaks = (np.flatnonzero(run[1:] != run[:-1] + 1) + 1).tolist()
+            for a, b in zip([0, *breaks], [*breaks, j - i], strict=True):
+                _note_place(shard.ranges, (input, int(run[a])))
+                shard.ranges[-1][2] = int(run[b - 1]) + 1
+            full = np.flatnonzero(lengths[i:j] > 0) + i
+            if len(full):
+                at, n = offsets[full], lengths[full]
+                breaks = (np.flatnonzero(at[1:] != at[:-1] + n[:-1] * width) + 1).tolist()
+                for a, b in zip([0, *breaks], [*breaks, len(full)], strict=True):
+                    shard.add(unit, int(at[a]), int(n[a:b].sum()), width)
+            shard.tokens += int(ends[j] - ends[i])
+            self.document, self.place = int(numbers[j - 1]), (input, int(places[j - 1]))
+            self.movable = False
+            i = j
 
     def end(self) -> None:
         if self.in_doc and self.movable:
@@ -234,6 +298,16 @@ class _Split:
     def finish(self) -> None:
         self.end()
         self._finish_shard()
+
+
+def _mix_array(x: Any) -> Any:
+    """``_mix`` of each of a uint64 array (numpy's uint64 arithmetic wraps, as ``mix``'s)."""
+    import numpy as np
+
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def _mix(x: int) -> int:
@@ -259,7 +333,11 @@ class ShardPlanner:
         file_bos: int | None,
         file_eos: int | None,
         after_each_file: int | None,
+        bulk: bool = True,
     ) -> None:
+        # bulk=False: every document through the per-document rules, the reference the
+        # bulk path (``_Split.whole_run``) is tested against.
+        self.bulk = bulk
         self.is_text, self.width = is_text, width
         self.val_fraction, self.seed = val_fraction, seed & _MASK
         self.bos, self.eos, self.after = file_bos, file_eos, after_each_file
@@ -358,22 +436,51 @@ class ShardPlanner:
                 if text and self.bos is not None:
                     self._begin(input)
                     self._mark(input, self.bos)
-            cuts = np.frombuffer(item.cuts, dtype="<u8").tolist()
-            start = 0
+            cuts = np.frombuffer(item.cuts, dtype="<u8").astype(np.int64)
+            first = 0
+            if text and len(cuts) and self.current is not None:
+                # The document the item began in, ended by its first cut.
+                first = 1
+                self._push(input, [(unit, item.offset, int(cuts[0]))], int(cuts[0]))
+                self._end()
+            starts = np.concatenate(([0], cuts[:-1])) if len(cuts) else cuts
+            self._wholes(input, unit, item.offset + starts[first:] * width, cuts[first:] - starts[first:])
             if text:
-                for cut in cuts:
-                    piece = [(unit, item.offset + start * width, cut - start)]
-                    if self.current is not None:
-                        self._push(input, piece, cut - start)
-                        self._end()
-                    else:
-                        self._whole(input, piece, cut - start)
-                    start = cut
+                start = int(cuts[-1]) if len(cuts) else 0
                 self._push(input, [(unit, item.offset + start * width, item.ids - start)], item.ids - start)
-            else:
-                for cut in cuts:
-                    self._whole(input, [(unit, item.offset + start * width, cut - start)], cut - start)
-                    start = cut
+
+    def _wholes(self, input: int, unit: int, offsets: Any, lengths: Any) -> None:
+        """Whole documents of ``input``, one after another in unit file ``unit``: each
+        ``_whole``, but a split's share of them at once (``_Split.whole_run``)."""
+        import numpy as np
+
+        m = len(lengths)
+        if not self.bulk:
+            for at, n in zip(offsets.tolist(), lengths.tolist(), strict=True):
+                self._whole(input, [(unit, at, n)], n)
+            return
+        if m == 0:
+            return
+        self._end()
+        numbers = np.arange(self.documents, self.documents + m, dtype=np.uint64)
+        # ``_open``'s places: from 0 in a new input, else on from the last document's.
+        if input != self.place[0]:
+            first = 0
+        else:
+            first = self.place[1] + 1 if self.documents > 0 else self.place[1]
+        places = np.arange(first, first + m, dtype=np.int64)
+        self.documents += m
+        self.place = (input, first + m - 1)
+        if self.val_fraction <= 0.0:
+            self.splits[0].whole_run(input, numbers, places, unit, offsets, lengths)
+            return
+        seed = np.uint64(self.seed)
+        h = _mix_array(_mix_array(numbers) ^ seed)
+        to_val = (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) < self.val_fraction
+        for split, mine in enumerate((~to_val, to_val)):
+            if mine.any():
+                at = np.flatnonzero(mine)
+                self.splits[split].whole_run(input, numbers[at], places[at], unit, offsets[at], lengths[at])
 
     def finish(self, n_inputs: int) -> list[ShardPlan]:
         """Ends the inputs and every split's last shard; returns every shard, by split."""
