@@ -12,12 +12,15 @@ shard, several inputs cut into several units, marks around files, a val split.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bpekit.distributed.consumed import _items_of
 from bpekit.distributed.shardplan import Item, ShardPlan, ShardPlanner
 
 # An item: its documents' lengths (a text item: the ids after its last cut, too).
@@ -114,3 +117,19 @@ def test_a_shard_let_go_keeps_its_document_count() -> None:
         shard.let_go()
         assert (shard.starts, shard.pieces, shard.documents) == ([], [], documents)
         assert documents == 3 - int(continues)
+
+
+def test_a_skeleton_read_back_with_its_ends_out_of_order_is_refused() -> None:
+    """A ``.skel`` edited by hand to end documents out of order, or past its item's
+    ids, is not one bpekit writes (its unit is encoded again), and the plan never
+    meets a negative length: the bulk path would not move on from one."""
+    good = [0, 0, 3, 0, 0, 88, 9, base64.b64encode(np.array([2, 5, 9], "<u8").tobytes()).decode()]
+    assert _items_of([good])[0].cuts == np.array([2, 5, 9], "<u8").tobytes()
+    for ends in ([5, 2, 9], [2, 5, 10]):
+        row = [*good[:7], base64.b64encode(np.array(ends, "<u8").tobytes()).decode()]
+        with pytest.raises(ValueError, match="cuts are not in order"):
+            _items_of([row])
+    bad = Item(0, 0, 2, 0, 0, 88, 9, np.array([5, 2], "<u8").tobytes())
+    planner = ShardPlanner([False], ("train",), 4, 2, 0.0, 0, None, None, None)
+    with pytest.raises(ValueError, match="unit 0: a document of -3 ids"):
+        planner.add(0, [bad])

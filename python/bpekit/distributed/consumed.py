@@ -76,6 +76,8 @@ def _items_json(items: list[Item]) -> list[list[Any]]:
 
 def _items_of(rows: Any) -> list[Item]:
     """``_items_json`` read back; a ValueError where a row is not one it writes."""
+    import numpy as np
+
     if not isinstance(rows, list):
         raise ValueError("items is not a list")
     items = []
@@ -89,6 +91,10 @@ def _items_of(rows: Any) -> list[Item]:
         if len(raw) % 8:
             raise ValueError("an item's cuts are not uint64s")
         input, at, documents, read, skipped, offset, ids = numbers
+        # The plan takes the lengths between cuts as they are: none may be negative.
+        ends = np.frombuffer(raw, dtype="<u8")
+        if len(ends) and (bool(np.any(ends[1:] < ends[:-1])) or int(ends[-1]) > ids):
+            raise ValueError("an item's cuts are not in order within its ids")
         items.append(Item(input, at, documents, read, skipped, offset, ids, raw))
     return items
 

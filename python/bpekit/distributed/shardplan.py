@@ -245,6 +245,10 @@ class _Split:
         import numpy as np
 
         size, width, m = self.shard_tokens, self.width, len(lengths)
+        if m and int(lengths.min()) < 0:
+            # Skeletons are checked before; on a negative length the search below
+            # would not move on.
+            raise ValueError(f"unit {unit}: a document of {int(lengths.min())} ids")
         ends = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(lengths, out=ends[1:])
         i = 0
