@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -126,15 +127,21 @@ def test_a_submission_cut_short_cancels_the_tasks_it_started(ray_local: Any, mon
         return types.SimpleNamespace(options=lambda **o: Options(**o))
 
     monkeypatch.setattr(ray_local, "remote", remote)
+    t = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        runner.submit(subprocess.call, [(["sleep", "30"],)] * 8)
+        runner.submit(subprocess.call, [(["sleep", "60"],)] * 8)
     monkeypatch.undo()
     assert len(started) == 3
     ready, pending = ray_local.wait(started, num_returns=3, timeout=90)
-    assert not pending
+    assert not pending and time.monotonic() - t < 45
     for ref in ready:
-        with pytest.raises(ray_local.exceptions.TaskCancelledError):
-            ray_local.get(ref)
+        try:
+            code = ray_local.get(ref)
+        except (ray_local.exceptions.TaskCancelledError, ray_local.exceptions.WorkerCrashedError):
+            continue
+        # Ray kills a cancelled worker's children too: the sleep killed first ends the
+        # task with its signal, before the worker's own end is seen.
+        assert code < 0
 
 
 def test_a_cancel_ray_drops_is_sent_again() -> None:
