@@ -12,7 +12,6 @@ import itertools
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _killed_driver import run_killed_driver
 from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -222,27 +222,16 @@ def test_work_dir_keeps_the_units_done(corpus, one_machine, tmp_path: Path) -> N
 def test_a_driver_killed_mid_run_resumes(corpus, one_machine, tmp_path: Path) -> None:
     """A driver SIGKILLed after its first results; rerun, it counts only the rest."""
     work = tmp_path / "work"
-    script = textwrap.dedent(
+    run_killed_driver(
         f"""
-        import os, signal
         import bpekit.distributed as dist
-        from bpekit.distributed import backends
-
-        class DiesAfterThree(backends.LocalBackend):
-            def run(self, fn, tasks):
-                for n, result in enumerate(super().run(fn, tasks)):
-                    yield result
-                    if n == 2:
-                        os.kill(os.getpid(), signal.SIGKILL)
-
         from bpekit.distributed import count
-        count.open_backend = lambda address, backend, workers: DiesAfterThree(2)
+
+        count.open_backend = lambda address, backend, workers: DiesAfter(2, 2)
         dist.count_pretokens({[str(p) for p in corpus]!r}, [{EOT!r}], work_dir={str(work)!r},
                              backend="local", unit_bytes={UNIT_BYTES})
         """
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
     done = len(list(work.glob("unit-*.json")))
     counts = dist.count_pretokens(
         corpus, [EOT], work_dir=work, backend="local", workers=2, unit_bytes=UNIT_BYTES

@@ -6,15 +6,12 @@ byte for byte, and no file outside the dataset or its units' folder is touched."
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _dist_dataset import LAYOUT, LOCAL, OPTIONS, UNIT_BYTES, same_dataset
+from _killed_driver import run_killed_driver
 
 import bpekit
 import bpekit.distributed as dist
@@ -33,26 +30,16 @@ def test_a_driver_killed_mid_run_resumes(dist_corpus, one_machine, tmp_path: Pat
     """A driver SIGKILLed after its third unit: a rerun keeps the units it finished
     (in ``.ds.units`` beside the dataset, work_dir not given) and encodes the rest."""
     out = tmp_path / "ds"
-    script = textwrap.dedent(
+    run_killed_driver(
         f"""
-        import os, signal
         import bpekit.distributed as dist
-        from bpekit.distributed import backends, dataset
+        from bpekit.distributed import dataset
 
-        class DiesAfterThree(backends.LocalBackend):
-            def run(self, fn, tasks):
-                for n, result in enumerate(super().run(fn, tasks)):
-                    yield result
-                    if n == 2:
-                        os.kill(os.getpid(), signal.SIGKILL)
-
-        dataset.open_backend = lambda address, backend, workers, here=False: DiesAfterThree(2)
+        dataset.open_backend = lambda address, backend, workers, here=False: DiesAfter(2, 2)
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2",
                             backend="local", unit_bytes={UNIT_BYTES}, **{LAYOUT!r})
         """
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
     units = tmp_path / ".ds.units"
     done = len(list(units.glob("unit-*.json")))
     assert done >= 3
@@ -77,27 +64,19 @@ def _kill_after_shards(
 ) -> None:
     """Runs the dataset on a local pool in a child process SIGKILLed once the workers
     have written ``shards`` shards (or where ``patch``, code run first, kills it)."""
-    script = textwrap.dedent(
+    run_killed_driver(
         f"""
-        import os, signal
         import bpekit.distributed as dist
-        from bpekit.distributed import backends, dataset
+        from bpekit.distributed import dataset
 
-        class DiesAfterShards(backends.LocalBackend):
-            def run(self, fn, tasks):
-                for n, result in enumerate(super().run(fn, tasks)):
-                    yield result
-                    if fn.__name__ == "write_shard" and n == {shards - 1}:
-                        os.kill(os.getpid(), signal.SIGKILL)
-
-        dataset.open_backend = lambda address, backend, workers, here=False: DiesAfterShards(2)
+        dataset.open_backend = (
+            lambda address, backend, workers, here=False: DiesAfter(2, {shards - 1}, "write_shard")
+        )
         {patch}
         dist.encode_dataset({[str(p) for p in dist_corpus]!r}, {str(out)!r}, "gpt2", backend="local",
                             workers=2, unit_bytes={unit_bytes}, **{LAYOUT!r})
         """
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert run.returncode == -signal.SIGKILL, run.stderr.decode()
 
 
 def test_a_driver_killed_while_writing_shards_resumes(dist_corpus, one_machine, tmp_path: Path) -> None:
