@@ -119,8 +119,8 @@ fn run(
 /// releases that their TLB flushes cost nothing much (32 per GB).
 const HASH_STEP: usize = 32 << 20;
 
-/// Bytes read at a time: large enough that a read's fixed cost is small, small
-/// enough to stay in the L2 cache between the read and the hash.
+/// Bytes read at a time: 256 reads a GB, few enough that their fixed cost is small;
+/// the buffer is the hasher's only memory.
 const READ_BYTES: usize = 4 << 20;
 
 /// The alignment direct reads ask of buffers, offsets and sizes on Linux.
