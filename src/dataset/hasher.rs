@@ -20,7 +20,9 @@
 //! ran beside it, against 0.42 s read direct. perf put 71% of the mapped hash's
 //! samples on its first load of each 64-byte block: the time went to bringing the
 //! pages in, not to hashing. A 2-thread `encode_dataset` of `owt-12G` took 49-51 s
-//! with the map and 37-40 s read direct (35 s without hashing).
+//! with the map and 37-40 s read direct (35 s without hashing). Files under
+//! [`READ_BYTES`] (indexes, side files) and file systems that refuse direct reads
+//! keep the map: a direct read first waits for the pages just written to go to disk.
 
 use std::io::{self, Read};
 use std::path::Path;
@@ -124,22 +126,28 @@ const HASH_STEP: usize = 32 << 20;
 const READ_BYTES: usize = 4 << 20;
 
 /// The alignment direct reads ask of buffers, offsets and sizes on Linux.
+#[cfg(target_os = "linux")]
 const BLOCK: usize = 4096;
 
 /// The sha256 of the file at `path`, in hex.
 ///
-/// Read direct where it can be (see the module's docs); else through a map: a `read`
+/// Read direct where it can be and the file is at least [`READ_BYTES`] (see the
+/// module's docs); else through a map: a `read`
 /// into `buffer` copied each shard back out of the page cache, and that copy took 11%
 /// of the CPU time of a 2-thread `encode_dataset` of owt-1G (perf), as much as the
 /// hashing itself.
 fn sha256(path: &Path, buffer: &mut [u8]) -> io::Result<String> {
     let name = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    #[cfg(target_os = "linux")]
-    if let Some(digest) = sha256_direct(path, buffer).map_err(name)? {
-        return Ok(hex(&digest));
-    }
     let mut file = std::fs::File::open(path).map_err(name)?;
     let len = file.metadata().map_err(name)?.len();
+    // A small file (an index, a shard's side files) is read where it is, in the page
+    // cache: a direct read would first wait for its pages to be written back.
+    #[cfg(target_os = "linux")]
+    if len >= READ_BYTES as u64 {
+        if let Some(digest) = sha256_direct(path, buffer).map_err(name)? {
+            return Ok(hex(&digest));
+        }
+    }
     let mut hasher = Sha256::new();
     let map = match len {
         0 => None,
@@ -189,8 +197,9 @@ fn hex(digest: &[u8]) -> String {
 }
 
 /// The sha256 of the file at `path` read with `O_DIRECT` into `buffer`; `None` where
-/// that cannot be had (a file system without direct reads, such as tmpfs, or a buffer
-/// not block-aligned): the caller reads it another way.
+/// that cannot be had: a file system without direct reads (tmpfs before Linux 6.6),
+/// a read refused part way (the caller then reads the whole file again another way),
+/// or a buffer not block-aligned.
 #[cfg(target_os = "linux")]
 fn sha256_direct(path: &Path, buffer: &mut [u8]) -> io::Result<Option<[u8; 32]>> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -221,8 +230,9 @@ fn sha256_direct(path: &Path, buffer: &mut [u8]) -> io::Result<Option<[u8; 32]>>
                 read += n as u64;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // Some file systems take O_DIRECT at open and refuse the reads.
-            Err(e) if read == 0 && refused(&e) => return Ok(None),
+            // Some file systems take O_DIRECT at open and refuse the reads; a read
+            // that came short before the end leaves the next one unaligned.
+            Err(e) if refused(&e) => return Ok(None),
             Err(e) => return Err(e),
         }
     }
@@ -258,23 +268,34 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_file_read_direct_hashes_as_its_bytes() {
-        // Sizes about the block and the buffer: direct reads come short at the end.
-        // The files are hashed as just written, their pages still dirty in the page
-        // cache, which a direct read must see.
-        let dir = std::env::temp_dir().join(format!("bpekit-hash-direct-{}", std::process::id()));
+        use super::super::outfile::OutFile;
+
+        // In target/, on the disk: the system's temporary folder may be a tmpfs, which
+        // refused direct reads before Linux 6.6, and this would test nothing there.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("bpekit-hash-direct-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut buffer = memmap2::MmapMut::map_anon(2 * BLOCK).unwrap();
+        let pattern =
+            |len: usize| -> Vec<u8> { (0..len).map(|i| (i * 7 + i / 251) as u8).collect() };
+        // Sizes about the block and the buffer: direct reads come short at the end.
+        // Each file is hashed as just written, its pages still dirty in the page
+        // cache, which a direct read must see.
+        let sizes = [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 5 * BLOCK + 7];
         let mut direct = 0;
-        for len in [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 5 * BLOCK + 7] {
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+        for len in sizes {
+            let bytes = pattern(len);
             let path = dir.join(format!("f{len}"));
             std::fs::write(&path, &bytes).unwrap();
             let want: [u8; 32] = Sha256::digest(&bytes).into();
             if let Some(got) = sha256_direct(&path, &mut buffer).unwrap() {
                 assert_eq!(got, want, "{len} bytes");
-                direct += 1;
+                // An empty file reads as empty even where direct reads are refused.
+                direct += usize::from(len > 0);
             }
             assert_eq!(
                 sha256(&path, &mut buffer).unwrap(),
@@ -283,13 +304,29 @@ mod tests {
             );
         }
         // Where the file system takes direct reads, every file was read so; where it
-        // refuses them (tmpfs), none was.
+        // refuses them, none was.
         assert!(
-            direct == 0 || direct == 7,
-            "{direct} of 7 files read direct"
+            direct == 0 || direct == sizes.len() - 1,
+            "{direct} of {} files read direct",
+            sizes.len() - 1
         );
+        // A file as the shard writer makes one: its first 4 MiB through the page
+        // cache, then direct writes, a last write through the page cache, and its
+        // header written last over its first bytes. `sha256` reads it direct (it is
+        // over READ_BYTES) with a buffer smaller than it.
+        let bytes = pattern(READ_BYTES + 3 * BLOCK + 100);
+        let path = dir.join("shard");
+        let mut out = OutFile::create(&path).unwrap();
+        out.write_bytes(&[0; 128]).unwrap();
+        out.write_bytes(&bytes[128..]).unwrap();
+        out.finish(&bytes[..128]).unwrap();
+        let want: [u8; 32] = Sha256::digest(&bytes).into();
+        assert_eq!(sha256(&path, &mut buffer).unwrap(), hex(&want));
+        if direct > 0 {
+            assert_eq!(sha256_direct(&path, &mut buffer).unwrap(), Some(want));
+        }
         // A buffer not block-aligned is not used for direct reads.
-        assert!(sha256_direct(&dir.join("f1"), &mut buffer[1..BLOCK + 1])
+        assert!(sha256_direct(&path, &mut buffer[1..BLOCK + 1])
             .unwrap()
             .is_none());
         std::fs::remove_dir_all(&dir).unwrap();
