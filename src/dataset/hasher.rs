@@ -132,10 +132,9 @@ const BLOCK: usize = 4096;
 /// The sha256 of the file at `path`, in hex.
 ///
 /// Read direct where it can be and the file is at least [`READ_BYTES`] (see the
-/// module's docs); else through a map: a `read`
-/// into `buffer` copied each shard back out of the page cache, and that copy took 11%
-/// of the CPU time of a 2-thread `encode_dataset` of owt-1G (perf), as much as the
-/// hashing itself.
+/// module's docs); else through a map: a `read` into `buffer` copied each shard back
+/// out of the page cache, and that copy took 11% of the CPU time of a 2-thread
+/// `encode_dataset` of owt-1G (perf), as much as the hashing itself.
 fn sha256(path: &Path, buffer: &mut [u8]) -> io::Result<String> {
     let name = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let mut file = std::fs::File::open(path).map_err(name)?;
