@@ -36,11 +36,19 @@ def test_one_huge_piece_is_n_log_n_and_hears_ctrl_c() -> None:
     # takes 48 s to act. Merging a long piece is a heap over pair ranks (O(n log n)),
     # and checks for Ctrl-C as it goes.
     enc_dir = str(data_path("encodings"))
-    times = []
-    for n in (500_000, 4_000_000):
-        proc = run_args(["-c", HUGE_PIECE_SCRIPT, enc_dir, str(n), "time"], 300, None)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        times.append(float(proc.stdout))
+
+    def best_of_two(n: int) -> float:
+        # The smaller case takes ~0.1 s, where one slow moment of a shared machine
+        # moved the ratio past the bound (28.8x in a CI run); the best of two runs
+        # of each size keeps the test to what it is for.
+        runs = []
+        for _ in range(2):
+            proc = run_args(["-c", HUGE_PIECE_SCRIPT, enc_dir, str(n), "time"], 300, None)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            runs.append(float(proc.stdout))
+        return min(runs)
+
+    times = [best_of_two(n) for n in (500_000, 4_000_000)]
     # 8x the bytes: ~9x the time for n log n, 64x for a quadratic merge.
     assert times[1] / times[0] < 24, times
     proc = run_args(["-c", HUGE_PIECE_SCRIPT, enc_dir, "40000000", "interrupt"], 300, None)
