@@ -144,13 +144,13 @@ const TEXT_AHEAD: usize = 2048;
 /// Asks for the text the scanner reads two batches on, as much of it as this batch
 /// covered (`covered` bytes, at most 4 KiB), into L1.
 ///
-/// Why: in a warm encode of text that is not in the cache (an `encode_file` chunk
-/// after its UTF-8 check, or a text bigger than L2), 45% of the scanner's samples
-/// waited on the load of its next 64 bytes: each batch's 256 table lines pass
-/// through L2 between the scanner's reads, and the hardware's prefetch of the text
-/// did not keep up. Asking for it here cut that to 6% (perf, owt-1G, gpt2). `encode_bench`
-/// on the en corpus (one thread, two builds run at once on the two cores, 24 runs
-/// each): 227 -> 260 MB/s. `encode_file` of owt-1G on 2 threads, 3 alternating fresh
+/// Why: in a warm encode of text that is not in the cache, the scanner's samples
+/// waited on the load of its next 64 bytes: 45% of them in `encode_bench` of the en
+/// corpus (a 116 MB text), 22% in `encode_file` of owt-1G (a chunk after its UTF-8
+/// check). Each batch's 256 table lines pass through L2 between the scanner's reads,
+/// and the hardware's prefetch of the text did not keep up. Asked for here, 6% of
+/// them in `encode_file` (perf, gpt2). `encode_bench` on en (one thread, two builds
+/// run at once on the two cores, 24 runs each): 227 -> 260 MB/s. `encode_file` of owt-1G on 2 threads, 3 alternating fresh
 /// processes: first call 254-347 -> 336-392 MB/s, second call 370-421 -> 396-440.
 #[inline(always)]
 fn prefetch_text(bytes: &[u8], end: usize, covered: usize) {
