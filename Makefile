@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test build lint rust-test extras py-test tf5-test bench corpora clean
+.PHONY: demo test build lint rust-lint py-lint rust-test extras py-test tf5-test bench corpora clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -27,12 +27,21 @@ demo: build
 	@$(if $(wildcard ../shared/data/corpora),BPEKIT_DEMO_INPUT=../shared/data/corpora) $(VENV)/bin/bpekit demo
 	@echo "(bpekit is in $(VENV): 'source $(VENV)/bin/activate' puts it on your PATH, or 'pip install .' puts it in an environment of your own)"
 
-lint: build
+lint: rust-lint py-lint
+
+# The crate's own checks need no build of the package, and run in a target folder of
+# their own: cargo locks a target folder for a whole build, and the release build's
+# last ~2 minutes (the crate with fat LTO, one codegen unit) use one core, so that
+# `make test` runs these on the other core meanwhile.
+CHECKS := CARGO_TARGET_DIR=target/checks
+rust-lint: $(PY)
 	cargo fmt --check
 	$(PY) scripts/check_layers.py
 	$(PY) scripts/check_py_layers.py
-	cargo clippy --all-targets -q -- -D warnings
-	cargo clippy --all-targets --features python -q -- -D warnings
+	$(CHECKS) cargo clippy --all-targets -q -- -D warnings
+	$(CHECKS) cargo clippy --all-targets --features python -q -- -D warnings
+
+py-lint: build
 	$(VENV)/bin/ruff check python tests benchmarks scripts
 	$(VENV)/bin/ruff format --check python tests benchmarks scripts
 	$(VENV)/bin/mypy
@@ -42,7 +51,7 @@ lint: build
 # second time to link the profiling harnesses of tools/ (52 s more on 2 cores, which
 # clippy --all-targets already checks) and ran no doctest (the crate has none).
 rust-test:
-	cargo test -q --lib
+	$(CHECKS) cargo test -q --lib
 
 # Two processes, a test file each at a time: in one process the suite's CPU time
 # (~690 s) was ~1.3x its wall time (~520 s) on 2 cores, so a core sat idle a quarter
@@ -66,13 +75,15 @@ tf5-test: build $(TF5)/bin/python
 	BPEKIT_SP_MODELS=target/sp-models PYTHONPATH=python $(TF5)/bin/python -m pytest tests/transformers -q -p no:cacheprovider -o addopts=""
 
 # What the tests need from outside, Chromium (apt-get) and the transformers 5 venv
-# (PyPI), is fetched while the Rust tests compile: mostly waiting on the network
-# (~30 s and ~60 s), which then costs the checks nothing.
+# (PyPI), is fetched while the Python lints run: mostly waiting on the network (~30 s
+# and ~60 s), which then costs the checks nothing.
 extras: $(TF5)/bin/python
 	scripts/ensure_chromium.sh
 
-test: build lint
-	$(MAKE) -j2 rust-test extras
+# -O: each target's output together, not interleaved with the other's.
+test:
+	$(MAKE) -j2 -O build rust-lint rust-test
+	$(MAKE) -j2 -O py-lint extras
 	$(MAKE) py-test
 	$(MAKE) tf5-test
 
