@@ -29,17 +29,16 @@ demo: build
 
 lint: rust-lint py-lint
 
-# The crate's own checks need no build of the package, and run in a target folder of
-# their own: cargo locks a target folder for a whole build, and the release build's
-# last ~2 minutes (the crate with fat LTO, one codegen unit) use one core, so that
-# `make test` runs these on the other core meanwhile.
-CHECKS := CARGO_TARGET_DIR=target/checks
+# The crate's own checks need no build of the package (and use the debug profile,
+# whose folder cargo locks apart from the release build's), so `make test` runs them
+# beside the build: its last ~2 minutes (the crate with fat LTO, one codegen unit)
+# use one core.
 rust-lint: $(PY)
 	cargo fmt --check
 	$(PY) scripts/check_layers.py
 	$(PY) scripts/check_py_layers.py
-	$(CHECKS) cargo clippy --all-targets -q -- -D warnings
-	$(CHECKS) cargo clippy --all-targets --features python -q -- -D warnings
+	cargo clippy --all-targets -q -- -D warnings
+	cargo clippy --all-targets --features python -q -- -D warnings
 
 py-lint: build
 	$(VENV)/bin/ruff check python tests benchmarks scripts
@@ -51,7 +50,7 @@ py-lint: build
 # second time to link the profiling harnesses of tools/ (52 s more on 2 cores, which
 # clippy --all-targets already checks) and ran no doctest (the crate has none).
 rust-test:
-	$(CHECKS) cargo test -q --lib
+	cargo test -q --lib
 
 # Two processes, a test file each at a time: in one process the suite's CPU time
 # (~690 s) was ~1.3x its wall time (~520 s) on 2 cores, so a core sat idle a quarter
@@ -80,10 +79,9 @@ tf5-test: build $(TF5)/bin/python
 extras: $(TF5)/bin/python
 	scripts/ensure_chromium.sh
 
-# -O: each target's output together, not interleaved with the other's.
 test:
-	$(MAKE) -j2 -O build rust-lint rust-test
-	$(MAKE) -j2 -O py-lint extras
+	$(MAKE) -j2 build rust-lint rust-test
+	$(MAKE) -j2 py-lint extras
 	$(MAKE) py-test
 	$(MAKE) tf5-test
 

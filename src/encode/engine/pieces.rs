@@ -92,9 +92,10 @@ fn rare_key(bytes: &[u8], start: usize, end: usize) -> u128 {
 
 impl Batch {
     /// Keys every piece and prefetches its table line into L2; a long piece's, too,
-    /// in the long cache. The branch costs little: on the multilingual corpus, where
-    /// 7% of the pieces are long, a long-cache hit waited on memory for 12% of a warm
-    /// encode before its slot was prefetched.
+    /// in the long cache. Then asks for the text two batches on ([`prefetch_text`]).
+    /// The long-piece branch costs little: on the multilingual corpus, where 7% of the
+    /// pieces are long, a long-cache hit waited on memory for 12% of a warm encode
+    /// before its slot was prefetched.
     ///
     /// Why a loop of its own, before the emit of the previous batch rather than
     /// interleaved with it: the two together kept more values than there are
@@ -129,9 +130,15 @@ impl Batch {
             keys[i] = key;
             hashes[i] = hash;
         }
+        // A batch that ends with a special token has no text end to measure from (its
+        // span holds the token's id); one that starts with one asks for the most.
         if let (Some(&(start, _)), Some(&(last, end))) = (spans.first(), spans.last()) {
             if last != SPECIAL_START {
-                prefetch_text(bytes, end, end.wrapping_sub(start));
+                let covered = match start {
+                    SPECIAL_START => TEXT_MOST,
+                    _ => end.saturating_sub(start),
+                };
+                prefetch_text(bytes, end, covered);
             }
         }
     }
@@ -139,10 +146,14 @@ impl Batch {
 
 /// How far past the end of a keyed batch its text is asked for: about two batches of
 /// English (4 bytes a piece). 4 KiB measured the same.
+#[cfg(target_arch = "x86_64")]
 const TEXT_AHEAD: usize = 2048;
+/// The most text asked for after one batch.
+const TEXT_MOST: usize = 4096;
 
-/// Asks for the text the scanner reads two batches on, as much of it as this batch
-/// covered (`covered` bytes, at most 4 KiB), into L1.
+/// Asks for the text the scanner reads two batches on, into L1: from [`TEXT_AHEAD`]
+/// past `end`, as many bytes as this batch covered (`covered`, at most
+/// [`TEXT_MOST`]) and the line after them.
 ///
 /// Why: in a warm encode of text that is not in the cache, the scanner's samples
 /// waited on the load of its next 64 bytes: 45% of them in `encode_bench` of the en
@@ -150,14 +161,17 @@ const TEXT_AHEAD: usize = 2048;
 /// check). Each batch's 256 table lines pass through L2 between the scanner's reads,
 /// and the hardware's prefetch of the text did not keep up. Asked for here, 6% of
 /// them in `encode_file` (perf, gpt2). `encode_bench` on en (one thread, two builds
-/// run at once on the two cores, 24 runs each): 227 -> 260 MB/s. `encode_file` of owt-1G on 2 threads, 3 alternating fresh
-/// processes: first call 254-347 -> 336-392 MB/s, second call 370-421 -> 396-440.
+/// run at once on the two cores, 24 runs each): 227 -> 260 MB/s. `encode_file` of
+/// owt-1G on 2 threads, 3 alternating fresh processes: first call 254-347 -> 336-392
+/// MB/s, second call 370-421 -> 396-440.
 #[inline(always)]
 fn prefetch_text(bytes: &[u8], end: usize, covered: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let from = end.saturating_add(TEXT_AHEAD);
-        let to = from.saturating_add(covered.min(4096) + 64).min(bytes.len());
+        let to = from
+            .saturating_add(covered.min(TEXT_MOST) + 64)
+            .min(bytes.len());
         let mut at = from;
         while at < to {
             // SAFETY: `at < bytes.len()`, so the address is inside `bytes`; a
